@@ -1,0 +1,3 @@
+from coderag_tui.cli import main
+
+raise SystemExit(main())

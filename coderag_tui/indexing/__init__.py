@@ -1,0 +1,1 @@
+"""Keeping the index current: the structural indexer, graph resolution, embedding, watching."""

@@ -1,0 +1,403 @@
+"""Resolve edge targets: calls, bases and imports to the units and files they name.
+
+Calls: the enclosing class for `self.x()`/`this.x()`, then the same file, then what the file
+imports, then a unique name in the repository; otherwise the call stays a name (an external API).
+Imports: module text -> a file by path suffix (`a.b.c`, `./c`, `a/b/c.h`, `crate::a::c`).
+TESTS edges are derived: a test unit that calls a unit tests it; a test file tests the file
+its name points at (test_foo.py -> foo.py).
+
+Resolution is deterministic given the index, so an incremental update that re-resolves every
+edge whose answer could have changed gives the same graph as a fresh build.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from coderag_tui.parsing.extract import is_test_path
+from coderag_tui.store.db import Database
+
+SELF_NAMES = frozenset({"self", "this", "cls", "super()", "super", "@", "static", "Self"})
+CALLABLE_KINDS = frozenset(
+    {"function", "method", "class", "struct", "constructor", "macro", "interface", "trait",
+     "enum", "record", "object", "type", "impl", "module", "protocol"}
+)
+TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "record", "object",
+                        "protocol", "type", "impl"})
+INTERFACE_KINDS = frozenset({"interface", "trait", "protocol"})
+_INDEX_STEMS = frozenset({"__init__", "index", "mod", "main", "lib"})
+_MODULE_SPLIT = re.compile(r"::|[./\\]")
+_GENERIC = re.compile(r"<.*>|\[.*\]|\(.*\)")
+_TEST_NAME = [
+    (re.compile(r"^test_(.+)$"), r"\1"),
+    (re.compile(r"^(.+)_tests?$"), r"\1"),
+    (re.compile(r"^(.+)\.(test|spec)$"), r"\1"),
+    (re.compile(r"^(.+?)Tests?$"), r"\1"),
+    (re.compile(r"^tests?_?(.+)$"), r"\1"),
+]
+
+
+@dataclass
+class _Unit:
+    id: int
+    file_id: int
+    parent_id: int | None
+    kind: str
+    name: str
+    is_test: bool
+
+
+@dataclass
+class Lookup:
+    """In-memory view of the units and files needed to resolve names."""
+
+    units: dict[int, _Unit] = field(default_factory=dict)
+    by_name: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    by_file_name: dict[tuple[int, str], list[int]] = field(default_factory=lambda: defaultdict(list))
+    children: dict[tuple[int, str], list[int]] = field(default_factory=lambda: defaultdict(list))
+    file_unit: dict[int, int] = field(default_factory=dict)
+    file_path: dict[int, str] = field(default_factory=dict)
+    stems: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    file_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = field(default_factory=dict)
+    bases: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+
+    @classmethod
+    def load(cls, db: Database) -> Lookup:
+        lk = cls()
+        for uid, fid, pid, kind, name, is_test in db.execute(
+            "SELECT id, file_id, parent_id, kind, name, is_test FROM units"
+        ):
+            u = _Unit(uid, fid, pid, kind, name, bool(is_test))
+            lk.units[uid] = u
+            if kind == "file":
+                lk.file_unit[fid] = uid
+                continue
+            lk.by_file_name[(fid, name)].append(uid)
+            if kind in CALLABLE_KINDS:
+                lk.by_name[name].append(uid)
+            if pid is not None:
+                lk.children[(pid, name)].append(uid)
+        for fid, path in db.execute("SELECT id, path FROM files"):
+            lk.file_path[fid] = path
+            for stem in _path_stems(path):
+                lk.stems[stem].append(fid)
+        for stem in lk.stems:
+            lk.stems[stem].sort(key=lambda f: lk.file_path[f])
+        return lk
+
+    # ---------------------------------------------------------------- imports
+    def resolve_module(self, module: str, names: tuple[str, ...], from_file: int) -> int | None:
+        """The file an import refers to (None when it is outside the repository)."""
+        if not module:
+            return None
+        src = self.file_path.get(from_file, "")
+        parts = _module_parts(module, src)
+        if parts is None:
+            return None
+        candidates = ([parts + [names[0]]] if names else []) + [parts]
+        for cand in candidates:
+            files = self.stems.get("/".join(cand))
+            if files:
+                return _closest(files, src, self.file_path)
+        # a symbol imported from a module: drop trailing segments (Java static imports, Rust paths)
+        for length in range(len(parts) - 1, 0, -1):
+            files = self.stems.get("/".join(parts[:length]))
+            if files:
+                return _closest(files, src, self.file_path)
+        return None
+
+    # ---------------------------------------------------------------- calls
+    def resolve_call(self, src: int, name: str, receiver: str) -> int | None:
+        unit = self.units.get(src)
+        if unit is None:
+            return None
+        fid = unit.file_id
+        if receiver in SELF_NAMES or receiver.startswith(("self.", "this.")):
+            cls_id = self._enclosing_type(unit)
+            if cls_id is not None:
+                if receiver.startswith("super"):
+                    for base in self.bases.get(cls_id, ()):
+                        hit = self._member(base, name, depth=1)
+                        if hit is not None:
+                            return hit
+                else:
+                    hit = self._member(cls_id, name, depth=0)
+                    if hit is not None:
+                        return hit
+        if receiver and receiver not in SELF_NAMES:
+            # `module.func()` where module is an import of this file
+            head = receiver.split(".")[0]
+            for target_file, names in self.file_imports.get(fid, ()):
+                if target_file is None:
+                    continue
+                stem = PurePosixPath(self.file_path[target_file]).stem
+                if head == stem or head in names:
+                    hit = self._pick(self.by_file_name.get((target_file, name), ()))
+                    if hit is not None:
+                        return hit
+        local = self._pick(self.by_file_name.get((fid, name), ()))
+        if local is not None and not receiver:
+            return local
+        for target_file, names in self.file_imports.get(fid, ()):
+            if target_file is None or (names and name not in names and "*" not in names):
+                continue
+            hit = self._pick(self.by_file_name.get((target_file, name), ()))
+            if hit is not None:
+                return hit
+        if local is not None:
+            return local
+        everywhere = self.by_name.get(name, ())
+        if len(everywhere) == 1:
+            return everywhere[0]
+        return None
+
+    def resolve_base(self, src: int, text: str) -> int | None:
+        name = _GENERIC.sub("", text).strip()
+        name = _MODULE_SPLIT.split(name)[-1].strip() if name else ""
+        if not name:
+            return None
+        unit = self.units.get(src)
+        if unit is None:
+            return None
+        candidates = [u for u in self.by_file_name.get((unit.file_id, name), ()) if u != src]
+        types = [u for u in candidates if self.units[u].kind in TYPE_KINDS]
+        if types:
+            return types[0]
+        for target_file, _names in self.file_imports.get(unit.file_id, ()):
+            if target_file is None:
+                continue
+            hits = [u for u in self.by_file_name.get((target_file, name), ())
+                    if self.units[u].kind in TYPE_KINDS]
+            if hits:
+                return hits[0]
+        everywhere = [u for u in self.by_name.get(name, ()) if self.units[u].kind in TYPE_KINDS and u != src]
+        return everywhere[0] if len(everywhere) == 1 else None
+
+    def _enclosing_type(self, unit: _Unit) -> int | None:
+        pid = unit.parent_id
+        while pid is not None:
+            parent = self.units.get(pid)
+            if parent is None or parent.kind == "file":
+                return None
+            if parent.kind in TYPE_KINDS:
+                return parent.id
+            pid = parent.parent_id
+        return None
+
+    def _member(self, type_id: int, name: str, depth: int) -> int | None:
+        hits = self.children.get((type_id, name))
+        if hits:
+            return hits[0]
+        if depth < 3:
+            for base in self.bases.get(type_id, ()):
+                hit = self._member(base, name, depth + 1)
+                if hit is not None:
+                    return hit
+        return None
+
+    def _pick(self, ids: Iterable[int]) -> int | None:
+        best = None
+        for uid in ids:
+            u = self.units[uid]
+            if u.kind not in CALLABLE_KINDS:
+                continue
+            if best is None or (self.units[best].parent_id != self.file_unit.get(u.file_id)
+                                and u.parent_id == self.file_unit.get(u.file_id)):
+                best = uid
+        return best
+
+
+def _path_stems(path: str) -> list[str]:
+    p = PurePosixPath(path)
+    parts = list(p.parent.parts) + [p.stem if p.suffix else p.name]
+    stems = ["/".join(parts[i:]) for i in range(len(parts))]
+    if p.stem in _INDEX_STEMS and len(parts) > 1:
+        dir_parts = parts[:-1]
+        stems.extend("/".join(dir_parts[i:]) for i in range(len(dir_parts)))
+    # C/C++ includes name the file with its extension
+    full = list(p.parent.parts) + [p.name]
+    if p.suffix in (".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp"):
+        stems.extend("/".join(full[i:]) for i in range(len(full)))
+    return stems
+
+
+def _module_parts(module: str, src_path: str) -> list[str] | None:
+    m = module.strip().strip("\"'<>")
+    if not m:
+        return None
+    src_dir = list(PurePosixPath(src_path).parent.parts)
+    if m.startswith("."):
+        if m.startswith("./") or m.startswith("../"):
+            parts = src_dir[:]
+            for seg in m.split("/"):
+                if seg == "..":
+                    if parts:
+                        parts.pop()
+                elif seg and seg != ".":
+                    parts.append(seg)
+            last = parts[-1] if parts else ""
+            if "." in last:
+                parts[-1] = last.rsplit(".", 1)[0]
+            return parts
+        dots = len(m) - len(m.lstrip("."))
+        parts = src_dir[: len(src_dir) - (dots - 1)] if dots > 1 else src_dir[:]
+        rest = m[dots:]
+        return parts + ([s for s in _MODULE_SPLIT.split(rest) if s] if rest else [])
+    for prefix in ("crate::", "super::", "self::", "@/", "~/"):
+        if m.startswith(prefix):
+            m = m[len(prefix) :]
+    segs = [s for s in _MODULE_SPLIT.split(m) if s]
+    if segs and "." in m and m.rsplit(".", 1)[-1] in ("h", "hpp", "hh", "js", "ts", "py", "rb", "php"):
+        segs = [s for s in m.split("/") if s]
+    return segs or None
+
+
+def _closest(files: list[int], src_path: str, paths: dict[int, str]) -> int:
+    if len(files) == 1:
+        return files[0]
+    src_parts = PurePosixPath(src_path).parts
+
+    def shared(fid: int) -> tuple[int, int, str]:
+        parts = PurePosixPath(paths[fid]).parts
+        n = 0
+        for a, b in zip(src_parts, parts):
+            if a != b:
+                break
+            n += 1
+        return (-n, len(parts), paths[fid])
+
+    return min(files, key=shared)
+
+
+def _test_target_stem(path: str) -> str | None:
+    p = PurePosixPath(path)
+    name = p.name.split(".")[0] if ".test." in p.name or ".spec." in p.name else p.stem
+    for pattern, repl in _TEST_NAME:
+        if pattern.match(name):
+            stem = pattern.sub(repl, name)
+            return stem if stem and stem != name else None
+    return None
+
+
+# ---------------------------------------------------------------------------- resolution
+
+
+def resolve(db: Database, *, changed_files: set[int] | None, names: set[str]) -> int:
+    """Re-resolve the edges whose target may have changed. Returns the number of edges updated.
+
+    changed_files None means everything (a fresh build). Otherwise: edges from changed files,
+    edges that name one of `names` (defined in changed files before or after), and, when the
+    set of files changed, every import.
+    """
+    lk = Lookup.load(db)
+    full = changed_files is None
+    changed = changed_files or set()
+
+    # 1. imports (they feed call resolution)
+    import_rows = db.rows("SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'")
+    import_updates: list[tuple[int | None, int]] = []
+    files_with_new_imports: set[int] = set()
+    for eid, fid, module, names_csv, dst in import_rows:
+        imported = tuple(n for n in names_csv.split(",") if n)
+        target_file = lk.resolve_module(module, imported, fid)
+        lk.file_imports.setdefault(fid, []).append((target_file, imported))
+        new_dst = lk.file_unit.get(target_file) if target_file is not None else None
+        if new_dst != dst:
+            import_updates.append((new_dst, eid))
+            files_with_new_imports.add(fid)
+    db.executemany("UPDATE edges SET dst=? WHERE id=?", import_updates)
+
+    # 2. bases (they feed self-call resolution through inherited members)
+    base_rows = db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')")
+    base_updates: list[tuple[int | None, str, int]] = []
+    for eid, src, _fid, name, dst, kind in base_rows:
+        target = lk.resolve_base(src, name)
+        if target is not None:
+            lk.bases[src].append(target)
+        new_kind = "IMPLEMENTS" if target is not None and lk.units[target].kind in INTERFACE_KINDS else "INHERITS"
+        if target != dst or new_kind != kind:
+            base_updates.append((target, new_kind, eid))
+    db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", base_updates)
+
+    # 3. calls
+    scope = changed | files_with_new_imports
+    if full:
+        call_rows = db.rows("SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS'")
+    else:
+        call_rows = []
+        if scope:
+            marks = ",".join("?" * len(scope))
+            call_rows += db.rows(
+                f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND src_file IN ({marks})",
+                tuple(scope),
+            )
+        name_list = sorted(names)
+        for i in range(0, len(name_list), 500):
+            part = name_list[i : i + 500]
+            marks = ",".join("?" * len(part))
+            call_rows += db.rows(
+                f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND name IN ({marks})",
+                tuple(part),
+            )
+    seen: set[int] = set()
+    call_updates: list[tuple[int | None, int]] = []
+    touched_files: set[int] = set(scope)
+    for eid, src, fid, name, receiver, dst in call_rows:
+        if eid in seen:
+            continue
+        seen.add(eid)
+        target = lk.resolve_call(src, name, receiver)
+        if target != dst:
+            call_updates.append((target, eid))
+            touched_files.add(fid)
+    db.executemany("UPDATE edges SET dst=? WHERE id=?", call_updates)
+    db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
+
+    # 4. derived TESTS edges
+    _derive_tests(db, lk, None if full else touched_files)
+    return len(import_updates) + len(base_updates) + len(call_updates)
+
+
+def _derive_tests(db: Database, lk: Lookup, files: set[int] | None) -> None:
+    if files is None:
+        db.execute("DELETE FROM edges WHERE kind='TESTS'")
+        rows = db.rows("SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL")
+        file_ids = list(lk.file_path)
+    else:
+        if not files:
+            return
+        marks = ",".join("?" * len(files))
+        db.execute(f"DELETE FROM edges WHERE kind='TESTS' AND src_file IN ({marks})", tuple(files))
+        rows = db.rows(
+            f"SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL "
+            f"AND src_file IN ({marks})",
+            tuple(files),
+        )
+        file_ids = [f for f in files if f in lk.file_path]
+    new: set[tuple[int, int, int, str, int]] = set()
+    for src, fid, dst, line in rows:
+        s, d = lk.units.get(src), lk.units.get(dst)
+        if s is None or d is None or d.is_test or not is_test_path(lk.file_path.get(fid, "")):
+            continue
+        if is_test_path(lk.file_path.get(d.file_id, "")):
+            continue
+        new.add((src, fid, dst, d.name, line))
+    for fid in file_ids:
+        path = lk.file_path[fid]
+        if not is_test_path(path):
+            continue
+        stem = _test_target_stem(path)
+        if not stem:
+            continue
+        targets = [f for f in lk.stems.get(stem, ()) if not is_test_path(lk.file_path[f])]
+        if targets:
+            target = _closest(targets, path, lk.file_path)
+            new.add((lk.file_unit[fid], fid, lk.file_unit[target], lk.file_path[target], 1))
+    db.executemany(
+        "INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?,?,?,'TESTS',?,?)",
+        sorted(new),
+    )

@@ -1,0 +1,269 @@
+"""The structural indexer: discover, diff by content hash, parse, write, resolve the graph.
+
+Each file is replaced in a transaction (batched several files per transaction), so killing the
+process never leaves a half-written file; a `resolve_pending` mark makes the next run finish
+the graph if a run died between writing files and resolving edges.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from coderag_tui.config import ChunkSettings, IndexSettings, Settings
+from coderag_tui.indexing.graph import resolve
+from coderag_tui.models import IndexSummary, ParsedFile, Progress
+from coderag_tui.parsing.extract import content_hash, parse_source
+from coderag_tui.parsing.languages import detect_language
+from coderag_tui.sources.discovery import classify, walk
+from coderag_tui.store.db import Database
+from coderag_tui.store.write import FileMeta, delete_file, write_file
+
+ProgressFn = Callable[[Progress], None]
+_BATCH_FILES = 64
+_BATCH_SECONDS = 0.5
+_PARALLEL_MIN_FILES = 300
+
+
+@dataclass(frozen=True)
+class _Job:
+    path: str
+    abs_path: str
+    size: int
+    mtime_ns: int
+    old_hash: str
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    job: _Job
+    kind: str  # parsed, unchanged, skip, error
+    parsed: ParsedFile | None = None
+    hash: str = ""
+    reason: str = ""
+
+
+def _process(job: _Job, index: IndexSettings, chunk: ChunkSettings) -> _Outcome:
+    """Read, classify, hash and parse one file (runs in worker processes)."""
+    try:
+        with open(job.abs_path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return _Outcome(job, "error", reason=f"cannot read: {exc.strerror}")
+    reason = classify(data, index)
+    if reason:
+        return _Outcome(job, "skip", reason=reason)
+    digest = content_hash(data)
+    if digest == job.old_hash:
+        return _Outcome(job, "unchanged", hash=digest)
+    spec = detect_language(job.path, data[:256])
+    try:
+        parsed = parse_source(job.path, data, spec, chunk)
+    except Exception as exc:  # a grammar bug must not stop the index
+        return _Outcome(job, "error", hash=digest, reason=f"parse failed: {type(exc).__name__}: {exc}")
+    return _Outcome(job, "parsed", parsed=parsed, hash=digest)
+
+
+def _process_batch(jobs: list[_Job], index: IndexSettings, chunk: ChunkSettings) -> list[_Outcome]:
+    return [_process(j, index, chunk) for j in jobs]
+
+
+class Indexer:
+    def __init__(self, db: Database, root: Path, settings: Settings) -> None:
+        self.db = db
+        self.root = root.resolve()
+        self.settings = settings
+
+    def run(
+        self,
+        *,
+        only: Iterable[str] | None = None,
+        rebuild: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> IndexSummary:
+        """Bring the index up to date. `only`: limit the work to these relative paths."""
+        started = time.perf_counter()
+        emit = progress or (lambda p: None)
+        db = self.db
+        emit(Progress("discover", 0, 0, "scanning files"))
+        if rebuild:
+            self._clear()
+        walked = walk(self.root, self.settings.index)
+        candidates = {c.path: c for c in walked.files}
+        only_set = set(only) if only is not None else None
+
+        known = {
+            path: (fid, h, size, mtime)
+            for fid, path, h, size, mtime in db.execute("SELECT id, path, hash, size, mtime_ns FROM files")
+        }
+        old_skips = {p: (r, s, m) for p, r, s, m in db.execute("SELECT path, reason, size, mtime_ns FROM skips")}
+        skips: dict[str, tuple[str, int, int]] = {p: (r, -1, -1) for p, r in walked.skips.items()}
+        jobs: list[_Job] = []
+        unchanged = 0
+        for path, cand in candidates.items():
+            if only_set is not None and path not in only_set:
+                if path in known:
+                    unchanged += 1
+                elif path in old_skips:
+                    skips[path] = old_skips[path]
+                continue
+            entry = known.get(path)
+            if entry is not None and entry[2] == cand.size and entry[3] == cand.mtime_ns:
+                unchanged += 1
+                continue
+            prev_skip = old_skips.get(path)
+            if prev_skip is not None and prev_skip[1] == cand.size and prev_skip[2] == cand.mtime_ns:
+                skips[path] = prev_skip
+                continue
+            jobs.append(_Job(path, str(self.root / path), cand.size, cand.mtime_ns, entry[1] if entry else ""))
+        deleted = [
+            p for p in known
+            if p not in candidates and (only_set is None or p in only_set or not (self.root / p).exists())
+        ]
+        if only_set is not None:
+            for p in walked.skips:
+                if p not in only_set and p in old_skips:
+                    skips[p] = old_skips[p]
+
+        total = len(jobs)
+        emit(Progress("parse", 0, total, f"{total} files to parse, {unchanged} unchanged"))
+        changed_ids: set[int] = set()
+        names: set[str] = set()
+        errors: list[str] = []
+        indexed = failed = units = chunks = 0
+        pending_writes: list[_Outcome] = []
+        last_flush = time.perf_counter()
+        done = 0
+        parse_started = time.perf_counter()
+
+        if jobs or deleted:
+            with db.transaction():
+                db.set_meta("resolve_pending", "1")
+            if deleted:
+                with db.transaction():
+                    for path in deleted:
+                        removed = delete_file(db, path)
+                        if removed is not None:
+                            names |= removed.names
+
+        def flush() -> None:
+            nonlocal indexed, units, chunks, last_flush
+            if not pending_writes:
+                return
+            with db.transaction():
+                for out in pending_writes:
+                    job = out.job
+                    if out.kind == "unchanged":
+                        db.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?",
+                                   (job.size, job.mtime_ns, job.path))
+                        continue
+                    assert out.parsed is not None
+                    meta = FileMeta(job.path, out.hash, job.size, job.mtime_ns)
+                    file_id, removed = write_file(db, out.parsed, meta)
+                    changed_ids.add(file_id)
+                    names.update(u.name for u in out.parsed.units[1:])
+                    if removed is not None:
+                        names.update(removed.names)
+                    indexed += 1
+                    units += len(out.parsed.units)
+                    chunks += len(out.parsed.chunks)
+            pending_writes.clear()
+            last_flush = time.perf_counter()
+
+        for out in self._outcomes(jobs):
+            done += 1
+            job = out.job
+            if out.kind == "skip":
+                skips[job.path] = (out.reason, job.size, job.mtime_ns)
+                if job.path in known:
+                    with db.transaction():
+                        removed = delete_file(db, job.path)
+                    if removed is not None:
+                        names |= removed.names
+            elif out.kind == "error":
+                failed += 1
+                errors.append(f"{job.path}: {out.reason}")
+                skips[job.path] = ("error", job.size, job.mtime_ns)
+            else:
+                if out.kind == "unchanged":
+                    unchanged += 1
+                pending_writes.append(out)
+            if len(pending_writes) >= _BATCH_FILES or time.perf_counter() - last_flush > _BATCH_SECONDS:
+                flush()
+            if done % 25 == 0 or done == total:
+                elapsed = max(time.perf_counter() - parse_started, 1e-6)
+                rate = done / elapsed
+                emit(Progress("parse", done, total, job.path, units, chunks, rate,
+                              (total - done) / rate if rate else 0.0))
+        flush()
+
+        with db.transaction():
+            db.execute("DELETE FROM skips")
+            db.executemany(
+                "INSERT INTO skips(path, reason, size, mtime_ns) VALUES(?,?,?,?)",
+                [(p, r, s, m) for p, (r, s, m) in sorted(skips.items())],
+            )
+        pending = db.get_meta("resolve_pending") == "1"
+        if pending or changed_ids or deleted:
+            emit(Progress("resolve", 0, 1, "resolving the graph"))
+            full = rebuild or not known or len(changed_ids) > 0.5 * max(len(known), 1) or (
+                pending and not changed_ids and not deleted
+            )
+            with db.transaction():
+                resolve(db, changed_files=None if full else changed_ids, names=names)
+                db.set_meta("resolve_pending", "0")
+                db.set_meta("last_update", str(time.time()))
+                db.set_meta("repo_root", str(self.root))
+            emit(Progress("resolve", 1, 1, "graph resolved"))
+        elif not db.get_meta("last_update"):
+            with db.transaction():
+                db.set_meta("last_update", str(time.time()))
+                db.set_meta("repo_root", str(self.root))
+        edges = int(db.scalar("SELECT count(*) FROM edges", default=0))
+        summary = IndexSummary(
+            files_seen=len(candidates),
+            files_indexed=indexed,
+            files_unchanged=unchanged,
+            files_deleted=len(deleted),
+            files_failed=failed,
+            units=units,
+            chunks=chunks,
+            edges=edges,
+            skips=_count(r for r, _, _ in skips.values()),
+            seconds=time.perf_counter() - started,
+            errors=tuple(errors[:50]),
+        )
+        emit(Progress("done", total, total, f"{indexed} files indexed", units, chunks))
+        return summary
+
+    def _outcomes(self, jobs: list[_Job]) -> Iterable[_Outcome]:
+        s = self.settings
+        workers = s.index.workers or (os.cpu_count() or 1)
+        if len(jobs) < _PARALLEL_MIN_FILES or workers <= 1:
+            for job in jobs:
+                yield _process(job, s.index, s.chunk)
+            return
+        size = 32
+        batches = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for outcomes in pool.map(_process_batch, batches, [s.index] * len(batches),
+                                     [s.chunk] * len(batches)):
+                yield from outcomes
+
+    def _clear(self) -> None:
+        with self.db.transaction():
+            for table in ("files", "units", "chunks", "imports", "edges", "skips", "summaries"):
+                self.db.execute(f"DELETE FROM {table}")
+            self.db.execute("DELETE FROM chunks_fts")
+
+
+def _count(reasons: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in reasons:
+        out[r] = out.get(r, 0) + 1
+    return dict(sorted(out.items()))
+

@@ -1,0 +1,310 @@
+"""Frozen dataclasses shared by every layer and rendered by every interface (CLI, TUI, MCP).
+
+Nothing here imports anything heavier than the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def to_dict(obj: Any) -> Any:
+    """A JSON-ready dict of any dataclass here (tuples become lists)."""
+    return asdict(obj)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@dataclass(frozen=True)
+class ParsedUnit:
+    """A code unit as extracted from one file, before it has a database id.
+
+    `index` is its position in the file's unit list; `parent` is the index of the enclosing
+    unit (or None for the file unit itself, which is always index 0).
+    """
+
+    index: int
+    parent: int | None
+    kind: str  # file, class, struct, interface, trait, enum, function, method, module, ...
+    name: str
+    qualname: str  # scope chain joined with "." (e.g. "QuerySet.filter")
+    scope: tuple[str, ...]  # names of the enclosing units, outermost first
+    signature: str
+    params: tuple[str, ...]
+    return_type: str
+    decorators: tuple[str, ...]
+    docstring: str
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    calls: tuple[CallSite, ...] = ()
+    bases: tuple[str, ...] = ()
+    is_test: bool = False
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call made inside a unit: the called name, its receiver text ("self", "os.path") and line."""
+
+    name: str
+    receiver: str
+    line: int
+    argc: int = -1  # number of arguments when known, else -1
+
+
+@dataclass(frozen=True)
+class ImportRef:
+    """One import of a file: the module text as written and the names it brings in."""
+
+    module: str
+    names: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class ParsedChunk:
+    """A cAST chunk: a contiguous line range of a file, sized by non-whitespace characters."""
+
+    start_line: int
+    end_line: int
+    node_kinds: tuple[str, ...]
+    unit_index: int  # innermost ParsedUnit containing the chunk
+    scope: tuple[str, ...]
+    text: str  # the code itself
+    context_text: str  # path, scope chain, language, imports, code: what gets embedded
+    hash: str
+    nws: int  # non-whitespace characters
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    path: str  # relative, POSIX separators
+    language: str
+    units: tuple[ParsedUnit, ...]
+    imports: tuple[ImportRef, ...]
+    chunks: tuple[ParsedChunk, ...]
+    lines: int
+    has_errors: bool  # tree-sitter reported syntax errors (the file is still indexed)
+    structured: bool  # a tag query exists for the language
+
+
+# --------------------------------------------------------------------------- store views
+
+
+@dataclass(frozen=True)
+class UnitRef:
+    """A code unit as stored: enough to show it and to jump to `path:start_line`."""
+
+    id: int
+    path: str
+    kind: str
+    name: str
+    qualname: str
+    signature: str
+    start_line: int
+    end_line: int
+    language: str = ""
+    docstring: str = ""
+    parent_id: int | None = None
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class EdgeRef:
+    """An edge seen from one unit: the other end (resolved or just a name) and where."""
+
+    kind: str  # CONTAINS, DEFINES, CALLS, IMPORTS, INHERITS, IMPLEMENTS, TESTS
+    unit: UnitRef | None  # the other end, when resolved
+    name: str  # the target name as written (always set)
+    line: int  # where the edge occurs in the source unit's file
+    source: UnitRef | None = None  # the unit the edge starts from
+
+
+@dataclass(frozen=True)
+class Skip:
+    path: str
+    reason: str  # binary, too-large, minified, generated, symlink-outside, unreadable, ...
+
+
+@dataclass(frozen=True)
+class LanguageCount:
+    language: str
+    files: int
+    units: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    repo_root: str
+    db_path: str
+    schema_version: int
+    files: int
+    units: int
+    chunks: int
+    edges: int
+    vectors: int
+    embed_model: str
+    languages: tuple[LanguageCount, ...]
+    skips: dict[str, int]  # reason -> count
+    errors: int  # files that failed to parse/read
+    index_bytes: int
+    last_update: float  # unix time, 0 when never
+    commit: str = ""
+    orphaned: tuple[EdgeRef, ...] = ()
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress event from long work (indexing, embedding, cloning).
+
+    `phase`: discover, parse, resolve, embed, clone, fetch, done.
+    """
+
+    phase: str
+    done: int
+    total: int
+    message: str = ""
+    units: int = 0
+    chunks: int = 0
+    rate: float = 0.0  # items per second
+    eta_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    files_seen: int
+    files_indexed: int  # parsed and written in this run
+    files_unchanged: int
+    files_deleted: int
+    files_failed: int
+    units: int
+    chunks: int
+    edges: int
+    skips: dict[str, int]
+    seconds: float
+    errors: tuple[str, ...] = ()  # one line each: "path: what went wrong"
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    language: str | None = None
+    path_prefix: str | None = None
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    unit: UnitRef
+    score: float
+    reasons: tuple[str, ...]  # e.g. ("bm25#1", "vector#3", "symbol")
+    chunk_start: int = 0  # the best matching chunk's lines, when a chunk matched
+    chunk_end: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.unit.path,
+            "start_line": self.unit.start_line,
+            "end_line": self.unit.end_line,
+            "name": self.unit.qualname or self.unit.name,
+            "kind": self.unit.kind,
+            "score": round(self.score, 6),
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True)
+class ContextPiece:
+    """One piece of composed context, always citable as `path:start-end`."""
+
+    path: str
+    start_line: int
+    end_line: int
+    role: str  # primary, caller, callee, parent, test, similar, metadata, map
+    title: str
+    text: str
+    tokens: int
+    language: str = ""
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class ComposedContext:
+    query: str
+    route: str  # symbol, structural, similarity, semantic
+    pieces: tuple[ContextPiece, ...]
+    tokens: int
+    budget: int
+    hits: tuple[SearchHit, ...] = ()
+
+    def render(self) -> str:
+        """The context as text ready to paste into any LLM."""
+        out: list[str] = []
+        for p in self.pieces:
+            fence = p.language or ""
+            if p.role == "metadata":
+                out.append(f"### {p.title} ({p.citation})\n{p.text}")
+            else:
+                out.append(f"### {p.citation} [{p.role}] {p.title}\n```{fence}\n{p.text}\n```")
+        return "\n\n".join(out)
+
+
+# --------------------------------------------------------------------------- answering
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source shown under an answer: a citable range that exists in the index."""
+
+    number: int
+    path: str
+    start_line: int
+    end_line: int
+    title: str = ""
+    cited: bool = False  # the model cited it (else it was only given as context)
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class AnswerEvent:
+    """Streamed while answering. kind: status, token, sources, done, error."""
+
+    kind: str
+    text: str = ""
+    sources: tuple[Source, ...] = ()
+    invalid_citations: tuple[str, ...] = ()
+    conversation_id: int = 0
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # system, user, assistant
+    content: str
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    provider: str
+    path_or_url: str
+    context_window: int
+    size_bytes: int = 0
+    found: bool = True
+    note: str = ""

@@ -1,0 +1,1 @@
+"""Language detection, tree-sitter extraction (units, calls, imports) and cAST chunking."""

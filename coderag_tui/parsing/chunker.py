@@ -1,0 +1,156 @@
+"""cAST chunking: split-then-merge over the syntax tree, sized by non-whitespace characters.
+
+Siblings are packed greedily up to `target`; a node larger than `max` is split into its
+children (recursively; a leaf that is still too large is split by lines); chunks under `min`
+are merged into a neighbour when the pair stays within `max`. See seed 004 and astchunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coderag_tui.config import ChunkSettings
+
+_WS = np.zeros(256, dtype=bool)
+for _c in b" \t\r\n\f\v":
+    _WS[_c] = True
+
+
+def nws_prefix(source: bytes) -> np.ndarray:
+    """prefix[i] = number of non-whitespace bytes in source[:i]."""
+    arr = np.frombuffer(source, dtype=np.uint8)
+    out = np.zeros(len(arr) + 1, dtype=np.int64)
+    np.cumsum(~_WS[arr], out=out[1:])
+    return out
+
+
+@dataclass
+class Span:
+    """A chunk under construction: a line range (0-based rows, inclusive) and its size."""
+
+    start_row: int
+    end_row: int
+    size: int
+    kinds: list[str]
+
+
+def _line_spans(
+    line_sizes: Sequence[int], start_row: int, end_row: int, target: int, kind: str
+) -> list[Span]:
+    spans: list[Span] = []
+    cur_start, cur_size = start_row, 0
+    for row in range(start_row, end_row + 1):
+        cur_size += line_sizes[row]
+        if cur_size >= target:
+            spans.append(Span(cur_start, row, cur_size, [kind]))
+            cur_start, cur_size = row + 1, 0
+    if cur_start <= end_row:
+        spans.append(Span(cur_start, end_row, cur_size, [kind]))
+    return spans
+
+
+class CastChunker:
+    def __init__(self, source: bytes, settings: ChunkSettings) -> None:
+        self.source = source
+        self.settings = settings
+        self.prefix = nws_prefix(source)
+        self._line_sizes: list[int] | None = None
+
+    def size(self, node: Any) -> int:
+        return int(self.prefix[node.end_byte] - self.prefix[node.start_byte])
+
+    @property
+    def line_sizes(self) -> list[int]:
+        if self._line_sizes is None:
+            sizes = []
+            pos = 0
+            for line in self.source.split(b"\n"):
+                end = pos + len(line)
+                sizes.append(int(self.prefix[end] - self.prefix[pos]))
+                pos = end + 1
+            self._line_sizes = sizes
+        return self._line_sizes
+
+    def chunk_tree(self, root: Any) -> list[Span]:
+        total = self.size(root)
+        if total <= self.settings.max:
+            if total == 0:
+                return []
+            return [Span(root.start_point[0], _end_row(root), total, [root.type])]
+        spans = self._pack(root.children)
+        return self._merge_small(spans)
+
+    def chunk_lines(self, n_lines: int) -> list[Span]:
+        spans = _line_spans(self.line_sizes, 0, max(n_lines - 1, 0), self.settings.target, "lines")
+        return self._merge_small([s for s in spans if s.size > 0])
+
+    # ---------------------------------------------------------------- internals
+    def _pack(self, nodes: Sequence[Any]) -> list[Span]:
+        target, maximum = self.settings.target, self.settings.max
+        out: list[Span] = []
+        cur: Span | None = None
+        for node in nodes:
+            size = self.size(node)
+            if size == 0:
+                continue
+            if size > maximum:
+                if cur is not None:
+                    out.append(cur)
+                    cur = None
+                children = node.children
+                if children:
+                    out.extend(self._pack(children))
+                else:
+                    out.extend(
+                        _line_spans(self.line_sizes, node.start_point[0], _end_row(node), target, node.type)
+                    )
+                continue
+            start, end = node.start_point[0], _end_row(node)
+            if cur is not None and cur.size + size > target:
+                out.append(cur)
+                cur = None
+            if cur is None:
+                cur = Span(start, end, size, [node.type])
+            else:
+                cur.end_row = max(cur.end_row, end)
+                cur.size += size
+                if len(cur.kinds) < 6 and node.type not in cur.kinds:
+                    cur.kinds.append(node.type)
+        if cur is not None:
+            out.append(cur)
+        return out
+
+    def _merge_small(self, spans: list[Span]) -> list[Span]:
+        if not spans:
+            return spans
+        minimum, maximum = self.settings.min, self.settings.max
+        merged: list[Span] = [spans[0]]
+        for span in spans[1:]:
+            last = merged[-1]
+            if (span.size < minimum or last.size < minimum) and last.size + span.size <= maximum:
+                last.end_row = max(last.end_row, span.end_row)
+                last.size += span.size
+                for k in span.kinds:
+                    if len(last.kinds) < 6 and k not in last.kinds:
+                        last.kinds.append(k)
+            elif span.start_row <= last.end_row and span.end_row <= last.end_row:
+                last.size += span.size  # entirely inside the previous line range
+            else:
+                merged.append(span)
+        # Ranges are whole lines: make them disjoint (a node may end on the row the next starts).
+        for prev, nxt in zip(merged, merged[1:]):
+            if nxt.start_row <= prev.end_row:
+                nxt.start_row = prev.end_row + 1
+        return [s for s in merged if s.start_row <= s.end_row]
+
+
+def _end_row(node: Any) -> int:
+    row, col = node.end_point
+    # A node that ends at column 0 ended with a newline: its last line is the previous row.
+    if col == 0 and row > node.start_point[0]:
+        return int(row) - 1
+    return int(row)

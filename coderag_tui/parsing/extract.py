@@ -1,0 +1,447 @@
+"""Turn one file into units, calls, imports and chunks, for any language.
+
+Structured languages have a tag query (queries/<language>.scm, captures in queries/README.md).
+Other grammars get units from named top-level nodes. Text files get line-window chunks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from coderag_tui.config import ChunkSettings
+from coderag_tui.models import CallSite, ImportRef, ParsedChunk, ParsedFile, ParsedUnit
+from coderag_tui.parsing.chunker import CastChunker, Span, _end_row
+from coderag_tui.parsing.languages import LanguageSpec, get_parser, get_query
+
+CLASS_LIKE = frozenset(
+    {"class", "struct", "interface", "trait", "impl", "enum", "object", "protocol",
+     "extension", "record", "union", "namespace", "module", "mixin"}
+)
+FUNCTION_LIKE = frozenset({"function", "method", "constructor", "macro"})
+NAMESPACE_LIKE = frozenset({"namespace", "module"})  # functions inside stay functions
+_WRAPPERS = frozenset({"decorated_definition", "export_statement", "template_declaration"})
+_WS_RE = re.compile(r"\s+")
+_COMMENT_MARKS = re.compile(r"^\s*(?:///?|/\*+|\*+/?|#+|--|;+|%+|\"\"\"|''')\s?")
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec|specs|testing)/|(^|/)test_[^/]*$|_test\.[a-z]+$|"
+    r"\.(test|spec)\.[a-z]+$|(^|/)[^/]*Tests?\.[a-z]+$|(^|/)conftest\.py$",
+    re.IGNORECASE,
+)
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _collapse(text: str, limit: int = 300) -> str:
+    text = _WS_RE.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class _Def:
+    node: Any
+    kind: str
+    name: str = ""
+    scope: str = ""
+    params: Any = None
+    ret: Any = None
+    doc: Any = None
+    decorators: list[Any] = field(default_factory=list)
+    bases: list[str] = field(default_factory=list)
+
+
+class _Extractor:
+    def __init__(self, path: str, source: bytes, spec: LanguageSpec, settings: ChunkSettings):
+        self.path = path
+        self.source = source
+        self.spec = spec
+        self.settings = settings
+
+    def text(self, node: Any) -> str:
+        return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    # ------------------------------------------------------------------ definitions
+    def query_defs(self, root: Any) -> tuple[list[_Def], list[tuple[Any, dict[str, list[Any]]]], list[dict[str, list[Any]]]]:
+        from tree_sitter import QueryCursor
+
+        query = get_query(self.spec.name)
+        defs: dict[tuple[int, int], _Def] = {}
+        calls: list[tuple[Any, dict[str, list[Any]]]] = []
+        imports: dict[int, dict[str, list[Any]]] = {}
+        for _, caps in QueryCursor(query).matches(root):
+            if "call" in caps:
+                calls.append((caps["call"][0], caps))
+                continue
+            if "import" in caps:
+                node = caps["import"][0]
+                entry = imports.setdefault(node.start_byte, {"import": [node]})
+                for key in ("import.module", "import.name"):
+                    for n in caps.get(key, ()):
+                        if all(n.start_byte != m.start_byte for m in entry.get(key, ())):
+                            entry.setdefault(key, []).append(n)
+                continue
+            for key, nodes in caps.items():
+                if not key.startswith("definition."):
+                    continue
+                node = nodes[0]
+                kind = key.split(".", 1)[1]
+                d = defs.get((node.start_byte, node.end_byte))
+                if d is None:
+                    d = defs[(node.start_byte, node.end_byte)] = _Def(node, kind)
+                elif kind == "method" or (d.kind == "decorated" and kind != "decorated"):
+                    d.kind = kind
+                self._merge_caps(d, caps)
+                break
+        return list(defs.values()), calls, list(imports.values())
+
+    def _merge_caps(self, d: _Def, caps: dict[str, list[Any]]) -> None:
+        if not d.name and "name" in caps:
+            d.name = _collapse(self.text(caps["name"][0]), 200)
+        if not d.scope and "scope" in caps:
+            d.scope = _collapse(self.text(caps["scope"][0]), 200)
+        if d.params is None and "params" in caps:
+            d.params = caps["params"][0]
+        if d.ret is None and "return" in caps:
+            d.ret = caps["return"][0]
+        if d.doc is None and "doc" in caps:
+            d.doc = caps["doc"][0]
+        for dec in caps.get("decorator", ()):
+            if all(dec.start_byte != x.start_byte for x in d.decorators):
+                d.decorators.append(dec)
+        for bases in caps.get("bases", ()):
+            for child in bases.named_children:
+                if "comment" in child.type or child.type in ("keyword_argument",):
+                    continue
+                self._add_base(d, child)
+        for base in caps.get("base", ()):
+            self._add_base(d, base)
+
+    def _add_base(self, d: _Def, node: Any) -> None:
+        name = _collapse(self.text(node), 120)
+        if name and name not in d.bases:
+            d.bases.append(name)
+
+    def generic_defs(self, root: Any) -> list[_Def]:
+        """Units for grammars without a query: named top-level nodes (and one level inside)."""
+        out: list[_Def] = []
+
+        def visit(node: Any, depth: int) -> None:
+            for child in node.named_children:
+                name_node = child.child_by_field_name("name")
+                if name_node is not None and child.end_point[0] > child.start_point[0]:
+                    out.append(_Def(child, _generic_kind(child.type), _collapse(self.text(name_node), 200)))
+                    if depth == 0:
+                        body = child.child_by_field_name("body")
+                        if body is not None:
+                            visit(body, depth + 1)
+
+        visit(root, 0)
+        return out
+
+    # ------------------------------------------------------------------ details
+    def signature(self, node: Any) -> str:
+        body = node.child_by_field_name("body")
+        if body is not None and body.start_byte > node.start_byte:
+            end = node.start_byte
+            for child in node.children:
+                if child.start_byte >= body.start_byte:
+                    break
+                if "comment" not in child.type:
+                    end = child.end_byte
+            sig = self.source[node.start_byte : end].decode("utf-8", "replace")
+        else:
+            sig = self.text(node).split("\n", 1)[0]
+        return _collapse(sig).rstrip("{:= ").strip()
+
+    def params(self, node: Any) -> tuple[str, ...]:
+        if node is None:
+            return ()
+        return tuple(
+            _collapse(self.text(c), 120)
+            for c in node.named_children
+            if "comment" not in c.type
+        )
+
+    def docstring(self, d: _Def) -> str:
+        if d.doc is not None:
+            return _clean_doc(self.text(d.doc))
+        node = d.node
+        parent = node.parent
+        if parent is not None and parent.type in _WRAPPERS:
+            node = parent
+        # a definition alone in a wrapper (Go `type X struct`) takes the wrapper's comments
+        while node.parent is not None and node.parent.parent is not None and node.parent.named_child_count == 1:
+            node = node.parent
+        skip = {x.start_byte for x in d.decorators}  # sibling attributes between comment and definition
+        lines: list[str] = []
+        prev = node.prev_sibling
+        row = node.start_point[0]
+        while prev is not None and ("comment" in prev.type or prev.start_byte in skip) and prev.end_point[0] >= row - 1:
+            if "comment" in prev.type:
+                lines.insert(0, self.text(prev))
+            row = prev.start_point[0]
+            prev = prev.prev_sibling
+        return _clean_doc("\n".join(lines)) if lines else ""
+
+
+def _generic_kind(node_type: str) -> str:
+    t = node_type.lower()
+    for word, kind in (
+        ("class", "class"), ("struct", "struct"), ("interface", "interface"), ("trait", "trait"),
+        ("enum", "enum"), ("impl", "impl"), ("module", "module"), ("namespace", "namespace"),
+        ("method", "method"), ("function", "function"), ("func", "function"), ("def", "function"),
+        ("proc", "function"), ("macro", "macro"), ("type", "type"), ("section", "section"),
+        ("rule", "rule"), ("const", "constant"), ("var", "variable"),
+    ):
+        if word in t:
+            return kind
+    return "definition"
+
+
+def _clean_doc(text: str, limit: int = 1200) -> str:
+    text = text.strip()
+    for prefix in ('r"""', 'b"""', 'u"""', '"""', "r'''", "'''", '"', "'"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    for suffix in ('"""', "'''", '"', "'", "*/"):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)]
+            break
+    lines = [_COMMENT_MARKS.sub("", line).rstrip() for line in text.splitlines()]
+    cleaned = "\n".join(line for line in lines).strip()
+    return cleaned[:limit]
+
+
+def _innermost(starts: list[int], units: list[_UnitBuild], start: int, end: int) -> int:
+    """Index of the innermost unit whose line range contains [start, end] (0 = the file)."""
+    i = bisect.bisect_right(starts, start) - 1
+    while i > 0:
+        u = units[i]
+        if u.start_line <= start and u.end_line >= end:
+            return i
+        i = u.parent if u.parent is not None else 0
+    return 0
+
+
+@dataclass
+class _UnitBuild:
+    parent: int | None
+    kind: str
+    name: str
+    scope: tuple[str, ...]
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    d: _Def | None
+    calls: list[CallSite] = field(default_factory=list)
+
+
+def parse_source(
+    path: str, source: bytes, spec: LanguageSpec | None, settings: ChunkSettings
+) -> ParsedFile:
+    """Parse one file's bytes into a ParsedFile. Never raises on bad syntax."""
+    language = spec.name if spec is not None else "text"
+    n_lines = source.count(b"\n") + (0 if source.endswith(b"\n") or not source else 1)
+    file_unit = _UnitBuild(None, "file", PurePosixPath(path).name, (), 1, max(n_lines, 1),
+                           0, len(source), None)
+    units: list[_UnitBuild] = [file_unit]
+    import_refs: list[ImportRef] = []
+    has_errors = False
+    structured = False
+    chunker = CastChunker(source, settings)
+    ex: _Extractor | None = None
+    file_doc = ""
+
+    if spec is not None and spec.parseable:
+        ex = _Extractor(path, source, spec, settings)
+        tree = get_parser(spec.name).parse(source)
+        root = tree.root_node
+        has_errors = bool(root.has_error)
+        call_caps: list[tuple[Any, dict[str, list[Any]]]] = []
+        if spec.structured:
+            structured = True
+            defs, call_caps, import_caps = ex.query_defs(root)
+        else:
+            defs, import_caps = (ex.generic_defs(root) if spec.kind == "code" else []), []
+        _nest(units, defs, path)
+        _attach_calls(ex, units, call_caps)
+        for entry in sorted(import_caps, key=lambda e: e["import"][0].start_byte):
+            node = entry["import"][0]
+            modules = [ex.text(n).strip("\"'`<> ") for n in entry.get("import.module", ())]
+            names = tuple(ex.text(n) for n in entry.get("import.name", ()))
+            import_refs.append(ImportRef(modules[0] if modules else "", names, node.start_point[0] + 1))
+        first = root.named_children[0] if root.named_children else None
+        if first is not None and first.start_point[0] < 3 and (
+            "comment" in first.type or first.type in ("string", "expression_statement")
+        ):
+            file_doc = _clean_doc(ex.text(first))
+        spans = chunker.chunk_tree(root)
+    else:
+        spans = chunker.chunk_lines(n_lines)
+
+    parsed_units = _finish_units(units, ex, path, file_doc)
+    chunks = _make_chunks(path, language, source, spans, units, parsed_units, import_refs)
+    return ParsedFile(
+        path=path,
+        language=language,
+        units=tuple(parsed_units),
+        imports=tuple(import_refs),
+        chunks=tuple(chunks),
+        lines=n_lines,
+        has_errors=has_errors,
+        structured=structured,
+    )
+
+
+def _nest(units: list[_UnitBuild], defs: list[_Def], path: str) -> None:
+    defs = [d for d in defs if d.name]
+    defs.sort(key=lambda d: (d.node.start_byte, -d.node.end_byte))
+    stack: list[int] = [0]
+    for d in defs:
+        node = d.node
+        while len(stack) > 1 and units[stack[-1]].end_byte <= node.start_byte:
+            stack.pop()
+        parent = stack[-1]
+        pu = units[parent]
+        kind = d.kind
+        if kind == "function" and pu.kind in CLASS_LIKE and pu.kind not in NAMESPACE_LIKE:
+            kind = "method"
+        scope = pu.scope + (pu.name,) if parent != 0 else ()
+        if d.scope and scope[-1:] != (d.scope,):  # C++ `ns { T C::m() }` -> ns.C.m
+            scope = scope + (d.scope,)
+        units.append(
+            _UnitBuild(parent, kind, d.name, scope, node.start_point[0] + 1, _end_row(node) + 1,
+                       node.start_byte, node.end_byte, d)
+        )
+        stack.append(len(units) - 1)
+
+
+def _attach_calls(ex: _Extractor, units: list[_UnitBuild], call_caps: list[tuple[Any, dict[str, list[Any]]]]) -> None:
+    if not call_caps:
+        return
+    starts = [u.start_byte for u in units]
+    seen: set[tuple[int, str]] = set()
+    for node, caps in call_caps:
+        names = caps.get("call.name")
+        if not names:
+            continue
+        name = ex.text(names[-1])
+        key = (node.start_byte, name)
+        if key in seen:
+            continue
+        seen.add(key)
+        receiver = ex.text(caps["call.receiver"][0]) if "call.receiver" in caps else ""
+        argc = -1
+        if "call.args" in caps:
+            argc = sum(1 for c in caps["call.args"][0].named_children if "comment" not in c.type)
+        pos = node.start_byte
+        i = bisect.bisect_right(starts, pos) - 1
+        while i > 0 and not (units[i].start_byte <= pos < units[i].end_byte):
+            parent = units[i].parent
+            i = parent if parent is not None else 0
+        units[max(i, 0)].calls.append(
+            CallSite(_collapse(name, 120), _collapse(receiver, 80), node.start_point[0] + 1, argc)
+        )
+
+
+def _finish_units(units: list[_UnitBuild], ex: _Extractor | None, path: str, file_doc: str) -> list[ParsedUnit]:
+    test_path = is_test_path(path)
+    out: list[ParsedUnit] = []
+    for i, u in enumerate(units):
+        d = u.d
+        if d is None or ex is None:
+            out.append(ParsedUnit(i, u.parent, u.kind, u.name, path if i == 0 else u.name, u.scope,
+                                  "", (), "", (), file_doc if i == 0 else "", u.start_line,
+                                  u.end_line, tuple(u.calls), (), test_path and i == 0))
+            continue
+        decorators = tuple(_collapse(ex.text(n), 120) for n in d.decorators)
+        is_test = test_path and (
+            (u.kind in FUNCTION_LIKE and (u.name.lower().startswith("test") or
+                                          any("test" in x.lower() for x in decorators)))
+            or (u.kind in CLASS_LIKE and "test" in u.name.lower())
+        )
+        out.append(
+            ParsedUnit(
+                index=i,
+                parent=u.parent,
+                kind=u.kind,
+                name=u.name,
+                qualname=".".join(u.scope + (u.name,)),
+                scope=u.scope,
+                signature=ex.signature(d.node),
+                params=ex.params(d.params),
+                return_type=_collapse(ex.text(d.ret), 120) if d.ret is not None else "",
+                decorators=decorators,
+                docstring=ex.docstring(d),
+                start_line=u.start_line,
+                end_line=u.end_line,
+                calls=tuple(u.calls),
+                bases=tuple(d.bases),
+                is_test=is_test,
+            )
+        )
+    return out
+
+
+def contextualize(path: str, scope: tuple[str, ...], language: str, imports: list[str]) -> str:
+    """The header prepended to a chunk before embedding (seed 004's contextualized text)."""
+    lines = [f"# {path}"]
+    if scope:
+        lines.append(f"# Scope: {' > '.join(scope)}")
+    lines.append(f"# Language: {language}")
+    lines.extend(imports[:5])
+    return "\n".join(lines) + "\n"
+
+
+def _make_chunks(
+    path: str,
+    language: str,
+    source: bytes,
+    spans: list[Span],
+    units: list[_UnitBuild],
+    parsed: list[ParsedUnit],
+    imports: list[ImportRef],
+) -> list[ParsedChunk]:
+    if not spans:
+        return []
+    blines = source.split(b"\n")
+    starts = [u.start_line for u in units]
+    import_lines = []
+    for imp in imports[:5]:
+        if 0 < imp.line <= len(blines):
+            import_lines.append(_collapse(blines[imp.line - 1].decode("utf-8", "replace"), 160))
+    out: list[ParsedChunk] = []
+    for span in spans:
+        start, end = span.start_row + 1, span.end_row + 1
+        text = b"\n".join(blines[span.start_row : span.end_row + 1]).decode("utf-8", "replace")
+        if not text.strip():
+            continue
+        ui = _innermost(starts, units, start, end)
+        scope = parsed[ui].scope + ((parsed[ui].name,) if ui else ())
+        header = contextualize(path, scope, language, import_lines)
+        out.append(
+            ParsedChunk(
+                start_line=start,
+                end_line=end,
+                node_kinds=tuple(span.kinds),
+                unit_index=ui,
+                scope=scope,
+                text=text,
+                context_text=header + text,
+                hash=content_hash((header + text).encode("utf-8", "replace")),
+                nws=span.size,
+            )
+        )
+    return out

@@ -1,0 +1,59 @@
+"""Identifier splitting for keyword search: `parseURLString` -> parse url string."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_PATH_SPLIT = re.compile(r"[/\\._\-]+")
+
+
+@functools.lru_cache(maxsize=65536)
+def split_identifier(name: str) -> tuple[str, ...]:
+    """The lower-cased words of a camelCase / snake_case / kebab identifier."""
+    words: list[str] = []
+    for part in name.replace("-", "_").split("_"):
+        if part:
+            words.extend(w.lower() for w in _CAMEL.findall(part))
+    return tuple(words)
+
+
+def expand_identifiers(text: str) -> str:
+    """Sub-words of the compound identifiers in text (to append to it for FTS)."""
+    extra: list[str] = []
+    seen: set[str] = set()
+    for ident in _IDENT.findall(text):
+        if ident in seen:
+            continue
+        seen.add(ident)
+        words = split_identifier(ident)
+        if len(words) > 1:
+            extra.extend(words)
+    return " ".join(extra)
+
+
+def name_words(*names: str) -> str:
+    """Names as written plus their sub-words."""
+    out: list[str] = []
+    for name in names:
+        if not name:
+            continue
+        out.append(name)
+        words = split_identifier(name)
+        if len(words) > 1 or (words and words[0] != name):
+            out.extend(words)
+    return " ".join(out)
+
+
+def path_words(path: str) -> str:
+    """The words of a path: `src/auth/userService.ts` -> src auth user service ts."""
+    words: list[str] = []
+    for part in _PATH_SPLIT.split(path):
+        if part:
+            words.append(part.lower())
+            sub = split_identifier(part)
+            if len(sub) > 1:
+                words.extend(sub)
+    return " ".join(words)

@@ -1,0 +1,1 @@
+"""Getting a repository: local folders, remote git URLs, and the files worth indexing."""

@@ -1,0 +1,148 @@
+"""Walk a repository: honour .gitignore files (nested too), config globs and default excludes.
+
+Discovery only stats files (cheap, so a no-change re-index stays fast); checks that need the
+content (binary, minified, generated) happen when a changed file is read: see `classify`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from coderag_tui.config import DEFAULT_EXCLUDES, IndexSettings
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: str  # relative, POSIX separators
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class WalkResult:
+    files: list[Candidate]
+    skips: dict[str, str]  # path -> reason (symlink, too-large, excluded dirs are not listed)
+
+
+_GENERATED_NAMES = (
+    "*.min.js", "*.min.css", "*.min.mjs", "*.map", "*.bundle.js", "*-lock.json", "package-lock.json",
+    "yarn.lock", "pnpm-lock.yaml", "Cargo.lock", "poetry.lock", "composer.lock", "Gemfile.lock",
+    "*_pb2.py", "*_pb2_grpc.py", "*.pb.go", "*.pb.cc", "*.pb.h", "*.designer.cs", "go.sum",
+    "*.pyc", "*.so", "*.dylib", "*.dll", "*.exe", "*.o", "*.a", "*.class", "*.jar",
+)
+_GENERATED_MARK = re.compile(rb"@generated|DO NOT EDIT|Code generated .* DO NOT EDIT|auto-generated", re.I)
+
+
+def _excluded_dir(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def walk(root: Path, settings: IndexSettings) -> WalkResult:
+    """Every file worth considering under root, with stat info; skips with their reasons."""
+    root = root.resolve()
+    dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
+    include = pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None
+    exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
+    files: list[Candidate] = []
+    skips: dict[str, str] = {}
+    max_bytes = settings.max_file_bytes
+
+    def ignored(specs: list[tuple[str, pathspec.PathSpec]], rel: str, is_dir: bool) -> bool:
+        verdict = False
+        for base, spec in specs:
+            sub = rel[len(base) :] if base else rel
+            if is_dir:
+                sub += "/"
+            result = spec.check_file(sub)
+            if result.include is not None:
+                verdict = bool(result.include)
+        return verdict
+
+    def load_ignore(dir_path: Path, base: str) -> tuple[str, pathspec.PathSpec] | None:
+        lines: list[str] = []
+        for name in (".gitignore", ".ignore", ".coderagignore"):
+            p = dir_path / name
+            try:
+                lines.extend(p.read_text("utf-8", "replace").splitlines())
+            except OSError:
+                continue
+        if not base:
+            try:
+                lines.extend((dir_path / ".git" / "info" / "exclude").read_text("utf-8", "replace").splitlines())
+            except OSError:
+                pass
+        if not lines:
+            return None
+        return base, pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def visit(dir_path: Path, base: str, specs: list[tuple[str, pathspec.PathSpec]]) -> None:
+        own = load_ignore(dir_path, base)
+        if own is not None:
+            specs = specs + [own]
+        try:
+            entries = sorted(os.scandir(dir_path), key=lambda e: e.name)
+        except OSError:
+            skips[base.rstrip("/") or "."] = "unreadable"
+            return
+        for entry in entries:
+            rel = base + entry.name
+            try:
+                if entry.is_symlink():
+                    if not ignored(specs, rel, False):
+                        skips[rel] = "symlink"
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if _excluded_dir(entry.name, dir_excludes) or ignored(specs, rel, True):
+                        continue
+                    if exclude is not None and exclude.match_file(rel + "/"):
+                        continue
+                    visit(Path(entry.path), rel + "/", specs)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if ignored(specs, rel, False):
+                    continue
+                if exclude is not None and exclude.match_file(rel):
+                    continue
+                if include is not None and not include.match_file(rel):
+                    continue
+                if any(fnmatch.fnmatchcase(entry.name, p) for p in _GENERATED_NAMES):
+                    skips[rel] = "generated"
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                skips[rel] = "unreadable"
+                continue
+            if st.st_size > max_bytes:
+                skips[rel] = "too-large"
+                continue
+            files.append(Candidate(rel, st.st_size, st.st_mtime_ns))
+
+    visit(root, "", [])
+    return WalkResult(files, skips)
+
+
+def classify(data: bytes, settings: IndexSettings) -> str:
+    """'' when the content is worth indexing, else the skip reason (binary, minified, generated)."""
+    head = data[:8192]
+    if b"\x00" in head:
+        return "binary"
+    if len(data) > 4096:
+        lines = data.count(b"\n") + 1
+        if len(data) / lines > settings.max_line_length:
+            return "minified"
+    if _GENERATED_MARK.search(data[:1024]):
+        return "generated"
+    return ""
+
+
+def iter_paths(result: WalkResult) -> Iterator[str]:
+    for c in result.files:
+        yield c.path

@@ -1,0 +1,174 @@
+"""The SQLite connection: apsw (loads extensions on every platform), sqlite-vec, WAL, migrations.
+
+The standard library's `sqlite3` is often built without loadable extensions (this is so on
+the machines we build on and on many macOS Pythons), so we use apsw, which bundles a current
+SQLite with FTS5 and can always load sqlite-vec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from coderag_tui.errors import IndexError_, StoreError
+from coderag_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+_CORRUPT = (apsw.CorruptError, apsw.NotADBError)
+
+
+def _corrupt(path: Path) -> IndexError_:
+    return IndexError_(
+        f"the index {path} is corrupt or not a coderag index",
+        "delete it or run `coderag index --rebuild`",
+    )
+
+
+def load_vec(conn: apsw.Connection) -> None:
+    """Load sqlite-vec into a connection, or say clearly why it cannot be loaded."""
+    try:
+        import sqlite_vec
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise StoreError("sqlite-vec is not installed", "pip install sqlite-vec") from exc
+    try:
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+    except apsw.Error as exc:
+        raise StoreError(
+            f"cannot load the sqlite-vec extension: {exc}",
+            "reinstall sqlite-vec for this platform",
+        ) from exc
+
+
+class Database:
+    """One apsw connection to one index file. Not shared between threads: open one per thread."""
+
+    def __init__(self, path: Path, conn: apsw.Connection) -> None:
+        self.path = path
+        self.conn = conn
+        self._tx_depth = 0
+        self._owner = threading.get_ident()
+
+    # ------------------------------------------------------------------ queries
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> apsw.Cursor:
+        try:
+            return self.conn.execute(sql, params)
+        except _CORRUPT as exc:
+            raise _corrupt(self.path) from exc
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        try:
+            self.conn.executemany(sql, rows)
+        except _CORRUPT as exc:
+            raise _corrupt(self.path) from exc
+
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        return list(self.execute(sql, params))
+
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple[Any, ...] | None:
+        for row in self.execute(sql, params):
+            return row  # type: ignore[no-any-return]
+        return None
+
+    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), default: Any = None) -> Any:
+        row = self.one(sql, params)
+        return default if row is None else row[0]
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """A write transaction (nested calls become savepoints). Rolls back on any error."""
+        if self._tx_depth == 0:
+            self.execute("BEGIN IMMEDIATE")
+            self._tx_depth += 1
+            try:
+                yield self
+            except BaseException:
+                self._tx_depth -= 1
+                self.conn.execute("ROLLBACK")
+                raise
+            self._tx_depth -= 1
+            self.execute("COMMIT")
+        else:
+            with self.conn:
+                yield self
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str, default: str = "") -> str:
+        value = self.scalar("SELECT value FROM meta WHERE key=?", (key,))
+        return default if value is None else str(value)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    def has_table(self, name: str) -> bool:
+        return bool(self.scalar("SELECT 1 FROM sqlite_master WHERE name=?", (name,)))
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.scalar("PRAGMA user_version", default=0))
+
+    def close(self) -> None:
+        with contextlib.suppress(apsw.Error):
+            self.conn.close()
+
+
+def _migrate(db: Database) -> None:
+    version = db.schema_version
+    if version > SCHEMA_VERSION:
+        raise IndexError_(
+            f"the index {db.path} was written by a newer coderag (schema {version})",
+            "upgrade coderag or delete the index",
+        )
+    for number in range(version + 1, SCHEMA_VERSION + 1):
+        with db.transaction():
+            db.conn.execute(MIGRATIONS[number - 1])
+            db.conn.execute(f"PRAGMA user_version={number}")
+
+
+def open_database(path: Path, readonly: bool = False) -> Database:
+    """Open (creating and migrating when needed) the index file at `path`."""
+    path = Path(path)
+    if readonly and not path.exists():
+        raise IndexError_(f"no index at {path}", "run `coderag index` first")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create {path.parent}: {exc.strerror}") from exc
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        conn = apsw.Connection(str(path), flags=flags)
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open the index {path}: {exc}") from exc
+    conn.set_busy_timeout(10_000)
+    load_vec(conn)
+    db = Database(path, conn)
+    try:
+        if not readonly:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA temp_store=MEMORY")
+        db.execute("PRAGMA cache_size=-65536")
+        db.execute("PRAGMA mmap_size=268435456")
+        if not readonly:
+            _migrate(db)
+        elif db.schema_version != SCHEMA_VERSION:
+            raise IndexError_(f"the index {path} needs a migration", "run `coderag index`")
+    except _CORRUPT as exc:
+        db.close()
+        raise _corrupt(path) from exc
+    except apsw.Error as exc:
+        db.close()
+        raise StoreError(f"cannot use the index {path}: {exc}") from exc
+    except BaseException:
+        db.close()
+        raise
+    return db

@@ -1,0 +1,216 @@
+"""Read queries over the index, returning the frozen dataclasses of `coderag_tui.models`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from coderag_tui.models import EdgeRef, IndexStatus, LanguageCount, UnitRef
+from coderag_tui.store.db import Database
+from coderag_tui.store.schema import SCHEMA_VERSION
+
+UNIT_SELECT = (
+    "SELECT u.id, f.path, u.kind, u.name, u.qualname, u.signature, u.start_line, u.end_line, "
+    "f.language, u.docstring, u.parent_id FROM units u JOIN files f ON f.id = u.file_id"
+)
+_KIND_RANK = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 1, "function": 1,
+              "method": 2, "constant": 3, "file": 4}
+
+
+def unit_from_row(row: Sequence) -> UnitRef:  # type: ignore[type-arg]
+    return UnitRef(
+        id=row[0], path=row[1], kind=row[2], name=row[3], qualname=row[4], signature=row[5],
+        start_line=row[6], end_line=row[7], language=row[8], docstring=row[9], parent_id=row[10],
+    )
+
+
+def get_unit(db: Database, unit_id: int) -> UnitRef | None:
+    row = db.one(UNIT_SELECT + " WHERE u.id=?", (unit_id,))
+    return unit_from_row(row) if row else None
+
+
+def get_units(db: Database, ids: Iterable[int]) -> dict[int, UnitRef]:
+    ids = list(dict.fromkeys(ids))
+    out: dict[int, UnitRef] = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        marks = ",".join("?" * len(part))
+        for row in db.execute(UNIT_SELECT + f" WHERE u.id IN ({marks})", tuple(part)):
+            out[row[0]] = unit_from_row(row)
+    return out
+
+
+def file_unit(db: Database, path: str) -> UnitRef | None:
+    row = db.one(UNIT_SELECT + " WHERE f.path=? AND u.kind='file'", (path,))
+    return unit_from_row(row) if row else None
+
+
+def file_outline(db: Database, path: str) -> list[UnitRef]:
+    return [unit_from_row(r) for r in db.execute(UNIT_SELECT + " WHERE f.path=? ORDER BY u.start_line, u.id", (path,))]
+
+
+def units_at(db: Database, path: str, line: int) -> list[UnitRef]:
+    """Units of a file that contain a line, innermost first."""
+    rows = db.rows(
+        UNIT_SELECT + " WHERE f.path=? AND u.start_line<=? AND u.end_line>=? "
+        "ORDER BY (u.end_line - u.start_line), u.id DESC",
+        (path, line, line),
+    )
+    return [unit_from_row(r) for r in rows]
+
+
+def _rank(u: UnitRef, tier: int) -> tuple[int, int, int, int, str]:
+    test = 1 if "test" in u.path.lower() else 0
+    return (tier, test, _KIND_RANK.get(u.kind, 2), len(u.path), u.path)
+
+
+def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
+    """Definitions matching a name: exact, qualified, case-insensitive, prefix, then fuzzy."""
+    q = query.strip().rstrip("()").strip()
+    if not q:
+        return []
+    found: dict[int, tuple[tuple[int, int, int, int, str], UnitRef]] = {}
+
+    def add(rows: Iterable[Sequence], tier: int) -> None:  # type: ignore[type-arg]
+        for row in rows:
+            u = unit_from_row(row)
+            if kinds and u.kind not in kinds:
+                continue
+            if u.kind == "file" and tier > 1:
+                continue
+            key = _rank(u, tier)
+            if u.id not in found or found[u.id][0] > key:
+                found[u.id] = (key, u)
+
+    last = q.replace("::", ".").replace("#", ".").split(".")[-1]
+    add(db.execute(UNIT_SELECT + " WHERE u.name=?", (q,)), 0)
+    if "." in q or "::" in q or "#" in q:
+        qual = q.replace("::", ".").replace("#", ".")
+        add(db.execute(UNIT_SELECT + " WHERE u.qualname=? OR u.qualname LIKE ?", (qual, "%." + qual)), 0)
+        add(db.execute(UNIT_SELECT + " WHERE u.name=?", (last,)), 2)
+    if "/" in q:
+        add(db.execute(UNIT_SELECT + " WHERE u.kind='file' AND (f.path=? OR f.path LIKE ?)",
+                       (q, "%" + q + "%")), 1)
+    if len(found) < limit:
+        add(db.execute(UNIT_SELECT + " WHERE u.name=? COLLATE NOCASE", (last,)), 1)
+    if len(found) < limit:
+        add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? LIMIT 200", (last + "%",)), 3)
+    if len(found) < limit:
+        add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? LIMIT 200", ("%" + last + "%",)), 4)
+    if len(found) < limit and len(last) >= 3:
+        names = [r[0] for r in db.execute("SELECT DISTINCT name FROM units WHERE kind<>'file'")]
+        fuzzy = [n for n in names if _subsequence(last.lower(), n.lower())]
+        fuzzy.sort(key=lambda n: (len(n), n))
+        for name in fuzzy[: limit * 2]:
+            add(db.execute(UNIT_SELECT + " WHERE u.name=?", (name,)), 5)
+    ranked = sorted(found.values(), key=lambda kv: kv[0])
+    return [u for _, u in ranked[:limit]]
+
+
+def _subsequence(needle: str, hay: str) -> bool:
+    it = iter(hay)
+    return all(ch in it for ch in needle)
+
+
+def callers(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+    """Edges into the units, seen from their sources (who calls / inherits / tests them)."""
+    if not unit_ids:
+        return []
+    marks = ",".join("?" * len(unit_ids))
+    kmarks = ",".join("?" * len(kinds))
+    rows = db.rows(
+        f"SELECT e.src, e.dst, e.kind, e.name, e.line FROM edges e WHERE e.dst IN ({marks}) "
+        f"AND e.kind IN ({kmarks}) ORDER BY e.src_file, e.line",
+        (*unit_ids, *kinds),
+    )
+    units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows])
+    return [
+        EdgeRef(kind, units.get(src), name, line, source=units.get(dst))
+        for src, dst, kind, name, line in rows
+        if src in units
+    ]
+
+
+def callees(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+    """Edges out of the units: what they call (resolved to a unit, or just a name)."""
+    if not unit_ids:
+        return []
+    marks = ",".join("?" * len(unit_ids))
+    kmarks = ",".join("?" * len(kinds))
+    rows = db.rows(
+        f"SELECT e.src, e.dst, e.kind, e.name, e.line FROM edges e WHERE e.src IN ({marks}) "
+        f"AND e.kind IN ({kmarks}) ORDER BY e.line, e.id",
+        (*unit_ids, *kinds),
+    )
+    units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows if r[1] is not None])
+    return [
+        EdgeRef(kind, units.get(dst) if dst is not None else None, name, line, source=units.get(src))
+        for src, dst, kind, name, line in rows
+    ]
+
+
+def children(db: Database, unit_id: int) -> list[UnitRef]:
+    return [unit_from_row(r) for r in db.execute(UNIT_SELECT + " WHERE u.parent_id=? ORDER BY u.start_line", (unit_id,))]
+
+
+def importers(db: Database, path: str) -> list[UnitRef]:
+    """File units that import the file at path."""
+    rows = db.rows(
+        UNIT_SELECT + " WHERE u.id IN (SELECT e.src FROM edges e JOIN units t ON t.id=e.dst "
+        "JOIN files tf ON tf.id=t.file_id WHERE e.kind='IMPORTS' AND tf.path=?) ORDER BY f.path",
+        (path,),
+    )
+    return [unit_from_row(r) for r in rows]
+
+
+def orphans(db: Database, limit: int = 200) -> list[EdgeRef]:
+    """Calls whose target was removed or renamed (seed 003's breaking-change signal)."""
+    rows = db.rows(
+        "SELECT e.src, e.name, e.line, e.orphan, e.kind FROM edges e WHERE e.orphan<>'' AND e.dst IS NULL "
+        "ORDER BY e.src_file, e.line LIMIT ?",
+        (limit,),
+    )
+    units = get_units(db, [r[0] for r in rows])
+    return [EdgeRef(kind, None, f"{name} (was {orphan})", line, source=units.get(src))
+            for src, name, line, orphan, kind in rows]
+
+
+def status(db: Database, repo_root: str) -> IndexStatus:
+    langs = []
+    unit_counts = dict(db.rows(
+        "SELECT f.language, count(*) FROM units u JOIN files f ON f.id=u.file_id GROUP BY f.language"))
+    chunk_counts = dict(db.rows(
+        "SELECT f.language, count(*) FROM chunks c JOIN files f ON f.id=c.file_id GROUP BY f.language"))
+    for lang, n in db.rows("SELECT language, count(*) FROM files GROUP BY language ORDER BY count(*) DESC, language"):
+        langs.append(LanguageCount(lang, n, unit_counts.get(lang, 0), chunk_counts.get(lang, 0)))
+    skips = dict(db.rows("SELECT reason, count(*) FROM skips GROUP BY reason ORDER BY reason"))
+    size = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            size += os.path.getsize(str(db.path) + suffix)
+        except OSError:
+            pass
+    vectors = 0
+    if db.has_table("vectors"):
+        model = db.get_meta("embed_model")
+        vectors = int(db.scalar(
+            "SELECT count(*) FROM chunks c WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash AND v.model=?)",
+            (model,), default=0)) if model else 0
+    return IndexStatus(
+        repo_root=repo_root,
+        db_path=str(db.path),
+        schema_version=SCHEMA_VERSION,
+        files=int(db.scalar("SELECT count(*) FROM files", default=0)),
+        units=int(db.scalar("SELECT count(*) FROM units WHERE kind<>'file'", default=0)),
+        chunks=int(db.scalar("SELECT count(*) FROM chunks", default=0)),
+        edges=int(db.scalar("SELECT count(*) FROM edges", default=0)),
+        vectors=vectors,
+        embed_model=db.get_meta("embed_model"),
+        languages=tuple(langs),
+        skips=skips,
+        errors=int(skips.get("error", 0)),
+        index_bytes=size,
+        last_update=float(db.get_meta("last_update") or 0),
+        commit=db.get_meta("commit"),
+        orphaned=tuple(orphans(db, 50)),
+    )

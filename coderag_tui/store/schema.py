@@ -1,0 +1,117 @@
+"""Numbered schema migrations. Append only: never edit a migration that has shipped."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: files, units, chunks, keywords, edges, skips, vectors map, conversations, summaries
+    """
+    CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE files(
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        language TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        lines INTEGER NOT NULL DEFAULT 0,
+        structured INTEGER NOT NULL DEFAULT 0,
+        has_errors INTEGER NOT NULL DEFAULT 0,
+        error TEXT NOT NULL DEFAULT '',
+        indexed_at REAL NOT NULL
+    );
+    CREATE TABLE units(
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL,
+        parent_id INTEGER,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        qualname TEXT NOT NULL,
+        signature TEXT NOT NULL DEFAULT '',
+        params TEXT NOT NULL DEFAULT '[]',
+        return_type TEXT NOT NULL DEFAULT '',
+        decorators TEXT NOT NULL DEFAULT '[]',
+        docstring TEXT NOT NULL DEFAULT '',
+        bases TEXT NOT NULL DEFAULT '[]',
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        is_test INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX units_file ON units(file_id);
+    CREATE INDEX units_parent ON units(parent_id);
+    CREATE INDEX units_name ON units(name COLLATE NOCASE);
+    CREATE INDEX units_qualname ON units(qualname COLLATE NOCASE);
+    CREATE TABLE imports(
+        file_id INTEGER NOT NULL,
+        module TEXT NOT NULL,
+        names TEXT NOT NULL DEFAULT '[]',
+        line INTEGER NOT NULL
+    );
+    CREATE INDEX imports_file ON imports(file_id);
+    CREATE TABLE chunks(
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL,
+        unit_id INTEGER,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        node_kinds TEXT NOT NULL DEFAULT '',
+        scope TEXT NOT NULL DEFAULT '',
+        hash TEXT NOT NULL,
+        header TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL
+    );
+    CREATE INDEX chunks_file ON chunks(file_id);
+    CREATE INDEX chunks_unit ON chunks(unit_id);
+    CREATE INDEX chunks_hash ON chunks(hash);
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        names, path, signature, doc, code,
+        content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE edges(
+        id INTEGER PRIMARY KEY,
+        src INTEGER NOT NULL,
+        src_file INTEGER NOT NULL,
+        dst INTEGER,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        receiver TEXT NOT NULL DEFAULT '',
+        line INTEGER NOT NULL DEFAULT 0,
+        argc INTEGER NOT NULL DEFAULT -1,
+        orphan TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX edges_src ON edges(src, kind);
+    CREATE INDEX edges_src_file ON edges(src_file);
+    CREATE INDEX edges_dst ON edges(dst, kind);
+    CREATE INDEX edges_name ON edges(name, kind);
+    CREATE TABLE skips(
+        path TEXT PRIMARY KEY, reason TEXT NOT NULL,
+        size INTEGER NOT NULL DEFAULT -1, mtime_ns INTEGER NOT NULL DEFAULT -1
+    );
+    CREATE TABLE vectors(
+        id INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        model TEXT NOT NULL
+    );
+    CREATE TABLE conversations(
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL,
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    );
+    CREATE TABLE messages(
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        sources TEXT NOT NULL DEFAULT '[]',
+        created REAL NOT NULL
+    );
+    CREATE INDEX messages_conversation ON messages(conversation_id);
+    CREATE TABLE summaries(
+        unit_id INTEGER PRIMARY KEY,
+        text TEXT NOT NULL,
+        model TEXT NOT NULL DEFAULT ''
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

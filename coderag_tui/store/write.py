@@ -1,0 +1,172 @@
+"""Writing one file's rows: units, chunks, keyword rows, imports and its outgoing edges.
+
+Callers wrap these in `Database.transaction()`, so a file is replaced whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from coderag_tui.models import ParsedFile
+from coderag_tui.parsing.identifiers import expand_identifiers, name_words, path_words
+from coderag_tui.store.db import Database
+
+
+@dataclass(frozen=True)
+class FileMeta:
+    path: str
+    hash: str
+    size: int
+    mtime_ns: int
+    error: str = ""
+
+
+@dataclass
+class Removed:
+    """What disappeared with a file's old rows: its unit names and the edges that pointed in."""
+
+    names: set[str]
+    inbound_edges: list[tuple[int, str]]  # (edge id, former target "qualname (path)")
+    prior_targets: dict[tuple[str, str], str]  # (src qualname, called name) -> target descriptor
+
+
+def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
+    """Delete every row a file owns; edges from other files into it lose their target."""
+    names = {r[0] for r in db.execute("SELECT DISTINCT name FROM units WHERE file_id=?", (file_id,))}
+    inbound = [
+        (eid, f"{qual} ({path}:{line})")
+        for eid, qual, line in db.execute(
+            "SELECT e.id, u.qualname, u.start_line FROM edges e JOIN units u ON u.id = e.dst "
+            "WHERE u.file_id=? AND e.src_file<>? AND e.kind IN ('CALLS','INHERITS','IMPLEMENTS')",
+            (file_id, file_id),
+        )
+    ]
+    prior = {
+        (sq, name): f"{tq} ({tp}:{tl})"
+        for sq, name, tq, tp, tl in db.execute(
+            "SELECT s.qualname, e.name, t.qualname, f.path, t.start_line FROM edges e "
+            "JOIN units s ON s.id = e.src JOIN units t ON t.id = e.dst JOIN files f ON f.id = t.file_id "
+            "WHERE e.src_file=? AND e.kind='CALLS'",
+            (file_id,),
+        )
+    }
+    db.execute(
+        "UPDATE edges SET dst=NULL WHERE src_file<>? AND dst IN (SELECT id FROM units WHERE file_id=?)",
+        (file_id, file_id),
+    )
+    for eid, former in inbound:
+        db.execute("UPDATE edges SET orphan=? WHERE id=?", (former, eid))
+    db.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
+    db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id=?)", (file_id,))
+    db.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
+    db.execute("DELETE FROM imports WHERE file_id=?", (file_id,))
+    db.execute("DELETE FROM summaries WHERE unit_id IN (SELECT id FROM units WHERE file_id=?)", (file_id,))
+    db.execute("DELETE FROM units WHERE file_id=?", (file_id,))
+    return Removed(names, inbound, prior)
+
+
+def delete_file(db: Database, path: str) -> Removed | None:
+    row = db.one("SELECT id FROM files WHERE path=?", (path,))
+    if row is None:
+        return None
+    removed = remove_file_rows(db, row[0], path)
+    db.execute("DELETE FROM files WHERE id=?", (row[0],))
+    return removed
+
+
+def write_file(db: Database, parsed: ParsedFile, meta: FileMeta) -> tuple[int, Removed | None]:
+    """Replace a file's rows with a fresh parse. Returns its file id and what was removed."""
+    row = db.one("SELECT id FROM files WHERE path=?", (meta.path,))
+    removed = None
+    now = time.time()
+    if row is not None:
+        file_id = int(row[0])
+        removed = remove_file_rows(db, file_id, meta.path)
+        db.execute(
+            "UPDATE files SET language=?, hash=?, size=?, mtime_ns=?, lines=?, structured=?, "
+            "has_errors=?, error=?, indexed_at=? WHERE id=?",
+            (parsed.language, meta.hash, meta.size, meta.mtime_ns, parsed.lines, int(parsed.structured),
+             int(parsed.has_errors), meta.error, now, file_id),
+        )
+    else:
+        db.execute(
+            "INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, has_errors, "
+            "error, indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+            (meta.path, parsed.language, meta.hash, meta.size, meta.mtime_ns, parsed.lines,
+             int(parsed.structured), int(parsed.has_errors), meta.error, now),
+        )
+        file_id = int(db.conn.last_insert_rowid())
+    _insert_contents(db, file_id, parsed)
+    return file_id, removed
+
+
+def _insert_contents(db: Database, file_id: int, parsed: ParsedFile) -> None:
+    ids: list[int] = []
+    for u in parsed.units:
+        parent_id = ids[u.parent] if u.parent is not None else None
+        db.execute(
+            "INSERT INTO units(file_id, parent_id, kind, name, qualname, signature, params, "
+            "return_type, decorators, docstring, bases, start_line, end_line, is_test) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (file_id, parent_id, u.kind, u.name, u.qualname, u.signature, json.dumps(u.params),
+             u.return_type, json.dumps(u.decorators), u.docstring, json.dumps(u.bases),
+             u.start_line, u.end_line, int(u.is_test)),
+        )
+        ids.append(int(db.conn.last_insert_rowid()))
+    edges: list[tuple[int, int, int | None, str, str, str, int, int]] = []
+    for u in parsed.units:
+        uid = ids[u.index]
+        if u.parent is not None:
+            parent = parsed.units[u.parent]
+            kind = "DEFINES" if parent.kind not in ("file", "module") and u.kind == "method" else "CONTAINS"
+            edges.append((ids[u.parent], file_id, uid, kind, u.name, "", u.start_line, -1))
+        for call in u.calls:
+            edges.append((uid, file_id, None, "CALLS", call.name, call.receiver, call.line, call.argc))
+        for base in u.bases:
+            edges.append((uid, file_id, None, "INHERITS", base, "", u.start_line, -1))
+    for imp in parsed.imports:
+        edges.append((ids[0], file_id, None, "IMPORTS", imp.module, ",".join(imp.names), imp.line, -1))
+    db.executemany(
+        "INSERT INTO edges(src, src_file, dst, kind, name, receiver, line, argc) VALUES(?,?,?,?,?,?,?,?)",
+        edges,
+    )
+    db.executemany(
+        "INSERT INTO imports(file_id, module, names, line) VALUES(?,?,?,?)",
+        [(file_id, i.module, json.dumps(i.names), i.line) for i in parsed.imports],
+    )
+    pwords = path_words(parsed.path)
+    units = parsed.units
+    for c in parsed.chunks:
+        db.execute(
+            "INSERT INTO chunks(file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text) "
+            "VALUES(?,?,?,?,?,?,?,?,?)",
+            (file_id, ids[c.unit_index], c.start_line, c.end_line, ",".join(c.node_kinds),
+             " > ".join(c.scope), c.hash, c.context_text[: len(c.context_text) - len(c.text)], c.text),
+        )
+        chunk_id = db.conn.last_insert_rowid()
+        inside = [u for u in _units_in(units, c.unit_index, c.start_line, c.end_line)]
+        db.execute(
+            "INSERT INTO chunks_fts(rowid, names, path, signature, doc, code) VALUES(?,?,?,?,?,?)",
+            (
+                chunk_id,
+                name_words(*(u.name for u in inside), *c.scope),
+                pwords,
+                " ".join(u.signature for u in inside if u.signature),
+                " ".join(u.docstring for u in inside if u.docstring),
+                c.text + "\n" + expand_identifiers(c.text),
+            ),
+        )
+
+
+def _units_in(units: Iterable, owner: int, start: int, end: int) -> list:  # type: ignore[type-arg]
+    """The chunk's own unit (unless it is the file) and the units that start inside the chunk."""
+    out = []
+    for u in units:
+        if u.index == 0:
+            continue
+        if u.index == owner or start <= u.start_line <= end:
+            out.append(u)
+    return out
