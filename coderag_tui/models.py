@@ -308,3 +308,29 @@ class ModelInfo:
     size_bytes: int = 0
     found: bool = True
     note: str = ""
+
+
+# --------------------------------------------------------------------------- watching
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """What the file watcher is doing, one event per step of a batch (shown by the TUI and CLI).
+
+    `phase`: queued (changes seen, waiting for the debounce), indexing (a batch started),
+    indexed (the batch is searchable: structure, keywords and, when enabled, vectors), error.
+    `paths` are the relative paths of the batch (empty for a full rescan). `orphaned` counts
+    the calls in the index whose target was removed or renamed; `new_orphans` those this batch
+    produced, listed first in `orphans`.
+    """
+
+    phase: str
+    paths: tuple[str, ...] = ()
+    batch: int = 0  # 1, 2, ... per batch; 0 for queued events not yet assigned
+    summary: IndexSummary | None = None
+    message: str = ""
+    orphaned: int = 0
+    new_orphans: int = 0
+    orphans: tuple[EdgeRef, ...] = ()
+    seconds: float = 0.0  # indexing (and embedding) time of the batch
+    full: bool = False  # a full rescan (an ignore file changed, or the first index)

@@ -7,8 +7,10 @@ dataclasses of `coderag_tui.models`. Each thread gets its own SQLite connection.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError
@@ -16,6 +18,15 @@ from coderag_tui.indexing.indexer import Indexer, ProgressFn
 from coderag_tui.models import EdgeRef, IndexStatus, IndexSummary, UnitRef
 from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
+
+if TYPE_CHECKING:
+    from coderag_tui.sources.remote import CloneResult
+
+if TYPE_CHECKING:  # issue 6: watch()
+    from collections.abc import Callable
+
+    from coderag_tui.indexing.watcher import Watcher
+    from coderag_tui.models import WatchEvent
 
 
 def find_repo_root(start: Path) -> Path:
@@ -53,6 +64,8 @@ class CodeRag:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[Database] = []
+        self.remote: CloneResult | None = None  # set when the repository was cloned from a URL
+        self.display_name = str(self.root)
 
     @classmethod
     def open(
@@ -69,13 +82,46 @@ class CodeRag:
         else:
             path = Path(repo).expanduser()
             if not path.exists():
-                raise RepoError(f"no such folder: {repo}", "give a path to a repository or a git URL")
+                from coderag_tui.sources.remote import redact
+
+                raise RepoError(f"no such folder: {redact(str(repo))}", "give a path to a repository or a git URL")
             if not path.is_dir():
                 raise RepoError(f"not a folder: {repo}")
             root = path.resolve()
         if settings is None:
             settings = load_settings(root, config)
         return cls(root, settings, Path(db_path) if db_path else None)
+
+    @classmethod
+    def open_any(
+        cls,
+        target: str | Path | None = None,
+        *,
+        config: str | Path | None = None,
+        db_path: str | Path | None = None,
+        branch: str | None = None,
+        rev: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> CodeRag:
+        """Open a folder, or a git URL: cloned (shallow) into the cache on first use, fetched after.
+
+        A cloned repository's own `.coderag.toml` is not read: it is untrusted input.
+        """
+        from coderag_tui.sources.remote import ensure_clone, is_remote, parse_remote, redact
+
+        text = str(target) if target is not None else ""
+        if "://" in text or re.match(r"^[\w.-]+@[\w.-]+:", text):
+            parse_remote(text)  # a URL that is not a usable git URL: one clear (redacted) line
+        if target is None or not is_remote(text):
+            if branch or rev:
+                raise RepoError("--branch and --rev apply to repository URLs", "give a git URL")
+            return cls.open(target, config=config, db_path=db_path)
+        settings = load_settings(None, config)
+        result = ensure_clone(str(target), branch=branch, rev=rev, settings=settings, progress=progress)
+        service = cls(result.path, settings, Path(db_path) if db_path else None)
+        service.remote = result
+        service.display_name = redact(str(target))
+        return service
 
     # ------------------------------------------------------------------ connections
     @property
@@ -100,8 +146,21 @@ class CodeRag:
     def index(
         self, *, rebuild: bool = False, only: list[str] | None = None, progress: ProgressFn | None = None
     ) -> IndexSummary:
-        """Bring the structural index up to date (parse, chunk, keywords, graph)."""
-        return Indexer(self.db, self.root, self.settings).run(only=only, rebuild=rebuild, progress=progress)
+        """Bring the structural index up to date (parse, chunk, keywords, graph).
+
+        For a cloned repository whose index is at the clone's previous commit, only the files
+        git says changed between the two commits are looked at.
+        """
+        db = self.db
+        remote = self.remote
+        if (only is None and not rebuild and remote is not None and remote.changed_files is not None
+                and remote.previous_commit and db.get_meta("commit") == remote.previous_commit):
+            only = [*remote.changed_files, *remote.deleted_files]
+        summary = Indexer(db, self.root, self.settings).run(only=only, rebuild=rebuild, progress=progress)
+        if remote is not None:
+            with db.transaction():
+                db.set_meta("commit", remote.head_commit)
+        return summary
 
     def status(self) -> IndexStatus:
         return read.status(self.db, str(self.root))
@@ -152,9 +211,91 @@ class CodeRag:
         return lines[start - 1 : end]
 
     # ------------------------------------------------------------------ retrieval (issue 3)
+    # Thin wrappers over coderag_tui.retrieval and indexing.embedder; the embedding model and the
+    # repo graph are cached on the instance (RetrievalState), loaded lazily and thread-safely.
+    def _retrieval(self) -> _RetrievalState:
+        from coderag_tui.retrieval.state import RetrievalState
+
+        state = self.__dict__.get("_retrieval_state")
+        if state is None:
+            with self._lock:
+                state = self.__dict__.setdefault("_retrieval_state", RetrievalState())
+        return state  # type: ignore[no-any-return]
+
+    def embed(self, progress: ProgressFn | None = None,
+              should_stop: Callable[[], bool] | None = None) -> _EmbedSummary:
+        """Embed the chunks that have no vector for the configured model (after `index`)."""
+        from coderag_tui.indexing.embedder import embed_index
+
+        model = self._retrieval().model(self.settings.embed)
+        return embed_index(self.db, model, progress, should_stop)
+
+    def searcher(self) -> _Searcher:
+        from coderag_tui.retrieval.search import Searcher
+
+        embed_query = self._retrieval().query_embedder(self.db, self.settings.embed)
+        return Searcher(self.db, self.settings.search, embed_query)
+
+    def search(self, query: str, k: int | None = None,
+               filters: _SearchFilters | None = None) -> list[_SearchHit]:
+        """Code units for a query: routed, then BM25 + vectors + symbols (+ graph), fused by RRF."""
+        return list(self.searcher().search(query, k, filters).hits)
+
+    def search_files(self, query: str, k: int | None = None,
+                     filters: _SearchFilters | None = None) -> list[_SearchHit]:
+        """Files ranked by their matching units (hits carry the file unit)."""
+        return self.searcher().search_files(query, k, filters)
+
+    def similar(self, unit_id: int, k: int | None = None) -> list[_SearchHit]:
+        return self.searcher().similar(unit_id, k)
+
+    def context(self, query: str, max_tokens: int | None = None,
+                count_tokens: Callable[[str], int] | None = None) -> _ComposedContext:
+        """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata."""
+        from coderag_tui.retrieval.compose import compose
+        from coderag_tui.retrieval.packing import estimate_tokens
+
+        searcher = self.searcher()
+        similar = searcher.similar if searcher.embed_query is not None else None
+        return compose(searcher, query, self.settings.context, max_tokens, self.root,
+                       count_tokens or estimate_tokens, similar)
+
+    def repo_map(self, max_tokens: int | None = None, query: str | None = None) -> str:
+        """Signatures of the most referenced units of the most central files (PageRank),
+        personalised toward the query's hits when a query is given."""
+        from coderag_tui.retrieval.repo_map import ranked_tags, fit_map
+
+        focus = [h.unit.path for h in self.search(query, k=10)] if query else []
+        graph = self._retrieval().graph(self.db)
+        return fit_map(ranked_tags(graph, focus), max_tokens or self.settings.context.repo_map_tokens)
+
+    if TYPE_CHECKING:
+        from coderag_tui.indexing.embedder import EmbedSummary as _EmbedSummary
+        from coderag_tui.models import ComposedContext as _ComposedContext
+        from coderag_tui.models import SearchFilters as _SearchFilters
+        from coderag_tui.models import SearchHit as _SearchHit
+        from coderag_tui.retrieval.search import Searcher as _Searcher
+        from coderag_tui.retrieval.state import RetrievalState as _RetrievalState
+
 
     # ------------------------------------------------------------------ answering (issue 4)
 
     # ------------------------------------------------------------------ remote & watch (issue 6)
+    def watch(
+        self,
+        on_event: Callable[[WatchEvent], None] | None = None,
+        *,
+        initial_index: bool = False,
+        debounce_ms: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Watcher:
+        """Start watching the repository and keep the index current; returns the started
+        Watcher (call `.stop()`). `on_event` is called from the watcher's thread with a
+        WatchEvent per step. `initial_index`: first bring the whole index up to date (in that
+        thread, so no change made meanwhile is missed; `progress` shows that run)."""
+        from coderag_tui.indexing.watcher import Watcher
+
+        return Watcher(self, on_event, debounce_ms=debounce_ms, initial_index=initial_index,
+                       progress=progress).start()
 
     # ------------------------------------------------------------------ review (issue 7)

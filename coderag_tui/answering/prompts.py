@@ -125,6 +125,9 @@ def fit_prompt(
 
     costed = [(p, piece_cost(p)) for p in pieces]
     hist_cost = [count(m.content) + PER_MESSAGE_OVERHEAD for m in hist]
+    def total() -> int:
+        return fixed + sum(hist_cost) + sum(c for _, c in costed) + map_cost(rmap)
+
     target = budget
     for _ in range(8):
         if fixed > target:
@@ -132,10 +135,6 @@ def fit_prompt(
                 f"the question is too long for the model's context window ({window} tokens): "
                 "shorten it or raise [llm] n_ctx"
             )
-
-        def total() -> int:
-            return fixed + sum(hist_cost) + sum(c for _, c in costed) + map_cost(rmap)
-
         while total() > target and hist:
             before = len(hist)
             _drop_oldest(hist)
@@ -143,8 +142,12 @@ def fit_prompt(
         while total() > target and len(costed) > 1:
             costed.pop(len(costed) // 2)
         if total() > target and rmap.strip():
-            room = target - (total() - map_cost(rmap))
-            rmap = _cut_lines(rmap, lambda text, room=room: map_cost(text) <= room)
+            map_room = target - (total() - map_cost(rmap))
+
+            def map_fits(text: str, room: int = map_room) -> bool:
+                return map_cost(text) <= room
+
+            rmap = _cut_lines(rmap, map_fits)
             cut_map = True
         if total() > target and costed:
             piece, cost = costed[0]

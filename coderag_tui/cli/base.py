@@ -90,8 +90,13 @@ class progress_printer:
     def __call__(self, event: Any) -> None:
         if not sys.stderr.isatty():
             return
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         if self._progress is None:
             self._progress = Progress(

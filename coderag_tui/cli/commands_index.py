@@ -6,7 +6,14 @@ import argparse
 import sys
 
 from coderag_tui.cli import render
-from coderag_tui.cli.base import arguments, command, is_tty, open_service, print_json, progress_printer
+from coderag_tui.cli.base import (
+    arguments,
+    command,
+    is_tty,
+    open_service,
+    print_json,
+    progress_printer,
+)
 from coderag_tui.models import to_dict
 
 

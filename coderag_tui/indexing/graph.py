@@ -264,7 +264,7 @@ def _closest(files: list[int], src_path: str, paths: dict[int, str]) -> int:
     def shared(fid: int) -> tuple[int, int, str]:
         parts = PurePosixPath(paths[fid]).parts
         n = 0
-        for a, b in zip(src_parts, parts):
+        for a, b in zip(src_parts, parts, strict=False):
             if a != b:
                 break
             n += 1

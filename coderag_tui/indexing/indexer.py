@@ -137,7 +137,6 @@ class Indexer:
         indexed = failed = units = chunks = 0
         pending_writes: list[_Outcome] = []
         last_flush = time.perf_counter()
-        done = 0
         parse_started = time.perf_counter()
 
         if jobs or deleted:
@@ -174,8 +173,7 @@ class Indexer:
             pending_writes.clear()
             last_flush = time.perf_counter()
 
-        for out in self._outcomes(jobs):
-            done += 1
+        for done, out in enumerate(self._outcomes(jobs), start=1):
             job = out.job
             if out.kind == "skip":
                 skips[job.path] = (out.reason, job.size, job.mtime_ns)

@@ -142,7 +142,7 @@ class CastChunker:
             else:
                 merged.append(span)
         # Ranges are whole lines: make them disjoint (a node may end on the row the next starts).
-        for prev, nxt in zip(merged, merged[1:]):
+        for prev, nxt in zip(merged, merged[1:], strict=False):
             if nxt.start_row <= prev.end_row:
                 nxt.start_row = prev.end_row + 1
         return [s for s in merged if s.start_row <= s.end_row]

@@ -43,6 +43,8 @@ def content_hash(data: bytes) -> str:
 
 
 def _collapse(text: str, limit: int = 300) -> str:
+    if len(text) <= limit and "\n" not in text and "  " not in text and "\t" not in text:
+        return text.strip()
     text = _WS_RE.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -58,6 +60,8 @@ class _Def:
     doc: Any = None
     decorators: list[Any] = field(default_factory=list)
     bases: list[str] = field(default_factory=list)
+    pattern: int = 0  # index of the query pattern that set `kind`
+    param_nodes: list[Any] = field(default_factory=list)  # @param captures (no list node)
 
 
 class _Extractor:
@@ -78,7 +82,7 @@ class _Extractor:
         defs: dict[tuple[int, int], _Def] = {}
         calls: list[tuple[Any, dict[str, list[Any]]]] = []
         imports: dict[int, dict[str, list[Any]]] = {}
-        for _, caps in QueryCursor(query).matches(root):
+        for pattern, caps in QueryCursor(query).matches(root):
             if "call" in caps:
                 calls.append((caps["call"][0], caps))
                 continue
@@ -97,9 +101,11 @@ class _Extractor:
                 kind = key.split(".", 1)[1]
                 d = defs.get((node.start_byte, node.end_byte))
                 if d is None:
-                    d = defs[(node.start_byte, node.end_byte)] = _Def(node, kind)
+                    d = defs[(node.start_byte, node.end_byte)] = _Def(node, kind, pattern=pattern)
                 elif kind == "method" or (d.kind == "decorated" and kind != "decorated"):
-                    d.kind = kind
+                    d.kind, d.pattern = kind, pattern
+                elif pattern < d.pattern and d.kind != "method" and kind != "decorated":
+                    d.kind, d.pattern = kind, pattern  # patterns disagree: the earliest in the file wins
                 self._merge_caps(d, caps)
                 break
         return list(defs.values()), calls, list(imports.values())
@@ -111,6 +117,9 @@ class _Extractor:
             d.scope = _collapse(self.text(caps["scope"][0]), 200)
         if d.params is None and "params" in caps:
             d.params = caps["params"][0]
+        for p in caps.get("param", ()):
+            if all(p.start_byte != x.start_byte for x in d.param_nodes):
+                d.param_nodes.append(p)
         if d.ret is None and "return" in caps:
             d.ret = caps["return"][0]
         if d.doc is None and "doc" in caps:
@@ -149,18 +158,20 @@ class _Extractor:
         return out
 
     # ------------------------------------------------------------------ details
-    def signature(self, node: Any) -> str:
+    def signature(self, node: Any, start: int | None = None) -> str:
+        """The definition's header; `start` skips annotations that open the node."""
+        start = node.start_byte if start is None else start
         body = node.child_by_field_name("body")
-        if body is not None and body.start_byte > node.start_byte:
-            end = node.start_byte
+        if body is not None and body.start_byte > start:
+            end = start
             for child in node.children:
                 if child.start_byte >= body.start_byte:
                     break
                 if "comment" not in child.type:
-                    end = child.end_byte
-            sig = self.source[node.start_byte : end].decode("utf-8", "replace")
+                    end = max(end, child.end_byte)
+            sig = self.source[start:end].decode("utf-8", "replace")
         else:
-            sig = self.text(node).split("\n", 1)[0]
+            sig = self.source[start : node.end_byte].decode("utf-8", "replace").lstrip().split("\n", 1)[0]
         return _collapse(sig).rstrip("{:= ").strip()
 
     def params(self, node: Any) -> tuple[str, ...]:
@@ -179,16 +190,22 @@ class _Extractor:
         parent = node.parent
         if parent is not None and parent.type in _WRAPPERS:
             node = parent
-        # a definition alone in a wrapper (Go `type X struct`) takes the wrapper's comments
-        while node.parent is not None and node.parent.parent is not None and node.parent.named_child_count == 1:
-            node = node.parent
+        # a definition alone in (or first in) a wrapper node takes the comments before the wrapper:
+        # Go `type X struct`, the first class in a Ruby module body
+        while (up := node.parent) is not None and up.parent is not None and (
+            up.named_child_count == 1 or up.start_byte == node.start_byte
+        ):
+            node = up
         skip = {x.start_byte for x in d.decorators}  # sibling attributes between comment and definition
         lines: list[str] = []
         prev = node.prev_sibling
         row = node.start_point[0]
         while prev is not None and ("comment" in prev.type or prev.start_byte in skip) and prev.end_point[0] >= row - 1:
             if "comment" in prev.type:
-                lines.insert(0, self.text(prev))
+                before = prev.prev_sibling
+                if before is not None and before.end_point[1] > 0 and before.end_point[0] == prev.start_point[0]:
+                    break  # a trailing comment (`x = 1  # note`, `class A:  # noqa`) is no doc
+                lines.insert(0, self.text(prev).rstrip())  # Rust `///` comments end in a newline
             row = prev.start_point[0]
             prev = prev.prev_sibling
         return _clean_doc("\n".join(lines)) if lines else ""
@@ -279,9 +296,9 @@ def parse_source(
         _attach_calls(ex, units, call_caps)
         for entry in sorted(import_caps, key=lambda e: e["import"][0].start_byte):
             node = entry["import"][0]
-            modules = [ex.text(n).strip("\"'`<> ") for n in entry.get("import.module", ())]
             names = tuple(ex.text(n) for n in entry.get("import.name", ()))
-            import_refs.append(ImportRef(modules[0] if modules else "", names, node.start_point[0] + 1))
+            import_refs.append(ImportRef(_module_path(ex, entry.get("import.module", [])), names,
+                                         node.start_point[0] + 1))
         first = root.named_children[0] if root.named_children else None
         if first is not None and first.start_point[0] < 3 and (
             "comment" in first.type or first.type in ("string", "expression_statement")
@@ -303,6 +320,20 @@ def parse_source(
         has_errors=has_errors,
         structured=structured,
     )
+
+
+def _module_path(ex: _Extractor, nodes: list[Any]) -> str:
+    """The first @import.module; segments captured one by one (Scala `a.b.c`) are joined."""
+    if not nodes:
+        return ""
+    nodes = sorted(nodes, key=lambda n: n.start_byte)
+    parts, end = [ex.text(nodes[0])], nodes[0].end_byte
+    for n in nodes[1:]:
+        if ex.source[end : n.start_byte].strip() != b".":
+            break
+        parts.append(ex.text(n))
+        end = n.end_byte
+    return ".".join(parts).strip("\"'`<> ")
 
 
 def _nest(units: list[_UnitBuild], defs: list[_Def], path: str) -> None:
@@ -380,8 +411,11 @@ def _finish_units(units: list[_UnitBuild], ex: _Extractor | None, path: str, fil
                 name=u.name,
                 qualname=".".join(u.scope + (u.name,)),
                 scope=u.scope,
-                signature=ex.signature(d.node),
-                params=ex.params(d.params),
+                signature=ex.signature(d.node, max(
+                    (x.end_byte for x in d.decorators if d.node.start_byte <= x.start_byte < d.node.end_byte),
+                    default=d.node.start_byte)),
+                params=ex.params(d.params) if d.params is not None else tuple(
+                    _collapse(ex.text(n), 120) for n in sorted(d.param_nodes, key=lambda n: n.start_byte)),
                 return_type=_collapse(ex.text(d.ret), 120) if d.ret is not None else "",
                 decorators=decorators,
                 docstring=ex.docstring(d),

@@ -23,11 +23,10 @@ def split_identifier(name: str) -> tuple[str, ...]:
 def expand_identifiers(text: str) -> str:
     """Sub-words of the compound identifiers in text (to append to it for FTS)."""
     extra: list[str] = []
-    seen: set[str] = set()
-    for ident in _IDENT.findall(text):
-        if ident in seen:
+    for ident in set(_IDENT.findall(text)):
+        # plain words (lower, UPPER, Capitalized) have no sub-words: skip them cheaply
+        if "_" not in ident and (ident.islower() or ident.isupper() or ident[1:].islower()):
             continue
-        seen.add(ident)
         words = split_identifier(ident)
         if len(words) > 1:
             extra.extend(words)

@@ -6,6 +6,7 @@ content (binary, minified, generated) happen when a changed file is read: see `c
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -40,8 +41,40 @@ _GENERATED_NAMES = (
 _GENERATED_MARK = re.compile(rb"@generated|DO NOT EDIT|Code generated .* DO NOT EDIT|auto-generated", re.I)
 
 
+_IgnoreSpecs = list[tuple[str, pathspec.PathSpec]]
+IGNORE_FILES = (".gitignore", ".ignore", ".coderagignore")
+
+
 def _excluded_dir(name: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _ignored(specs: _IgnoreSpecs, rel: str, is_dir: bool) -> bool:
+    verdict = False
+    for base, spec in specs:
+        sub = rel[len(base) :] if base else rel
+        if is_dir:
+            sub += "/"
+        result = spec.check_file(sub)
+        if result.include is not None:
+            verdict = bool(result.include)
+    return verdict
+
+
+def _load_ignore(dir_path: Path, base: str) -> tuple[str, pathspec.PathSpec] | None:
+    lines: list[str] = []
+    for name in IGNORE_FILES:
+        p = dir_path / name
+        try:
+            lines.extend(p.read_text("utf-8", "replace").splitlines())
+        except OSError:
+            continue
+    if not base:
+        with contextlib.suppress(OSError):
+            lines.extend((dir_path / ".git" / "info" / "exclude").read_text("utf-8", "replace").splitlines())
+    if not lines:
+        return None
+    return base, pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def walk(root: Path, settings: IndexSettings) -> WalkResult:
@@ -54,36 +87,8 @@ def walk(root: Path, settings: IndexSettings) -> WalkResult:
     skips: dict[str, str] = {}
     max_bytes = settings.max_file_bytes
 
-    def ignored(specs: list[tuple[str, pathspec.PathSpec]], rel: str, is_dir: bool) -> bool:
-        verdict = False
-        for base, spec in specs:
-            sub = rel[len(base) :] if base else rel
-            if is_dir:
-                sub += "/"
-            result = spec.check_file(sub)
-            if result.include is not None:
-                verdict = bool(result.include)
-        return verdict
-
-    def load_ignore(dir_path: Path, base: str) -> tuple[str, pathspec.PathSpec] | None:
-        lines: list[str] = []
-        for name in (".gitignore", ".ignore", ".coderagignore"):
-            p = dir_path / name
-            try:
-                lines.extend(p.read_text("utf-8", "replace").splitlines())
-            except OSError:
-                continue
-        if not base:
-            try:
-                lines.extend((dir_path / ".git" / "info" / "exclude").read_text("utf-8", "replace").splitlines())
-            except OSError:
-                pass
-        if not lines:
-            return None
-        return base, pathspec.GitIgnoreSpec.from_lines(lines)
-
-    def visit(dir_path: Path, base: str, specs: list[tuple[str, pathspec.PathSpec]]) -> None:
-        own = load_ignore(dir_path, base)
+    def visit(dir_path: Path, base: str, specs: _IgnoreSpecs) -> None:
+        own = _load_ignore(dir_path, base)
         if own is not None:
             specs = specs + [own]
         try:
@@ -95,11 +100,11 @@ def walk(root: Path, settings: IndexSettings) -> WalkResult:
             rel = base + entry.name
             try:
                 if entry.is_symlink():
-                    if not ignored(specs, rel, False):
+                    if not _ignored(specs, rel, False):
                         skips[rel] = "symlink"
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    if _excluded_dir(entry.name, dir_excludes) or ignored(specs, rel, True):
+                    if _excluded_dir(entry.name, dir_excludes) or _ignored(specs, rel, True):
                         continue
                     if exclude is not None and exclude.match_file(rel + "/"):
                         continue
@@ -107,7 +112,7 @@ def walk(root: Path, settings: IndexSettings) -> WalkResult:
                     continue
                 if not entry.is_file(follow_symlinks=False):
                     continue
-                if ignored(specs, rel, False):
+                if _ignored(specs, rel, False):
                     continue
                 if exclude is not None and exclude.match_file(rel):
                     continue
@@ -127,6 +132,57 @@ def walk(root: Path, settings: IndexSettings) -> WalkResult:
 
     visit(root, "", [])
     return WalkResult(files, skips)
+
+
+class IgnoreMatcher:
+    """Answers "does walk() leave this path out?" for one path, without walking the tree.
+
+    Built once per root: each folder's ignore files are read on first use and cached, so call
+    `reset()` after an ignore file (.gitignore, .ignore, .coderagignore, .git/info/exclude)
+    changes. Paths are relative to the root, with POSIX separators. A path walk() records as
+    a skip (symlink, generated, too large) is *not* ignored here: the indexer records it.
+    """
+
+    def __init__(self, root: Path, settings: IndexSettings) -> None:
+        self.root = root.resolve()
+        self._dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
+        self._include = pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None
+        self._exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
+        self._own: dict[str, tuple[str, pathspec.PathSpec] | None] = {}
+
+    def reset(self) -> None:
+        self._own.clear()
+
+    def _spec(self, base: str) -> tuple[str, pathspec.PathSpec] | None:
+        if base not in self._own:
+            self._own[base] = _load_ignore(self.root / base if base else self.root, base)
+        return self._own[base]
+
+    def is_ignored(self, rel_path: str, is_dir: bool = False) -> bool:
+        """True when walk() would not enter (a folder) or not consider (a file) this path."""
+        parts = [p for p in rel_path.replace(os.sep, "/").split("/") if p and p != "."]
+        if not parts or ".." in parts:
+            return True
+        specs: _IgnoreSpecs = []
+        base = ""
+        for i, name in enumerate(parts):
+            own = self._spec(base)
+            if own is not None:
+                specs = specs + [own]
+            rel = base + name
+            if i < len(parts) - 1 or is_dir:
+                if _excluded_dir(name, self._dir_excludes) or _ignored(specs, rel, True):
+                    return True
+                if self._exclude is not None and self._exclude.match_file(rel + "/"):
+                    return True
+                base = rel + "/"
+                continue
+            if _ignored(specs, rel, False):
+                return True
+            if self._exclude is not None and self._exclude.match_file(rel):
+                return True
+            return self._include is not None and not self._include.match_file(rel)
+        return False
 
 
 def classify(data: bytes, settings: IndexSettings) -> str:

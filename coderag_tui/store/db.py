@@ -72,7 +72,7 @@ class Database:
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple[Any, ...] | None:
         for row in self.execute(sql, params):
-            return row  # type: ignore[no-any-return]
+            return row
         return None
 
     def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), default: Any = None) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Sequence
 
@@ -17,7 +18,7 @@ _KIND_RANK = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 1, "f
               "method": 2, "constant": 3, "file": 4}
 
 
-def unit_from_row(row: Sequence) -> UnitRef:  # type: ignore[type-arg]
+def unit_from_row(row: Sequence) -> UnitRef:
     return UnitRef(
         id=row[0], path=row[1], kind=row[2], name=row[3], qualname=row[4], signature=row[5],
         start_line=row[6], end_line=row[7], language=row[8], docstring=row[9], parent_id=row[10],
@@ -71,7 +72,7 @@ def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str]
         return []
     found: dict[int, tuple[tuple[int, int, int, int, str], UnitRef]] = {}
 
-    def add(rows: Iterable[Sequence], tier: int) -> None:  # type: ignore[type-arg]
+    def add(rows: Iterable[Sequence], tier: int) -> None:
         for row in rows:
             u = unit_from_row(row)
             if kinds and u.kind not in kinds:
@@ -186,10 +187,8 @@ def status(db: Database, repo_root: str) -> IndexStatus:
     skips = dict(db.rows("SELECT reason, count(*) FROM skips GROUP BY reason ORDER BY reason"))
     size = 0
     for suffix in ("", "-wal", "-shm"):
-        try:
+        with contextlib.suppress(OSError):
             size += os.path.getsize(str(db.path) + suffix)
-        except OSError:
-            pass
     vectors = 0
     if db.has_table("vectors"):
         model = db.get_meta("embed_model")

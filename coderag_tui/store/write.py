@@ -5,12 +5,13 @@ Callers wrap these in `Database.transaction()`, so a file is replaced whole or n
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coderag_tui.models import ParsedFile
+from coderag_tui.models import ParsedFile, ParsedUnit
 from coderag_tui.parsing.identifiers import expand_identifiers, name_words, path_words
 from coderag_tui.store.db import Database
 
@@ -104,18 +105,20 @@ def write_file(db: Database, parsed: ParsedFile, meta: FileMeta) -> tuple[int, R
 
 
 def _insert_contents(db: Database, file_id: int, parsed: ParsedFile) -> None:
-    ids: list[int] = []
-    for u in parsed.units:
-        parent_id = ids[u.parent] if u.parent is not None else None
-        db.execute(
-            "INSERT INTO units(file_id, parent_id, kind, name, qualname, signature, params, "
-            "return_type, decorators, docstring, bases, start_line, end_line, is_test) "
-            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (file_id, parent_id, u.kind, u.name, u.qualname, u.signature, json.dumps(u.params),
-             u.return_type, json.dumps(u.decorators), u.docstring, json.dumps(u.bases),
-             u.start_line, u.end_line, int(u.is_test)),
-        )
-        ids.append(int(db.conn.last_insert_rowid()))
+    # Explicit ids (max + 1) let every table be written with one executemany.
+    first_unit = int(db.scalar("SELECT coalesce(max(id), 0) FROM units", default=0)) + 1
+    ids = [first_unit + u.index for u in parsed.units]
+    db.executemany(
+        "INSERT INTO units(id, file_id, parent_id, kind, name, qualname, signature, params, "
+        "return_type, decorators, docstring, bases, start_line, end_line, is_test) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (ids[u.index], file_id, ids[u.parent] if u.parent is not None else None, u.kind, u.name,
+             u.qualname, u.signature, _json_list(u.params), u.return_type, _json_list(u.decorators),
+             u.docstring, _json_list(u.bases), u.start_line, u.end_line, int(u.is_test))
+            for u in parsed.units
+        ],
+    )
     edges: list[tuple[int, int, int | None, str, str, str, int, int]] = []
     for u in parsed.units:
         uid = ids[u.index]
@@ -135,21 +138,24 @@ def _insert_contents(db: Database, file_id: int, parsed: ParsedFile) -> None:
     )
     db.executemany(
         "INSERT INTO imports(file_id, module, names, line) VALUES(?,?,?,?)",
-        [(file_id, i.module, json.dumps(i.names), i.line) for i in parsed.imports],
+        [(file_id, i.module, _json_list(i.names), i.line) for i in parsed.imports],
     )
+    if not parsed.chunks:
+        return
+    first_chunk = int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks", default=0)) + 1
     pwords = path_words(parsed.path)
     units = parsed.units
-    for c in parsed.chunks:
-        db.execute(
-            "INSERT INTO chunks(file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text) "
-            "VALUES(?,?,?,?,?,?,?,?,?)",
-            (file_id, ids[c.unit_index], c.start_line, c.end_line, ",".join(c.node_kinds),
-             " > ".join(c.scope), c.hash, c.context_text[: len(c.context_text) - len(c.text)], c.text),
+    starts = [u.start_line for u in units]
+    chunk_rows = []
+    fts_rows = []
+    for n, c in enumerate(parsed.chunks):
+        chunk_id = first_chunk + n
+        chunk_rows.append(
+            (chunk_id, file_id, ids[c.unit_index], c.start_line, c.end_line, ",".join(c.node_kinds),
+             " > ".join(c.scope), c.hash, c.context_text[: len(c.context_text) - len(c.text)], c.text)
         )
-        chunk_id = db.conn.last_insert_rowid()
-        inside = [u for u in _units_in(units, c.unit_index, c.start_line, c.end_line)]
-        db.execute(
-            "INSERT INTO chunks_fts(rowid, names, path, signature, doc, code) VALUES(?,?,?,?,?,?)",
+        inside = _units_in(units, starts, c.unit_index, c.start_line, c.end_line)
+        fts_rows.append(
             (
                 chunk_id,
                 name_words(*(u.name for u in inside), *c.scope),
@@ -157,16 +163,26 @@ def _insert_contents(db: Database, file_id: int, parsed: ParsedFile) -> None:
                 " ".join(u.signature for u in inside if u.signature),
                 " ".join(u.docstring for u in inside if u.docstring),
                 c.text + "\n" + expand_identifiers(c.text),
-            ),
+            )
         )
+    db.executemany(
+        "INSERT INTO chunks(id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?)",
+        chunk_rows,
+    )
+    db.executemany(
+        "INSERT INTO chunks_fts(rowid, names, path, signature, doc, code) VALUES(?,?,?,?,?,?)", fts_rows
+    )
 
 
-def _units_in(units: Iterable, owner: int, start: int, end: int) -> list:  # type: ignore[type-arg]
+def _json_list(items: tuple[str, ...]) -> str:
+    return json.dumps(items) if items else "[]"
+
+
+def _units_in(units: Sequence[ParsedUnit], starts: list[int], owner: int, start: int, end: int) -> list[ParsedUnit]:
     """The chunk's own unit (unless it is the file) and the units that start inside the chunk."""
-    out = []
-    for u in units:
-        if u.index == 0:
-            continue
-        if u.index == owner or start <= u.start_line <= end:
-            out.append(u)
+    out = [units[owner]] if owner else []
+    lo = bisect.bisect_left(starts, start, 1)
+    hi = bisect.bisect_right(starts, end, 1)
+    out.extend(u for u in units[lo:hi] if u.index != owner)
     return out

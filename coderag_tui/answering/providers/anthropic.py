@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
 from coderag_tui.answering.providers._http import SSEClient, redact
 from coderag_tui.answering.providers.base import (

@@ -104,8 +104,8 @@ class OpenAICompatProvider:
             if isinstance(doc, dict) and doc.get("error"):
                 err = doc["error"]
                 message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
-                text = " ".join(str(message).split())[:200]
-                raise ProviderError(redact(f"{self.name} failed: {text}", self.http.secret))
+                line = " ".join(str(message).split())[:200]
+                raise ProviderError(redact(f"{self.name} failed: {line}", self.http.secret))
             for choice in doc.get("choices") or []:
                 text = (choice.get("delta") or {}).get("content")
                 if text:

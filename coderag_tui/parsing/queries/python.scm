@@ -18,8 +18,9 @@
 (call function: (attribute object: (_) @call.receiver attribute: (identifier) @call.name)
   arguments: (argument_list) @call.args) @call
 
-(import_statement name: (dotted_name) @import.module) @import
-(import_statement name: (aliased_import name: (dotted_name) @import.module)) @import
+; `import a, b` is two imports: the dotted name is the @import node
+(import_statement name: (dotted_name) @import.module @import)
+(import_statement name: (aliased_import name: (dotted_name) @import.module) @import)
 (import_from_statement module_name: (_) @import.module name: (dotted_name) @import.name) @import
 (import_from_statement module_name: (_) @import.module
   name: (aliased_import name: (dotted_name) @import.name)) @import

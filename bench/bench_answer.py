@@ -1,0 +1,138 @@
+"""Benchmark: the default local model answering over ~2,000 tokens of real code.
+
+Measures model load, time to first token (prompt evaluation included) and generation speed
+on this machine, with context built from this repository's own source files.
+
+    .venv/bin/python bench/bench_answer.py [--context-tokens 2000] [--max-tokens 128] [--repeats 3]
+
+`run()` returns the figures as a dict so the service layer can add retrieval vs generation
+shares later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coderag_tui.answering.answerer import Answerer  # noqa: E402
+from coderag_tui.answering.providers.base import ProviderOptions  # noqa: E402
+from coderag_tui.answering.providers.local import LlamaProvider, cpu_count  # noqa: E402
+from coderag_tui.config import ProviderSettings  # noqa: E402
+from coderag_tui.models import ComposedContext, ContextPiece  # noqa: E402
+
+QUESTION = "How are settings loaded and validated, and which errors can a user see?"
+PIECE_LINES = 40
+
+
+def build_context(provider: LlamaProvider, context_tokens: int) -> ComposedContext:
+    """~`context_tokens` tokens of pieces (40-line windows) from this repository's code."""
+    files = [ROOT / "coderag_tui" / "config.py", ROOT / "coderag_tui" / "errors.py",
+             ROOT / "coderag_tui" / "models.py", ROOT / "coderag_tui" / "store" / "db.py"]
+    files += sorted((ROOT / "coderag_tui").rglob("*.py"))
+    pieces: list[ContextPiece] = []
+    seen: set[Path] = set()
+    total = 0
+    for path in files:
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        rel = path.relative_to(ROOT).as_posix()
+        for start in range(0, len(lines), PIECE_LINES):
+            chunk = lines[start:start + PIECE_LINES]
+            if not any(line.strip() for line in chunk):
+                continue
+            text = "\n".join(chunk)
+            piece = ContextPiece(rel, start + 1, start + len(chunk), "primary", rel, text, 0, "python")
+            tokens = provider.count_tokens(ComposedContext("", "", (piece,), 0, 0).render())
+            if total + tokens > context_tokens:
+                continue  # try the next (maybe smaller) piece
+            pieces.append(ContextPiece(rel, start + 1, start + len(chunk), "primary", rel, text, tokens, "python"))
+            total += tokens
+            if total >= context_tokens - 40:
+                return ComposedContext(QUESTION, "semantic", tuple(pieces), total, context_tokens)
+    return ComposedContext(QUESTION, "semantic", tuple(pieces), total, context_tokens)
+
+
+def run(context_tokens: int = 2000, max_tokens: int = 128, repeats: int = 1,
+        settings: ProviderSettings | None = None) -> dict[str, float | str]:
+    """Time to first token and tokens/s of the default local model over real code context."""
+    settings = settings or ProviderSettings()
+    provider = LlamaProvider(settings, ProviderOptions(models_dir=ROOT / "models"))
+    t0 = time.perf_counter()
+    llm = provider.load()
+    load_s = time.perf_counter() - t0
+    context = build_context(provider, context_tokens)
+    answerer = Answerer(provider, None, max_tokens=max_tokens, temperature=0.0)
+    runs: list[dict[str, float]] = []
+    answer = ""
+    for _ in range(max(1, repeats)):
+        llm.reset()  # no prompt-cache reuse between runs: every run evaluates the whole prompt
+        parts: list[str] = []
+        for event in answerer.ask(QUESTION, context, ""):
+            if event.kind == "token":
+                parts.append(event.text)
+            elif event.kind == "error":
+                raise SystemExit(f"error: {event.text}")
+            elif event.kind == "done":
+                runs.append(event.stats)
+        answer = "".join(parts)
+    med = {k: statistics.median(r[k] for r in runs) for k in ("prompt_tokens", "ttft_s", "gen_s", "tokens", "tokens_per_s")}
+    try:
+        load_avg = os.getloadavg()[0]
+    except OSError:
+        load_avg = 0.0
+    return {
+        "model": provider.path.name,
+        "n_ctx": provider.context_window(),
+        "threads": settings.threads or cpu_count(),
+        "cores": cpu_count(),
+        "machine": f"{platform.machine()} {platform.processor() or platform.system()}",
+        "load_avg_1m": round(load_avg, 2),
+        "repeats": len(runs),
+        "context_tokens": sum(p.tokens for p in context.pieces),
+        "context_pieces": len(context.pieces),
+        "prompt_tokens": med["prompt_tokens"],
+        "load_s": round(load_s, 3),
+        "ttft_s": round(med["ttft_s"], 3),
+        "prompt_tokens_per_s": round(med["prompt_tokens"] / med["ttft_s"], 1) if med["ttft_s"] else 0.0,
+        "gen_s": round(med["gen_s"], 3),
+        "tokens": med["tokens"],
+        "tokens_per_s": round(med["tokens_per_s"], 1),
+        "answer_preview": " ".join(answer.split())[:160],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--context-tokens", type=int, default=2000)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    result = run(args.context_tokens, args.max_tokens, args.repeats, ProviderSettings(threads=args.threads))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"model          {result['model']} (n_ctx {result['n_ctx']}, {result['threads']} threads, "
+          f"{result['cores']} cores, load avg {result['load_avg_1m']})")
+    print(f"context        {result['context_tokens']} tokens in {result['context_pieces']} pieces; "
+          f"prompt {result['prompt_tokens']:.0f} tokens")
+    print(f"load           {result['load_s']:.3f} s")
+    print(f"first token    {result['ttft_s']:.3f} s  ({result['prompt_tokens_per_s']} prompt tokens/s)")
+    print(f"generation     {result['tokens']:.0f} tokens in {result['gen_s']:.3f} s = {result['tokens_per_s']} tokens/s")
+    print(f"answer         {result['answer_preview']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Structural index benchmark: ours vs a bare tree-sitter parse of the same files, in one run.
+
+    python bench/bench_index.py [REPO]      (default: Django 5.1's sdist, downloaded from PyPI)
+
+Prints files/s, units, chunks, edges, index size, peak memory, the bare parse time (the
+floor), the ratio, and the time of a no-change re-index. Targets: ratio <= 3, re-index < 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from coderag_tui.config import Settings
+from coderag_tui.indexing.indexer import Indexer
+from coderag_tui.parsing.languages import detect_language, get_parser
+from coderag_tui.sources.discovery import classify, walk
+from coderag_tui.store import open_database
+
+
+def django_source(cache: Path) -> Path:
+    """Django 5.1's source from its PyPI sdist (works wherever PyPI is reachable)."""
+    target = cache / "django-5.1"
+    if target.is_dir():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                    "django==5.1", "-d", str(cache)], check=True, capture_output=True)
+    archive = next(cache.glob("[Dd]jango-5.1.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(cache, filter="data")
+    extracted = next(p for p in cache.iterdir() if p.is_dir() and p.name.lower() == "django-5.1")
+    if extracted != target:
+        extracted.rename(target)
+    return target
+
+
+def bare_parse(root: Path, settings: Settings) -> tuple[float, int, int]:
+    """Seconds to read and tree-sitter-parse every file the indexer would parse (one core)."""
+    files = []
+    for cand in walk(root, settings.index).files:
+        data = (root / cand.path).read_bytes()
+        if classify(data, settings.index):
+            continue
+        spec = detect_language(cand.path, data[:256])
+        if spec is not None and spec.parseable:
+            files.append((spec.name, data))
+    for name in {n for n, _ in files}:
+        get_parser(name)  # grammar loading is not parsing
+    start = time.perf_counter()
+    total_bytes = 0
+    for name, data in files:
+        get_parser(name).parse(data)
+        total_bytes += len(data)
+    return time.perf_counter() - start, len(files), total_bytes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("repo", nargs="?")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "coderag-bench"))
+    ap.add_argument("--workers", type=int, default=0, help="parse processes (0 = cores)")
+    args = ap.parse_args()
+    root = Path(args.repo) if args.repo else django_source(Path(args.cache))
+    settings = Settings()
+    if args.workers:
+        from dataclasses import replace
+
+        settings = replace(settings, index=replace(settings.index, workers=args.workers))
+
+    floor, n_files, n_bytes = bare_parse(root, settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        db_path = Path(tmp) / "index.db"
+        db = open_database(db_path)
+        start = time.perf_counter()
+        summary = Indexer(db, root, settings).run()
+        build = time.perf_counter() - start
+        start = time.perf_counter()
+        again = Indexer(db, root, settings).run()
+        reindex = time.perf_counter() - start
+        size = sum(p.stat().st_size for p in Path(tmp).iterdir())
+        db.close()
+    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"repository            {root}")
+    print(f"files indexed         {summary.files_indexed} ({summary.files_seen} seen; skipped {summary.skips})")
+    print(f"units / chunks / edges {summary.units} / {summary.chunks} / {summary.edges}")
+    print(f"index size            {size / 1e6:.1f} MB")
+    print(f"structural index      {build:.2f} s  ({summary.files_indexed / build:.0f} files/s)")
+    print(f"bare parse (floor)    {floor:.2f} s  ({n_files} files, {n_bytes / 1e6:.1f} MB, one core)")
+    print(f"ratio index/parse     {build / floor:.2f}x   (target <= 3x)")
+    print(f"no-change re-index    {reindex:.2f} s   (target < 2 s; {again.files_indexed} re-parsed)")
+    print(f"peak memory           {peak_self:.0f} MB main, {peak_children:.0f} MB largest worker")
+
+
+if __name__ == "__main__":
+    main()

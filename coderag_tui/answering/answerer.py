@@ -1,0 +1,255 @@
+"""Answer a question from composed context, streaming events the UI renders.
+
+`Answerer.ask` yields AnswerEvents: `status` (what is happening), `token` (answer text),
+`sources` (numbered, cited first; invalid citations flagged), `done` (stats, conversation id)
+or `error` (one line). It never raises into the UI.
+
+Conversations live in the index's `conversations`/`messages` tables: each turn stores the
+question and the answer (with its sources as JSON); the next question of the same
+conversation gets the earlier turns as history (fitted to the window, oldest dropped first).
+The Database is used from the thread that calls `ask` (open one per thread).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+
+from coderag_tui.answering.citations import ExistsFn, check_citations, index_file_lines, make_exists
+from coderag_tui.answering.prompts import fit_prompt
+from coderag_tui.answering.providers.base import Provider
+from coderag_tui.errors import CoderagError
+from coderag_tui.models import AnswerEvent, ChatMessage, ComposedContext, ContextPiece, Source
+from coderag_tui.store.db import Database
+
+TITLE_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    title: str
+    created: float
+    updated: float
+    messages: int = 0
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    role: str  # user or assistant
+    content: str
+    sources: tuple[Source, ...]
+    created: float
+
+
+def _title(question: str) -> str:
+    text = " ".join(question.split())
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "\u2026"
+
+
+def _sources_from_json(text: str) -> tuple[Source, ...]:
+    try:
+        items = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    out: list[Source] = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            out.append(Source(**item))
+        except TypeError:
+            continue
+    return tuple(out)
+
+
+class Answerer:
+    def __init__(
+        self,
+        provider: Provider,
+        store: Database | None = None,
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+        exists: Callable[[list[ContextPiece]], ExistsFn] | None = None,
+    ) -> None:
+        """`exists(pieces)` builds the citation check; by default: overlap with the pieces, or
+        within a file's line count in `store`'s `files` table."""
+        self.provider = provider
+        self.store = store
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self._exists = exists
+
+    # ------------------------------------------------------------------ conversations
+    def list_conversations(self, limit: int = 100) -> list[Conversation]:
+        if self.store is None:
+            return []
+        rows = self.store.rows(
+            "SELECT c.id, c.title, c.created, c.updated, "
+            "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id) "
+            "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?",
+            (limit,),
+        )
+        return [Conversation(int(r[0]), str(r[1]), float(r[2]), float(r[3]), int(r[4])) for r in rows]
+
+    def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
+        if self.store is None:
+            return []
+        rows = self.store.rows(
+            "SELECT role, content, sources, created FROM messages "
+            "WHERE conversation_id=? ORDER BY id",
+            (conversation_id,),
+        )
+        return [StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3])) for r in rows]
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        if self.store is None:
+            return
+        with self.store.transaction():
+            self.store.execute("DELETE FROM messages WHERE conversation_id=?", (conversation_id,))
+            self.store.execute("DELETE FROM conversations WHERE id=?", (conversation_id,))
+
+    def _history(self, conversation_id: int | None) -> list[ChatMessage]:
+        if conversation_id is None or self.store is None:
+            return []
+        return [ChatMessage(m.role, m.content) for m in self.load_conversation(conversation_id)]
+
+    def _save(
+        self, conversation_id: int | None, question: str, answer: str, sources: tuple[Source, ...]
+    ) -> int:
+        if self.store is None:
+            return conversation_id or 0
+        now = time.time()
+        db = self.store
+        with db.transaction():
+            if conversation_id is None:
+                db.execute(
+                    "INSERT INTO conversations(title, created, updated) VALUES(?, ?, ?)",
+                    (_title(question), now, now),
+                )
+                conversation_id = int(db.conn.last_insert_rowid())
+            else:
+                db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
+            db.execute(
+                "INSERT INTO messages(conversation_id, role, content, sources, created) "
+                "VALUES(?, 'user', ?, '[]', ?)",
+                (conversation_id, question, now),
+            )
+            db.execute(
+                "INSERT INTO messages(conversation_id, role, content, sources, created) "
+                "VALUES(?, 'assistant', ?, ?, ?)",
+                (conversation_id, answer, json.dumps([asdict(s) for s in sources]), now),
+            )
+        return conversation_id
+
+    def _exists_for(self, pieces: list[ContextPiece]) -> ExistsFn:
+        if self._exists is not None:
+            return self._exists(pieces)
+        if self.store is not None and self.store.has_table("files"):
+            return make_exists(pieces, index_file_lines(self.store))
+        return make_exists(pieces)
+
+    # ------------------------------------------------------------------ asking
+    def ask(
+        self,
+        question: str,
+        context: ComposedContext,
+        repo_map: str = "",
+        conversation_id: int | None = None,
+        *,
+        retrieval_s: float | None = None,
+    ) -> Iterator[AnswerEvent]:
+        try:
+            yield from self._ask(question, context, repo_map, conversation_id, retrieval_s)
+        except CoderagError as exc:
+            yield AnswerEvent("error", text=exc.one_line(), conversation_id=conversation_id or 0)
+        except Exception as exc:  # never raise into the UI
+            line = " ".join(str(exc).split()) or type(exc).__name__
+            yield AnswerEvent(
+                "error",
+                text=f"unexpected error while answering: {type(exc).__name__}: {line}"[:300],
+                conversation_id=conversation_id or 0,
+            )
+
+    def _ask(
+        self,
+        question: str,
+        context: ComposedContext,
+        repo_map: str,
+        conversation_id: int | None,
+        retrieval_s: float | None,
+    ) -> Iterator[AnswerEvent]:
+        question = question.strip()
+        if not question:
+            yield AnswerEvent("error", text="ask a question first")
+            return
+        cid = conversation_id or 0
+        if conversation_id is not None and self.store is not None and not self.store.scalar(
+            "SELECT 1 FROM conversations WHERE id=?", (conversation_id,)
+        ):
+            yield AnswerEvent("error", text=f"no conversation {conversation_id}", conversation_id=cid)
+            return
+        provider = self.provider
+        yield AnswerEvent("status", text=f"preparing the prompt for {provider.name}", conversation_id=cid)
+        history = self._history(conversation_id)
+        fitted = fit_prompt(question, context, repo_map, history, provider, self.max_tokens)
+        notes = []
+        if fitted.history_dropped:
+            notes.append(f"{fitted.history_dropped} older messages left out")
+        if fitted.pieces_dropped:
+            notes.append(f"{fitted.pieces_dropped} of {len(context.pieces)} context pieces left out")
+        note = f" ({'; '.join(notes)} to fit the context window)" if notes else ""
+        yield AnswerEvent(
+            "status",
+            text=f"asking {provider.name}: {fitted.prompt_tokens} prompt tokens{note}",
+            conversation_id=cid,
+        )
+
+        start = time.perf_counter()
+        first: float | None = None
+        parts: list[str] = []
+        chunks = 0
+        for text in provider.stream(
+            fitted.messages, max_tokens=fitted.max_answer_tokens, temperature=self.temperature
+        ):
+            if first is None:
+                first = time.perf_counter()
+            parts.append(text)
+            chunks += 1
+            yield AnswerEvent("token", text=text, conversation_id=cid)
+        end = time.perf_counter()
+        answer = "".join(parts).strip()
+
+        checked = check_citations(answer, list(fitted.pieces), self._exists_for(list(fitted.pieces)))
+        yield AnswerEvent(
+            "sources", sources=checked.sources, invalid_citations=checked.invalid, conversation_id=cid
+        )
+        cid = self._save(conversation_id, question, answer, checked.sources)
+
+        try:
+            tokens = provider.count_tokens(answer) if answer else 0
+        except CoderagError:
+            tokens = chunks
+        ttft = (first - start) if first is not None else end - start
+        gen = (end - first) if first is not None else 0.0
+        stats: dict[str, float] = {
+            "prompt_tokens": float(fitted.prompt_tokens),
+            "ttft_s": round(ttft, 4),
+            "gen_s": round(gen, 4),
+            "total_s": round(end - start, 4),
+            "tokens": float(tokens),
+            "tokens_per_s": round(tokens / gen, 2) if gen > 0 else 0.0,
+            "cited": float(sum(1 for s in checked.sources if s.cited)),
+            "invalid_citations": float(len(checked.invalid)),
+        }
+        if retrieval_s is not None:
+            stats["retrieval_s"] = round(retrieval_s, 4)
+        answered_by = getattr(provider, "answered_by", "") or provider.name
+        text = f"answered by {answered_by}"
+        failures = getattr(provider, "failures", None)
+        if failures:
+            text += " (after: " + "; ".join(failures) + ")"
+        if not answer:
+            text += ": the model returned an empty answer"
+        yield AnswerEvent("done", text=text, conversation_id=cid, stats=stats)

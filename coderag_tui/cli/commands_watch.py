@@ -1,0 +1,51 @@
+"""watch: index once, then keep the index current as files change (one line per batch)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from coderag_tui.cli.base import arguments, command, open_service, progress_printer
+from coderag_tui.models import WatchEvent, to_dict
+
+
+def _watch_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", help="repository folder (default: --repo or the cwd's repository)")
+    p.add_argument("--debounce-ms", type=int, default=None,
+                   help="wait this long after the last change before re-indexing (default: [watch] debounce_ms)")
+    p.add_argument("--no-initial", action="store_true", help="do not bring the index up to date first")
+    p.add_argument("--json", action="store_true", help="print every event as one JSON line")
+
+
+@command("watch", "index once, then re-index changed files as they are saved (Ctrl+C stops)")
+@arguments(_watch_args)
+def cmd_watch(args: argparse.Namespace) -> int:
+    service = open_service(args, args.path)
+    bar = progress_printer("index")
+
+    def show(event: WatchEvent) -> None:
+        if args.json:
+            print(json.dumps(to_dict(event)), flush=True)
+            return
+        if event.phase == "indexed":
+            if event.full:
+                bar.close()
+            print(event.message, flush=True)
+        elif event.phase == "error":
+            print(f"coderag: watch: {event.message}", file=sys.stderr, flush=True)
+
+    debounce = args.debounce_ms if args.debounce_ms is not None else service.settings.watch.debounce_ms
+    watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar)
+    print(f"watching {service.root} (debounce {debounce} ms); Ctrl+C to stop", file=sys.stderr, flush=True)
+    try:
+        while watcher.running:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        print("coderag: stopping the watcher", file=sys.stderr, flush=True)
+    finally:
+        watcher.stop()
+        bar.close()
+        service.close()
+    return 0

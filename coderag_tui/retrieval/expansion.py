@@ -1,0 +1,180 @@
+"""Context expansion around the top hits, in seed 003's levels:
+
+1. the unit itself (primary) and its direct callers and callees (neighbours);
+2. the parent class/module outline, the unit's tests, similar code (extended);
+3. metadata only: imports, constants, "called by 15 functions: a, b, ..." (metadata).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from coderag_tui.config import ContextSettings
+from coderag_tui.models import SearchHit, UnitRef
+from coderag_tui.retrieval.packing import Candidate
+from coderag_tui.retrieval.source import CodeReader
+from coderag_tui.store import read
+from coderag_tui.store.db import Database
+
+SimilarFn = Callable[[int, int], list[SearchHit]]
+NEIGHBOURS = 4  # callers and callees each, per primary
+BRIEF_LINES = 25
+TEST_LINES = 30
+OUTLINE_LINES = 40
+FILE_HIT_LINES = 80  # a hit on module-level code shows its chunk, not the whole file
+
+
+def head_lines(lines: Sequence[tuple[int, str]]) -> int:
+    """How many leading lines make up the signature (decorators and multi-line parameters)."""
+    for i, (_, text) in enumerate(lines[:12]):
+        s = text.rstrip()
+        if s.endswith((":", "{", "=>", ";")) and not s.lstrip().startswith("@"):
+            return i + 1
+    return 1
+
+
+def _span(hit: SearchHit) -> tuple[int, int]:
+    u = hit.unit
+    if u.kind == "file":
+        if hit.chunk_start:
+            return hit.chunk_start, hit.chunk_end
+        return u.start_line, min(u.end_line, u.start_line + FILE_HIT_LINES - 1)
+    return u.start_line, u.end_line
+
+
+def _code(reader: CodeReader, tier: str, role: str, unit: UnitRef, rel: float, title: str,
+          span: tuple[int, int] | None = None, focus: tuple[int, int] = (0, 0), max_lines: int = 0) -> Candidate:
+    start, end = span or (unit.start_line, unit.end_line)
+    lines = reader.lines(unit.path, start, end)
+    return Candidate(tier, role, unit.path, start, end, title, rel, unit.language, lines,
+                     head=head_lines(lines), focus=focus, max_lines=max_lines)
+
+
+def outline(db: Database, unit: UnitRef) -> str:
+    """A class or module outline: its signature and its members' signatures, indented."""
+    kids = read.children(db, unit.id) if unit.kind != "file" else [
+        u for u in read.file_outline(db, unit.path) if u.parent_id == unit.id]
+    head = unit.signature or f"{unit.kind} {unit.qualname}"
+    out = [head] if unit.kind != "file" else []
+    indent = "    " if unit.kind != "file" else ""
+    for k in kids[:OUTLINE_LINES]:
+        out.append(f"{indent}{k.signature or (k.kind + ' ' + k.name)}  # line {k.start_line}")
+    if len(kids) > OUTLINE_LINES:
+        out.append(f"{indent}... and {len(kids) - OUTLINE_LINES} more")
+    return "\n".join(out)
+
+
+def _names(units: Sequence[UnitRef], limit: int = 12) -> str:
+    names = list(dict.fromkeys(u.qualname or u.name for u in units))
+    more = f", ... ({len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def metadata(db: Database, unit: UnitRef) -> str:
+    lines: list[str] = []
+    imports = [m for (m,) in db.execute(
+        "SELECT i.module FROM imports i JOIN files f ON f.id = i.file_id WHERE f.path = ? ORDER BY i.line",
+        (unit.path,))]
+    if imports:
+        lines.append(f"- {unit.path} imports: {', '.join(dict.fromkeys(imports))}")
+    consts = [r[0] for r in db.execute(
+        "SELECT u.name FROM units u JOIN files f ON f.id = u.file_id WHERE f.path = ? AND u.kind = 'constant' "
+        "ORDER BY u.start_line LIMIT 20", (unit.path,))]
+    if consts:
+        lines.append(f"- constants in the file: {', '.join(consts)}")
+    callers = [e.unit for e in read.callers(db, [unit.id]) if e.unit is not None]
+    if callers:
+        lines.append(f"- called by {len({u.id for u in callers})} units: {_names(callers)}")
+    callees = read.callees(db, [unit.id])
+    if callees:
+        inside = [e.unit for e in callees if e.unit is not None]
+        outside = list(dict.fromkeys(e.name for e in callees if e.unit is None))
+        if inside:
+            lines.append(f"- calls in this repository: {_names(inside)}")
+        if outside:
+            lines.append(f"- calls elsewhere: {', '.join(outside[:12])}")
+    row = db.one("SELECT bases FROM units WHERE id = ?", (unit.id,))
+    bases = json.loads(row[0]) if row and row[0] else []
+    if bases:
+        lines.append(f"- bases: {', '.join(bases)}")
+    subs = [e.unit for e in read.callers(db, [unit.id], kinds=("INHERITS", "IMPLEMENTS")) if e.unit]
+    if subs:
+        lines.append(f"- subclasses: {_names(subs)}")
+    return "\n".join(lines)
+
+
+def expand(
+    db: Database,
+    reader: CodeReader,
+    hits: Sequence[SearchHit],
+    settings: ContextSettings,
+    similar: SimilarFn | None = None,
+) -> list[Candidate]:
+    """Candidates for the context of the top hits, in priority order within each tier."""
+    primaries = list(hits[: settings.primary_results])
+    primary_ids = {h.unit.id for h in primaries}
+    out: list[Candidate] = []
+    neighbours: list[Candidate] = []
+    extended: list[Candidate] = []
+    meta: list[Candidate] = []
+    used: set[tuple[str, int]] = set()
+    for i, hit in enumerate(primaries):
+        u = hit.unit
+        rel = 1.0 / (1 + i)
+        title = f"{u.kind} {u.qualname or u.name}" + (f" ({', '.join(hit.reasons[:3])})" if hit.reasons else "")
+        out.append(_code(reader, "primary", "primary", u, rel, title, _span(hit),
+                         (hit.chunk_start, hit.chunk_end)))
+        # level 1: callers (focused on the call) and callees
+        j = 0
+        for e in read.callers(db, [u.id]):
+            c = e.unit
+            if c is None or c.id in primary_ids or ("caller", c.id) in used or j >= NEIGHBOURS:
+                continue
+            used.add(("caller", c.id))
+            neighbours.append(_code(reader, "neighbours", "caller", c, rel * 0.5 - 0.01 * j,
+                                    f"{c.qualname} calls {u.name} (line {e.line})",
+                                    focus=(max(e.line - 2, c.start_line), e.line + 2), max_lines=BRIEF_LINES))
+            j += 1
+        j = 0
+        for e in read.callees(db, [u.id]):
+            c = e.unit
+            if c is None or c.id in primary_ids or ("callee", c.id) in used or j >= NEIGHBOURS:
+                continue
+            if c.kind == "file":
+                continue
+            used.add(("callee", c.id))
+            neighbours.append(_code(reader, "neighbours", "callee", c, rel * 0.45 - 0.01 * j,
+                                    f"{c.qualname} (called by {u.name})", max_lines=BRIEF_LINES))
+            j += 1
+        # level 2: parent outline, tests, similar code
+        if u.parent_id is not None and ("parent", u.parent_id) not in used:
+            parent = read.get_unit(db, u.parent_id)
+            if parent is not None:
+                used.add(("parent", parent.id))
+                text = outline(db, parent)
+                if text.strip():
+                    extended.append(Candidate("extended", "parent", parent.path, parent.start_line,
+                                              parent.end_line, f"outline of {parent.qualname}", rel * 0.3,
+                                              parent.language, text=text))
+        for e in read.callers(db, [u.id], kinds=("TESTS",))[:2]:
+            t = e.unit
+            if t is None or ("test", t.id) in used:
+                continue
+            used.add(("test", t.id))
+            extended.append(_code(reader, "extended", "test", t, rel * 0.28, f"{t.qualname} tests {u.name}",
+                                  focus=(max(e.line - 2, t.start_line), e.line + 2), max_lines=TEST_LINES))
+        if similar is not None:
+            for s in similar(u.id, 2):
+                if s.unit.id in primary_ids or ("similar", s.unit.id) in used:
+                    continue
+                used.add(("similar", s.unit.id))
+                extended.append(_code(reader, "extended", "similar", s.unit, rel * 0.2,
+                                      f"{s.unit.qualname} (similar to {u.name})", _span(s),
+                                      max_lines=BRIEF_LINES))
+        # level 3: metadata only
+        text = metadata(db, u)
+        if text:
+            meta.append(Candidate("metadata", "metadata", u.path, u.start_line, u.end_line,
+                                  f"about {u.qualname or u.name}", rel * 0.1, text=text))
+    return out + neighbours + extended + meta

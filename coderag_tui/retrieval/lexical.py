@@ -1,0 +1,108 @@
+"""BM25 over the FTS5 table `chunks_fts(names, path, signature, doc, code)`.
+
+Query words are split like the indexed text (`parseURL` -> parseurl parse url; `a_b` -> a b),
+stop words and words found in a large share of the chunks are dropped, each word is quoted (so
+no query text is read as FTS5 syntax) and the words are OR-ed; bm25() weighs the columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from coderag_tui.models import SearchFilters
+from coderag_tui.parsing.identifiers import split_identifier
+from coderag_tui.retrieval.common import CHUNK_COLS, ChunkMatch, filter_sql, has_filters, match_from_row
+from coderag_tui.store.db import Database
+
+# names, path, signature, doc, code
+COLUMN_WEIGHTS = (6.0, 3.0, 3.0, 2.0, 1.0)
+MAX_TERMS = 48
+COMMON_SHARE = 0.25  # a word in more than this share of the chunks carries little: drop it
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_RAW = re.compile(r"\w+", re.UNICODE)
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are aren as at be because been before
+    being below between both but by can cannot could couldn did didn do does doesn doing don down during
+    each eg etc few for from further get gets got had hadn has hasn have haven having he her here hers
+    herself him himself his how however i ie if in into is isn it its itself just let lets like ll me
+    more most much must mustn my myself no nor not now of off on once only or other ought our ours
+    ourselves out over own please same shan she should shouldn so some such than that the their theirs
+    them themselves then there these they this those through to too under until up us use used using
+    very via want was wasn way we were weren what when where which while who whom why will with won
+    would wouldn you your yours yourself yourselves re ve s t d m""".split()
+)
+
+
+def query_terms(text: str, limit: int = MAX_TERMS) -> list[str]:
+    """The distinct search words of a query, in order of first appearance."""
+    out: dict[str, None] = {}
+    for raw in _RAW.findall(text):
+        words = [w.lower() for w in _WORD.findall(raw)]  # what unicode61 indexes
+        for part in _WORD.findall(raw):
+            sub = split_identifier(part)
+            if len(sub) > 1:
+                words.extend(sub)
+        for w in words:
+            if len(w) < 2 or w in STOP_WORDS or (w.isdigit() and len(w) < 3):
+                continue
+            out.setdefault(w, None)
+        if len(out) >= limit * 3:
+            break
+    return list(out)
+
+
+def _vocab_ready(db: Database) -> None:
+    if not db.scalar("SELECT 1 FROM temp.sqlite_master WHERE name='chunks_vocab'"):
+        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)")
+
+
+def informative_terms(db: Database, terms: Sequence[str], limit: int = MAX_TERMS) -> list[str]:
+    """Drop words absent from the index or present in most chunks; keep the rarest `limit`."""
+    if not terms:
+        return []
+    _vocab_ready(db)
+    marks = ",".join("?" * len(terms))
+    df = {str(t): int(n) for t, n in db.execute(
+        f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", tuple(terms))}
+    total = int(db.scalar("SELECT count(*) FROM chunks", default=0)) or 1
+    kept = [t for t in terms if t in df and (df[t] <= COMMON_SHARE * total or total < 50)]
+    if len(kept) > limit:
+        rarest = set(sorted(kept, key=lambda t: (df[t], kept.index(t)))[:limit])
+        kept = [t for t in kept if t in rarest]
+    return kept
+
+
+def fts_expression(terms: Sequence[str]) -> str:
+    """Words OR-ed, each quoted as an FTS5 string (a quote inside is doubled)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def bm25_chunks(
+    db: Database,
+    query: str,
+    limit: int = 60,
+    filters: SearchFilters | None = None,
+    weights: Sequence[float] = COLUMN_WEIGHTS,
+) -> list[ChunkMatch]:
+    """Chunks ranked by BM25 for the query's words (best first)."""
+    terms = informative_terms(db, query_terms(query))
+    if not terms:
+        return []
+    expr = fts_expression(terms)
+    rank = "bm25(" + ", ".join(f"{float(w)}" for w in weights) + ")"
+    if not has_filters(filters):
+        rows = db.rows(
+            f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"AND rank MATCH ? ORDER BY rank LIMIT ?) m JOIN chunks c ON c.id = m.rowid ORDER BY m.rank",
+            (expr, rank, limit),
+        )
+    else:
+        cond, params = filter_sql(filters)
+        rows = db.rows(
+            f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"AND rank MATCH ?) m JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id "
+            f"LEFT JOIN units u ON u.id = c.unit_id WHERE {cond} ORDER BY m.rank LIMIT ?",
+            (expr, rank, *params, limit),
+        )
+    return [match_from_row(r, -float(r[5])) for r in rows]

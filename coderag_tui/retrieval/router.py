@@ -1,0 +1,98 @@
+"""Query routing: symbol, structural, similarity (a pasted snippet) or semantic (the rest).
+
+Each route uses the index as fits: structural questions are answered from graph edges, symbols
+from the definitions table (plus search), snippets mostly from vectors, the rest from hybrid search.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SYMBOL = "symbol"
+STRUCTURAL = "structural"
+SIMILARITY = "similarity"
+SEMANTIC = "semantic"
+
+_NAME = r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|/)[A-Za-z_$][\w$.\-]*)*(?:\(\))?"
+# (operation, pattern); the target is the group named "t"
+_STRUCTURAL: list[tuple[str, re.Pattern[str]]] = [
+    ("callers", re.compile(rf"^(?:callers|call\s*sites|usages|uses)\s+(?:of|for|to)\s+(?:the\s+)?(?:function\s+|method\s+)?`?(?P<t>{_NAME})`?$", re.I)),
+    ("callers", re.compile(rf"^(?:who|what|which\s+\w+)\s+(?:calls|uses|invokes)\s+(?:the\s+)?(?:function\s+|method\s+)?`?(?P<t>{_NAME})`?$", re.I)),
+    ("callers", re.compile(rf"^where\s+is\s+`?(?P<t>{_NAME})`?\s+(?:called|used|invoked)$", re.I)),
+    ("callees", re.compile(rf"^(?:callees|calls)\s+(?:of|from|in)\s+`?(?P<t>{_NAME})`?$", re.I)),
+    ("callees", re.compile(rf"^what\s+(?:does|do)\s+`?(?P<t>{_NAME})`?\s+call$", re.I)),
+    ("members", re.compile(rf"^(?:methods|members|functions|classes|definitions|symbols)\s+(?:of|in|on|defined\s+in)\s+(?:the\s+)?(?:class\s+|file\s+|module\s+)?`?(?P<t>{_NAME})`?$", re.I)),
+    ("importers", re.compile(rf"^(?:what|who|which\s+files?)\s+imports?\s+`?(?P<t>{_NAME})`?$", re.I)),
+    ("importers", re.compile(rf"^(?:importers|imports)\s+of\s+`?(?P<t>{_NAME})`?$", re.I)),
+    ("imports", re.compile(rf"^what\s+does\s+`?(?P<t>{_NAME})`?\s+import$", re.I)),
+    ("tests", re.compile(rf"^(?:tests?|test\s+cases)\s+(?:for|of|covering)\s+`?(?P<t>{_NAME})`?$", re.I)),
+    ("tests", re.compile(rf"^(?:what|which\s+tests?)\s+tests?\s+`?(?P<t>{_NAME})`?$", re.I)),
+    ("subclasses", re.compile(rf"^(?:subclasses|children|implementations|implementors|descendants)\s+of\s+`?(?P<t>{_NAME})`?$", re.I)),
+    ("subclasses", re.compile(rf"^(?:what|which\s+classes|who)\s+(?:inherits?|extends?|implements?|subclass(?:es)?)\s+(?:from\s+)?`?(?P<t>{_NAME})`?$", re.I)),
+    ("subclasses", re.compile(rf"^classes\s+(?:that|which)\s+(?:inherit|extend|implement)\s+(?:from\s+)?`?(?P<t>{_NAME})`?$", re.I)),
+]
+_DEFINITION = re.compile(
+    rf"^(?:where\s+is\s+|definition\s+of\s+|find\s+|go\s+to\s+|show\s+(?:me\s+)?)?(?:the\s+)?"
+    rf"(?:class|function|method|def|fn|func|struct|interface|trait|file|module|symbol)?\s*`?(?P<t>{_NAME})`?"
+    rf"(?:\s+(?:defined|definition|declared))?\??$",
+    re.I,
+)
+_SYMBOL_SHAPE = re.compile(rf"^`?{_NAME}`?$")
+_CODE_LINE = re.compile(
+    r"^\s*(?:def |class |async def |function |fn |func |pub |impl |import |from \S+ import |return\b|"
+    r"if\s*\(|for\s*\(|while\s*\(|const |let |var |public |private |#include|@\w+)"
+)
+_CODE_CHARS = set("(){}[];=<>:.,'\"")
+
+
+@dataclass(frozen=True)
+class Route:
+    kind: str  # symbol, structural, similarity, semantic
+    op: str = ""  # structural: callers, callees, members, importers, imports, tests, subclasses
+    target: str = ""  # the symbol or path the route is about
+
+
+def looks_like_symbol(token: str) -> bool:
+    """An identifier that is plainly code: CamelCase, snake_case, dotted, a path or `name()`."""
+    t = token.strip().strip("`")
+    if not _SYMBOL_SHAPE.match(t):
+        return False
+    if t.endswith("()") or "::" in t or "/" in t or "#" in t or "_" in t.strip("_") or t.startswith("__"):
+        return True
+    if "." in t:
+        return not t.replace(".", "").isdigit()
+    core = t.lstrip("_$")
+    return any(c.isupper() for c in core[1:])
+
+
+def looks_like_code(text: str) -> bool:
+    """Several lines with code punctuation (a pasted snippet)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return False
+    body = "".join(lines)
+    punct = sum(1 for c in body if c in _CODE_CHARS) / max(len(body), 1)
+    codey = sum(1 for ln in lines if _CODE_LINE.match(ln) or ln.rstrip().endswith((":", "{", "}", ";", ")")))
+    indented = sum(1 for ln in lines if ln.startswith(("    ", "\t")))
+    return codey >= max(2, len(lines) // 3) or (punct > 0.06 and (codey + indented) >= len(lines) // 2)
+
+
+def classify(query: str) -> Route:
+    q = query.strip()
+    if not q:
+        return Route(SEMANTIC)
+    if "\n" in q and looks_like_code(q):
+        return Route(SIMILARITY)
+    one_line = " ".join(q.split()).rstrip("?").strip()
+    for op, pattern in _STRUCTURAL:
+        m = pattern.match(one_line)
+        if m:
+            return Route(STRUCTURAL, op, m.group("t").strip("`"))
+    if _SYMBOL_SHAPE.match(one_line) and (looks_like_symbol(one_line) or len(one_line.split()) == 1
+                                          and one_line[:1].isupper()):
+        return Route(SYMBOL, target=one_line.strip("`"))
+    m = _DEFINITION.match(one_line)
+    if m and looks_like_symbol(m.group("t")) and len(one_line.split()) <= 4:
+        return Route(SYMBOL, target=m.group("t").strip("`"))
+    return Route(SEMANTIC)

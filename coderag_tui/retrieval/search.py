@@ -1,0 +1,179 @@
+"""Hybrid search: route the query, run the retrievers that fit, fuse per code unit with RRF.
+
+Retrievers: BM25 over chunks (lexical), KNN over chunk vectors (vector), definitions named by
+the query (symbols) and, for structural questions, the graph. Chunks map to their innermost
+unit; a unit ranks at its best chunk. With no vectors the search is keywords + symbols + graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from coderag_tui.config import SearchSettings
+from coderag_tui.models import SearchFilters, SearchHit, UnitRef
+from coderag_tui.retrieval import lexical, router, structural, symbols, vector
+from coderag_tui.retrieval.common import ChunkMatch, unit_ranking
+from coderag_tui.retrieval.fusion import rrf
+from coderag_tui.retrieval.router import Route
+from coderag_tui.store import read
+from coderag_tui.store.db import Database
+
+QueryEmbedder = Callable[[str], "np.ndarray | None"]
+MODES = ("hybrid", "bm25", "vector")
+FILE_DECAY = (1.0, 0.5, 0.25)  # a file's score: its best units' scores, decayed
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    route: Route
+    hits: tuple[SearchHit, ...]
+    vectors_used: bool = False
+
+
+class Searcher:
+    """Searches one index. `embed_query` returns the query's vector, or None when the index has
+    no vectors for the configured model (then search runs on keywords, symbols and the graph)."""
+
+    def __init__(self, db: Database, settings: SearchSettings, embed_query: QueryEmbedder | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.embed_query = embed_query
+
+    # ------------------------------------------------------------------ retrievers
+    def _bm25(self, text: str, n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
+        return lexical.bm25_chunks(self.db, text, limit=n * 3, filters=filters)
+
+    def _vector(self, text: str, n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
+        if self.embed_query is None:
+            return []
+        vec = self.embed_query(text)
+        if vec is None:
+            return []
+        return vector.knn_chunks(self.db, vec, limit=n * 3, filters=filters)
+
+    # ------------------------------------------------------------------ search
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+        mode: str = "hybrid",
+        candidates: int | None = None,
+    ) -> SearchResult:
+        """The top-k units for a query (mode: hybrid, bm25 or vector)."""
+        k = k or self.settings.k
+        n = max(candidates or self.settings.candidates, k)
+        route = router.classify(query)
+        if mode == "hybrid" and route.kind == router.STRUCTURAL:
+            answers = structural.answer(self.db, route.op, route.target, filters, limit=max(k, 200))
+            if answers:
+                hits = tuple(
+                    SearchHit(a.unit, 1.0 / (i + 1), (f"graph:{route.op}", a.reason))
+                    for i, a in enumerate(answers[:k])
+                )
+                return SearchResult(route, hits)
+        fused, best, used = self._fuse(query, route, n, filters, mode)
+        units = read.get_units(self.db, [f.key for f in fused[:k]])
+        hits = []
+        for f in fused[:k]:
+            u = units.get(f.key)
+            if u is None:
+                continue
+            m = best.get(f.key)
+            hits.append(SearchHit(u, f.score, f.reasons, m.start_line if m else 0, m.end_line if m else 0))
+        return SearchResult(route, tuple(hits), used)
+
+    def _fuse(self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str):  # type: ignore[no-untyped-def]
+        s = self.settings
+        lists: dict[str, Sequence[int]] = {}
+        weights = {"bm25": s.weight_bm25, "vector": s.weight_vector, "symbol": s.weight_symbol}
+        best: dict[int, ChunkMatch] = {}
+        text = route.target if route.kind == router.SYMBOL else query
+        if mode in ("hybrid", "bm25"):
+            order, b = unit_ranking(self._bm25(text, n, filters))
+            lists["bm25"] = order[:n]
+            best.update(b)
+        used = False
+        if mode in ("hybrid", "vector"):
+            matches = self._vector(query, n, filters)
+            used = bool(matches)
+            order, b = unit_ranking(matches)
+            lists["vector"] = order[:n]
+            for uid, m in b.items():
+                best.setdefault(uid, m)
+        if mode == "hybrid":
+            if route.kind == router.SYMBOL:
+                lists["symbol"] = [u.id for u in symbols.symbol_units(self.db, route.target, n, filters)]
+                weights["symbol"] = s.weight_symbol * 2
+            elif route.kind == router.SIMILARITY:
+                weights["vector"] = s.weight_vector * 2
+                weights["bm25"] = s.weight_bm25 * 0.5
+            else:
+                lists["symbol"] = [u.id for u in symbols.mentioned_units(self.db, query, filters, n)]
+        fused = rrf(lists, weights, k=s.rrf_k, labels={"symbol": "symbol"})
+        return fused, best, used
+
+    def search_files(
+        self, query: str, k: int | None = None, filters: SearchFilters | None = None, mode: str = "hybrid"
+    ) -> list[SearchHit]:
+        """Files ranked by their matching units (each file scores its best units, decayed)."""
+        k = k or self.settings.k
+        n = max(self.settings.candidates * 2, k * 4)
+        route = router.classify(query)
+        fused, _best, _used = self._fuse(query, route, n, filters, mode)
+        units = read.get_units(self.db, [f.key for f in fused])
+        per_file: dict[str, list[tuple[float, tuple[str, ...], UnitRef]]] = {}
+        for f in fused:
+            u = units.get(f.key)
+            if u is not None:
+                per_file.setdefault(u.path, []).append((f.score, f.reasons, u))
+        scored = []
+        for path, entries in per_file.items():
+            entries.sort(key=lambda e: -e[0])
+            score = sum(d * e[0] for d, e in zip(FILE_DECAY, entries))
+            scored.append((score, path, entries))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        out: list[SearchHit] = []
+        for score, path, entries in scored[:k]:
+            fu = read.file_unit(self.db, path)
+            if fu is None:
+                continue
+            top = entries[0][2]
+            reasons = (*entries[0][1], f"{len(entries)} units", f"best {top.qualname or top.name}")
+            out.append(SearchHit(fu, score, reasons, top.start_line, top.end_line))
+        return out
+
+    def similar(self, unit_id: int, k: int | None = None, filters: SearchFilters | None = None) -> list[SearchHit]:
+        """Units like the given one: nearest vectors of its chunks, else its words (BM25)."""
+        k = k or self.settings.k
+        unit = read.get_unit(self.db, unit_id)
+        if unit is None:
+            return []
+        related = {unit.id}
+        related.update(r[0] for r in self.db.execute(
+            "SELECT u.id FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND "
+            "((u.start_line>=? AND u.end_line<=?) OR (u.start_line<=? AND u.end_line>=?))",
+            (unit.path, unit.start_line, unit.end_line, unit.start_line, unit.end_line)))
+        vecs = [np.frombuffer(r[0], dtype=np.float32) for r in self.db.execute(
+            f"SELECT t.embedding FROM chunks c JOIN files f ON f.id=c.file_id JOIN vectors v ON v.hash=c.hash "
+            f"JOIN {vector.VEC_TABLE} t ON t.rowid=v.id WHERE f.path=? AND c.start_line>=? AND c.end_line<=?",
+            (unit.path, unit.start_line, unit.end_line))] if vector.vector_count(self.db) else []
+        reason = "vector"
+        if vecs:
+            mean = np.mean(np.stack(vecs), axis=0)
+            mean = mean / (np.linalg.norm(mean) or 1.0)
+            matches = vector.knn_chunks(self.db, mean, limit=k * 4, filters=filters,
+                                        exclude_units=sorted(related))
+        else:
+            reason = "bm25"
+            text = " ".join(x for x in (unit.name, unit.signature, unit.docstring) if x)
+            matches = [m for m in lexical.bm25_chunks(self.db, text, limit=k * 6, filters=filters)
+                       if m.unit_id not in related]
+        order, best = unit_ranking(matches)
+        units = read.get_units(self.db, order[:k])
+        return [SearchHit(units[uid], 1.0 / (i + 1), (f"{reason}#{i + 1}", f"similar to {unit.qualname}"),
+                          best[uid].start_line, best[uid].end_line)
+                for i, uid in enumerate(order[:k]) if uid in units]

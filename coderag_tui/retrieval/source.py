@@ -1,0 +1,69 @@
+"""Reading code for context from the index: the chunks hold every line they cover; lines between
+chunks (or a unit larger than its chunks) come from the file on disk when it still matches the
+indexed hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coderag_tui.parsing.extract import content_hash
+from coderag_tui.store.db import Database
+
+
+class CodeReader:
+    def __init__(self, db: Database, root: Path | None = None) -> None:
+        self.db = db
+        self.root = root
+        self._chunks: dict[str, dict[int, str]] = {}
+        self._disk: dict[str, list[str] | None] = {}
+
+    def _chunk_lines(self, path: str) -> dict[int, str]:
+        cached = self._chunks.get(path)
+        if cached is not None:
+            return cached
+        lines: dict[int, str] = {}
+        for start, text in self.db.execute(
+            "SELECT c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
+            "ORDER BY c.start_line", (path,)):
+            for i, line in enumerate(str(text).split("\n")):
+                lines.setdefault(int(start) + i, line)
+        self._chunks[path] = lines
+        return lines
+
+    def _disk_lines(self, path: str) -> list[str] | None:
+        if path in self._disk:
+            return self._disk[path]
+        lines = None
+        if self.root is not None:
+            full = (self.root / path).resolve()
+            row = self.db.one("SELECT hash FROM files WHERE path = ?", (path,))
+            try:
+                if row is not None and (self.root in full.parents):
+                    data = full.read_bytes()
+                    if content_hash(data) == row[0]:
+                        lines = data.decode("utf-8", "replace").split("\n")
+            except OSError:
+                lines = None
+        self._disk[path] = lines
+        return lines
+
+    def lines(self, path: str, start: int, end: int) -> list[tuple[int, str]]:
+        """Numbered lines start..end (inclusive) as indexed; unknown lines are left out."""
+        have = self._chunk_lines(path)
+        out: list[tuple[int, str]] = []
+        disk: list[str] | None = None
+        for n in range(start, end + 1):
+            text = have.get(n)
+            if text is None:
+                if disk is None:
+                    disk = self._disk_lines(path) or []
+                if 0 < n <= len(disk):
+                    text = disk[n - 1]
+            if text is not None:
+                out.append((n, text))
+        while out and not out[-1][1].strip():
+            out.pop()
+        return out
+
+    def text(self, path: str, start: int, end: int) -> str:
+        return "\n".join(t for _, t in self.lines(path, start, end))

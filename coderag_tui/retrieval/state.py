@@ -1,0 +1,55 @@
+"""What the service keeps between retrieval calls: the embedding model (loaded lazily, once,
+thread-safely) and the repo graph of the current index state."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from coderag_tui.config import EmbedSettings
+from coderag_tui.indexing.embedder import EmbeddingModel, load_model, model_identity
+from coderag_tui.retrieval.repo_map import RepoGraph
+from coderag_tui.retrieval.vector import vector_count
+from coderag_tui.store.db import Database
+
+
+class RetrievalState:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._graph_lock = threading.Lock()
+        self._model: EmbeddingModel | None = None
+        self._model_key: tuple[object, ...] = ()
+        self._graph: RepoGraph | None = None
+        self._graph_key: tuple[object, ...] = ()
+
+    def model(self, settings: EmbedSettings) -> EmbeddingModel:
+        """The embedding model for the settings (loaded on first use, then cached)."""
+        key = (settings.model, settings.model_path, settings.threads, settings.max_length, settings.batch_size)
+        with self._lock:
+            if self._model is None or self._model_key != key:
+                self._model = load_model(settings)
+                self._model_key = key
+            return self._model
+
+    def query_embedder(self, db: Database, settings: EmbedSettings):  # type: ignore[no-untyped-def]
+        """A function giving a query's vector, or None when the index has no usable vectors
+        (none yet, or made by another model): then the model is not even loaded."""
+        if not settings.enabled or db.get_meta("embed_model") != model_identity(settings):
+            return None
+        if vector_count(db) == 0:
+            return None
+
+        def embed(text: str) -> np.ndarray | None:
+            return self.model(settings).query(text)
+
+        return embed
+
+    def graph(self, db: Database) -> RepoGraph:
+        key = (db.get_meta("last_update"), db.scalar("SELECT count(*) FROM edges", default=0),
+               db.scalar("SELECT max(id) FROM units", default=0))
+        with self._graph_lock:
+            if self._graph is None or self._graph_key != key:
+                self._graph = RepoGraph.load(db)
+                self._graph_key = key
+            return self._graph

@@ -1,0 +1,82 @@
+"""Symbol matches: the definitions a query names, exactly or (for a bare symbol query) fuzzily."""
+
+from __future__ import annotations
+
+import re
+
+from coderag_tui.models import SearchFilters, UnitRef
+from coderag_tui.retrieval.router import looks_like_symbol
+from coderag_tui.store import read
+from coderag_tui.store.db import Database
+
+_TOKEN = re.compile(r"`?[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?`?")
+MAX_NAMES = 16
+
+
+def passes(u: UnitRef, filters: SearchFilters | None) -> bool:
+    if filters is None:
+        return True
+    if filters.language and u.language.lower() != filters.language.lower():
+        return False
+    if filters.path_prefix:
+        prefix = filters.path_prefix[2:] if filters.path_prefix.startswith("./") else filters.path_prefix
+        if prefix not in ("", ".") and not u.path.startswith(prefix):
+            return False
+    return not (filters.kind and u.kind.lower() != filters.kind.lower())
+
+
+def symbol_units(db: Database, target: str, limit: int, filters: SearchFilters | None = None) -> list[UnitRef]:
+    """Definitions for a symbol query (`QuerySet`, `Foo.bar`, `parse_url()`, `pkg/auth`), best first."""
+    found = read.find_symbols(db, target, limit=limit * 2)
+    return [u for u in found if passes(u, filters)][:limit]
+
+
+def mentioned_names(text: str, limit: int = MAX_NAMES) -> list[str]:
+    """Code-like names mentioned in free text, most mentioned first (then first mention)."""
+    counts: dict[str, int] = {}
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0).strip("`")
+        quoted = m.group(0).startswith("`")
+        if not (quoted or looks_like_symbol(tok)):
+            continue
+        name = tok[:-2] if tok.endswith("()") else tok
+        if len(name) < 3:
+            continue
+        counts[name] = counts.get(name, 0) + 1
+    order = {n: i for i, n in enumerate(counts)}
+    return sorted(counts, key=lambda n: (-counts[n], order[n]))[:limit]
+
+
+def exact_units(db: Database, name: str, filters: SearchFilters | None = None, limit: int = 8) -> list[UnitRef]:
+    """Definitions whose name or qualified name is exactly `name` (last segment for dotted names)."""
+    qual = name.replace("::", ".").replace("#", ".")
+    last = qual.split(".")[-1]
+    rows = db.rows(read.UNIT_SELECT + " WHERE u.name = ? AND u.kind <> 'file' LIMIT 200", (last,))
+    units = [read.unit_from_row(r) for r in rows]
+    if "." in qual:
+        tail = [u for u in units if u.qualname == qual or u.qualname.endswith("." + qual)]
+        if tail:
+            units = tail
+        else:  # `module.func`: keep definitions whose file path mentions the module
+            head = qual.split(".")[-2].lower()
+            pathy = [u for u in units if head in u.path.lower()]
+            units = pathy or units
+    units = [u for u in units if passes(u, filters)]
+    units.sort(key=lambda u: ("test" in u.path.lower(), len(u.path), u.path, u.start_line))
+    return units[:limit]
+
+
+def mentioned_units(db: Database, text: str, filters: SearchFilters | None = None, limit: int = 60) -> list[UnitRef]:
+    """Definitions of the names a free-text query mentions, interleaved by mention rank."""
+    per_name = [exact_units(db, n, filters) for n in mentioned_names(text)]
+    per_name = [units for units in per_name if units and len(units) <= 6]  # common names say little
+    out: list[UnitRef] = []
+    seen: set[int] = set()
+    depth = 0
+    while len(out) < limit and any(depth < len(us) for us in per_name):
+        for units in per_name:
+            if depth < len(units) and units[depth].id not in seen:
+                seen.add(units[depth].id)
+                out.append(units[depth])
+        depth += 1
+    return out[:limit]

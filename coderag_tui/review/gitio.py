@@ -1,0 +1,62 @@
+"""The few git commands a review needs, run with settings that make their output predictable."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from coderag_tui.errors import RepoError
+
+# user configuration must not change what we parse: no colour, no external diff, a/ b/ prefixes
+_GIT = ["git", "-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "diff.noprefix=false",
+        "-c", "diff.mnemonicPrefix=false"]
+
+
+def _run(root: Path, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    try:
+        proc = subprocess.run([*_GIT, *args], cwd=root, capture_output=True, timeout=120)
+    except FileNotFoundError as exc:
+        raise RepoError("git is not installed", "install git, or pass the diff with --diff FILE") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise RepoError(f"git {args[0]} took too long") from exc
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RepoError(f"git {args[0]} failed: {msg[-1] if msg else proc.returncode}")
+    return proc
+
+
+def is_git_repo(root: Path) -> bool:
+    try:
+        proc = _run(root, ["rev-parse", "--is-inside-work-tree"], check=False)
+    except RepoError:
+        return False
+    return proc.returncode == 0 and proc.stdout.strip() == b"true"
+
+
+def verify_rev(root: Path, rev: str) -> str:
+    """The commit a revision names (a RepoError that says so when it names none)."""
+    proc = _run(root, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], check=False)
+    if proc.returncode != 0:
+        raise RepoError(f"unknown revision {rev!r}", "give a branch, tag or commit with --base")
+    return proc.stdout.decode().strip()
+
+
+def diff_text(root: Path, base: str) -> str:
+    """`git diff BASE`: the working tree (staged or not) against BASE, renames detected."""
+    proc = _run(root, ["diff", "--no-color", "--no-ext-diff", "-M", "--src-prefix=a/",
+                       "--dst-prefix=b/", "--unified=3", base, "--"])
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def untracked(root: Path) -> list[str]:
+    """Files git does not track and does not ignore (new files not yet added)."""
+    proc = _run(root, ["ls-files", "--others", "--exclude-standard", "-z"], check=False)
+    if proc.returncode != 0:
+        return []
+    return [p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
+
+
+def show(root: Path, rev: str, path: str) -> bytes | None:
+    """A file's bytes at a revision (None when it does not exist there)."""
+    proc = _run(root, ["show", f"{rev}:{path}"], check=False)
+    return proc.stdout if proc.returncode == 0 else None

@@ -1,0 +1,169 @@
+"""The service calls the app makes that need adapting or guarding. No textual import here.
+
+Some service methods are still being built (ask, search, embed, conversations, model_info,
+watch, files); each function here checks for its method and degrades to something useful,
+so the app runs on any build of the service. Everything here runs in worker threads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from coderag_tui.models import AnswerEvent, Source, UnitRef
+from coderag_tui.tui.chatlog import Turn
+
+STATES = ("pending", "indexed", "embedded", "error", "skipped")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str
+    language: str
+    state: str  # one of STATES
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ConversationRow:
+    id: int
+    title: str
+    updated: float
+
+
+def has(service: Any, name: str) -> bool:
+    return callable(getattr(service, name, None))
+
+
+def list_files(service: Any, errors: Iterable[str] = (), finished: bool = False) -> list[FileEntry]:
+    """Every file of the repository with its index state.
+
+    `errors`: "path: message" lines of the last index run; `finished`: an index run has
+    completed, so a discovered file without units was skipped (binary, minified...) rather than
+    still pending.
+    """
+    failed: dict[str, str] = {}
+    for line in errors:
+        path, _, message = line.partition(": ")
+        failed[path] = message
+    if has(service, "files"):  # the service's own listing, when it has one
+        out = []
+        for f in service.files():
+            state = str(getattr(f, "state", "indexed"))
+            error = str(getattr(f, "error", "") or failed.get(f.path, ""))
+            out.append(FileEntry(f.path, str(getattr(f, "language", "")), "error" if error else state, error))
+        return sorted(out, key=lambda e: e.path)
+    from coderag_tui.parsing.languages import detect_language
+    from coderag_tui.sources.discovery import walk
+
+    status = service.status()
+    embedded = status.vectors > 0 and status.vectors >= status.chunks
+    out = []
+    for cand in walk(service.root, service.settings.index).files:
+        outline: list[UnitRef] = service.outline(cand.path)
+        spec = detect_language(cand.path)
+        language = outline[0].language if outline else (spec.name if spec else "")
+        if cand.path in failed:
+            state = "error"
+        elif outline:
+            state = "embedded" if embedded else "indexed"
+        else:
+            state = "skipped" if finished else "pending"
+        out.append(FileEntry(cand.path, language, state, failed.get(cand.path, "")))
+    return sorted(out, key=lambda e: e.path)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{2,}")
+_STOP = frozenset(["the", "and", "for", "how", "what", "where", "which", "does", "who", "why", "when", "with", "this", "that", "from", "into", "are", "is", "was", "its", "use", "used", "uses", "call", "calls", "called", "function", "class", "method", "file"])
+
+
+def ask(service: Any, question: str, conversation_id: int | None) -> Iterator[AnswerEvent]:
+    """Answer events for a question: the service's own answer when it can give one, else the
+    best matching code (search, or symbols named in the question) as sources."""
+    if has(service, "ask"):
+        yield from service.ask(question, conversation_id=conversation_id)
+        return
+    yield AnswerEvent("status", "no answering model in this build: showing the matching code")
+    units: list[UnitRef] = []
+    if has(service, "search"):
+        units = [hit.unit for hit in service.search(question, k=8)]
+    else:
+        for word in dict.fromkeys(_WORD.findall(question)):
+            if word.lower() not in _STOP:
+                units.extend(service.symbols(word, limit=3))
+    units = list({u.id: u for u in units}.values())[:9]
+    if not units:
+        yield AnswerEvent("token", "Nothing in the index matches this question.")
+    else:
+        lines = ["The code that matches best:", ""]
+        lines += [f"{n}. `{u.qualname or u.name}` ({u.kind}) at `{u.location}`" for n, u in enumerate(units, 1)]
+        yield AnswerEvent("token", "\n".join(lines))
+    sources = tuple(
+        Source(n, u.path, u.start_line, u.end_line, u.qualname or u.name, True) for n, u in enumerate(units, 1)
+    )
+    yield AnswerEvent("sources", sources=sources)
+    yield AnswerEvent("done", conversation_id=conversation_id or 0)
+
+
+def conversations(service: Any) -> list[ConversationRow]:
+    if not has(service, "conversations"):
+        return []
+    rows = []
+    for item in service.conversations():
+        if isinstance(item, tuple):
+            cid, title, updated = item[0], item[1], item[2]
+        else:
+            cid, title, updated = item.id, item.title, getattr(item, "updated", 0.0)
+        rows.append(ConversationRow(int(cid), str(title), float(updated or 0.0)))
+    return rows
+
+
+def load_turns(service: Any, conversation_id: int) -> list[Turn]:
+    """A stored conversation as question/answer turns (sources kept when stored)."""
+    if not has(service, "load_conversation"):
+        return []
+    turns: list[Turn] = []
+    for message in service.load_conversation(conversation_id):
+        role, content = message.role, message.content
+        if role == "user":
+            turns.append(Turn(content))
+        elif role == "assistant":
+            if not turns or turns[-1].answer:
+                turns.append(Turn(""))
+            turn = turns[-1]
+            turn.answer = content
+            turn.sources = tuple(getattr(message, "sources", ()) or ())
+            turn.done = True
+    return turns
+
+
+def model_label(service: Any) -> str:
+    """The model in use, in a few words ("SmolLM2-135M (tiny default model)")."""
+    if not has(service, "model_info"):
+        return "model: none yet"
+    info = service.model_info()
+    if not getattr(info, "found", True):
+        return f"model missing: {info.name}"
+    note = str(getattr(info, "note", "") or "")
+    tiny = " (tiny default model)" if "tiny" in note.lower() else ""
+    return f"{info.name}{tiny}"
+
+
+def start_watch(service: Any, on_change: Callable[[list[str]], None]) -> Any | None:
+    """Start the service's file watcher; None when the service has none or it is disabled."""
+    if not has(service, "watch") or not service.settings.watch.enabled:
+        return None
+    return service.watch(on_change)
+
+
+def unit_at(outline: list[UnitRef], line: int) -> UnitRef | None:
+    """The innermost unit (not the file itself) of an outline containing a line."""
+    best: UnitRef | None = None
+    for u in outline:
+        if u.kind != "file" and u.start_line <= line <= u.end_line and (
+            best is None or u.end_line - u.start_line <= best.end_line - best.start_line
+        ):
+            best = u
+    return best

@@ -1,0 +1,62 @@
+"""A conversation as plain data, and its Markdown export. No textual import here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from coderag_tui.models import Source
+
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+@dataclass
+class Turn:
+    question: str
+    answer: str = ""
+    sources: tuple[Source, ...] = ()
+    invalid: tuple[str, ...] = ()
+    done: bool = False
+    error: str = ""
+
+
+def source_line(s: Source) -> str:
+    title = f"  {s.title}" if s.title else ""
+    return f"[{s.number}] {s.citation}{title}"
+
+
+def to_markdown(turns: list[Turn], repo: str, title: str = "") -> str:
+    heading = title or (turns[0].question if turns else "conversation")
+    out = [f"# {heading}", "", f"Repository: `{repo}`", ""]
+    for turn in turns:
+        out += [f"## {turn.question}", "", turn.answer.strip() or "_(no answer)_", ""]
+        if turn.error:
+            out += [f"> error: {turn.error}", ""]
+        if turn.sources:
+            out += ["Sources:", ""]
+            out += [f"{s.number}. `{s.citation}`{(' ' + s.title) if s.title else ''}"
+                    f"{'' if s.cited else ' (context)'}" for s in turn.sources]
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def slug(text: str, limit: int = 40) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return "-".join(words)[:limit].strip("-") or "conversation"
+
+
+def export_path(folder: Path, turns: list[Turn]) -> Path:
+    """A new file name in `folder` for the export (never overwrites)."""
+    base = "coderag-" + slug(turns[0].question if turns else "")
+    path = folder / f"{base}.md"
+    n = 2
+    while path.exists():
+        path = folder / f"{base}-{n}.md"
+        n += 1
+    return path
+
+
+def last_code_block(text: str) -> str | None:
+    blocks = _FENCE.findall(text)
+    return blocks[-1].rstrip("\n") if blocks else None

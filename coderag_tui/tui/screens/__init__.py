@@ -1,0 +1,1 @@
+"""Screens: the main screen, help, the symbol palette and a list picker."""

@@ -1,0 +1,1 @@
+"""Widgets of the main screen: file tree, chat, code viewer, status bar."""

@@ -1,0 +1,155 @@
+"""The chat: questions, answers streamed as Markdown, numbered sources under each answer.
+
+Tokens go to a MarkdownStream (it batches fragments while a render is in progress); the
+transcript is anchored to the bottom while an answer streams and lets go when the user
+scrolls up, so it follows only when the reader is near the end.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from coderag_tui.models import Source
+from coderag_tui.tui.chatlog import Turn, source_line
+
+
+def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = ()) -> Text:
+    text = Text()
+    for s in sources:
+        line = source_line(s)
+        text.append(f"{line}\n", "bold" if s.cited else "dim")
+    for bad in invalid:
+        text.append(f"✗ not in the repository: {bad}\n", "red")
+    text.rstrip()
+    return text
+
+
+class TurnView(Vertical):
+    """One question and its answer."""
+
+    def __init__(self, turn: Turn) -> None:
+        super().__init__(classes="turn")
+        self.turn = turn
+        self._stream: MarkdownStream | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("› ", "bold"), self.turn.question), classes="question")
+        yield Markdown(self.turn.answer, classes="answer")
+        yield Static("", classes="status")
+        yield Static(sources_text(self.turn.sources, self.turn.invalid), classes="sources")
+
+    def on_mount(self) -> None:
+        self.query_one(".status", Static).display = False
+        self.query_one(".sources", Static).display = bool(self.turn.sources)
+
+    async def append(self, text: str) -> None:
+        self.turn.answer += text
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.query_one(Markdown))
+        await self._stream.write(text)
+
+    def set_status(self, text: str) -> None:
+        status = self.query_one(".status", Static)
+        status.update(Text(text, "dim italic"))
+        status.display = bool(text)
+
+    def set_sources(self, sources: tuple[Source, ...], invalid: tuple[str, ...]) -> None:
+        self.turn.sources, self.turn.invalid = sources, invalid
+        box = self.query_one(".sources", Static)
+        box.update(sources_text(sources, invalid))
+        box.display = bool(sources or invalid)
+
+    async def finish(self, error: str = "", cancelled: bool = False) -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        self.turn.done = True
+        self.turn.error = error
+        if cancelled:
+            self.set_status("cancelled")
+        elif error:
+            self.set_status(f"error: {error}")
+        else:
+            self.set_status("")
+
+
+class Transcript(VerticalScroll, can_focus=True):
+    """The conversation so far (scroll with the arrow keys)."""
+
+
+class ChatPane(Vertical):
+    class Asked(Message):
+        def __init__(self, question: str) -> None:
+            super().__init__()
+            self.question = question
+
+    def __init__(self, repo_name: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.repo_name = repo_name
+        self.border_title = "chat"
+
+    def compose(self) -> ComposeResult:
+        with Transcript(id="transcript"):
+            yield Static(self._welcome(), id="welcome")
+        yield Input(placeholder="Ask about the code… (Enter)", id="question", compact=True)
+
+    def _welcome(self) -> Text:
+        return Text.assemble(
+            (f"Ask anything about {self.repo_name}.", "bold"), "\n",
+            ("Answers cite path:line; 1-9 open a source, [ goes back. F1 lists every key.", "dim"),
+        )
+
+    @property
+    def turns(self) -> list[Turn]:
+        return [view.turn for view in self.query(TurnView)]
+
+    @property
+    def current(self) -> TurnView | None:
+        views = self.query(TurnView)
+        return views.last() if views else None
+
+    def last_sources(self) -> tuple[Source, ...]:
+        for turn in reversed(self.turns):
+            if turn.sources:
+                return turn.sources
+        return ()
+
+    async def start_turn(self, question: str) -> TurnView:
+        transcript = self.query_one(Transcript)
+        view = TurnView(Turn(question))
+        await transcript.mount(view)
+        view.set_status("thinking…")
+        transcript.anchor()
+        return view
+
+    async def clear(self) -> None:
+        await self.query(TurnView).remove()
+        self.query_one("#welcome").display = True
+
+    async def load(self, turns: list[Turn]) -> None:
+        await self.clear()
+        if turns:
+            self.query_one("#welcome").display = False
+            await self.query_one(Transcript).mount_all([TurnView(t) for t in turns])
+            self.query_one(Transcript).scroll_end(animate=False)
+
+    def focus_question(self) -> None:
+        self.query_one("#question", Input).focus()
+
+    def focus_transcript(self) -> None:
+        self.query_one(Transcript).focus()
+
+    @on(Input.Submitted, "#question")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        question = event.value.strip()
+        if question:
+            event.input.value = ""
+            self.query_one("#welcome").display = False
+            self.post_message(self.Asked(question))

@@ -1,0 +1,54 @@
+"""One line at the bottom: index progress (a bar while work runs), the model, the watcher."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label, ProgressBar
+
+from coderag_tui.models import IndexStatus, Progress
+
+PHASES = {"discover": "scanning", "parse": "indexing", "resolve": "linking", "embed": "embedding",
+          "clone": "cloning", "fetch": "fetching"}
+
+
+def status_line(st: IndexStatus) -> str:
+    return f"{st.files:,} files · {st.chunks:,} chunks · {st.vectors:,} vectors" + (
+        f" · {st.errors} errors" if st.errors else "")
+
+
+def progress_line(p: Progress) -> str:
+    verb = PHASES.get(p.phase, p.phase)
+    if p.total:
+        unit = "chunks" if p.phase == "embed" else "files"
+        return f"{verb} {p.done:,}/{p.total:,} {unit}" + (f" · {p.chunks:,} chunks" if p.chunks else "")
+    return f"{verb}…"
+
+
+class StatusBar(Horizontal):
+    def compose(self) -> ComposeResult:
+        yield Label("opening…", id="index-text")
+        yield ProgressBar(id="index-bar", show_eta=False, show_percentage=False)
+        yield Label("", id="model")
+        yield Label("", id="watch")
+
+    def on_mount(self) -> None:
+        self.query_one(ProgressBar).display = False
+
+    def show_progress(self, p: Progress) -> None:
+        bar = self.query_one(ProgressBar)
+        running = p.phase != "done"
+        bar.display = running and p.total > 0
+        if running and p.total:
+            bar.update(total=p.total, progress=p.done)
+        self.query_one("#index-text", Label).update(progress_line(p) if running else "")
+
+    def show_status(self, st: IndexStatus) -> None:
+        self.query_one(ProgressBar).display = False
+        self.query_one("#index-text", Label).update(status_line(st))
+
+    def set_model(self, label: str) -> None:
+        self.query_one("#model", Label).update(label)
+
+    def set_watch(self, label: str) -> None:
+        self.query_one("#watch", Label).update(label)

@@ -1,0 +1,245 @@
+"""The code viewer: highlighted lines with numbers, a cursor, the cited range marked.
+
+A Line API widget (`render_line`), so files of any length scroll at the same cost. The cited
+range gets a background and a `▌` in the gutter (visible without colour, under NO_COLOR);
+the title shows the path and the unit enclosing the cursor.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.theme import Theme
+
+from coderag_tui.models import UnitRef
+from coderag_tui.tui import document as documents
+from coderag_tui.tui.adapters import unit_at
+from coderag_tui.tui.document import Document
+from coderag_tui.tui.keys import KEYS
+
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+HINT = "Open a file: Enter in the tree, ctrl+t for a symbol, 1-9 for a source of an answer."
+
+
+class CodeView(ScrollView, can_focus=True):
+    COMPONENT_CLASSES = {"code-view--gutter", "code-view--range", "code-view--marker",
+                         "code-view--cursor-line", "code-view--cursor"}
+    DEFAULT_CSS = """
+    CodeView { background: $surface; }
+    CodeView > .code-view--gutter { color: $text-muted; }
+    CodeView > .code-view--range { background: $warning 20%; }
+    CodeView > .code-view--marker { color: $warning; }
+    CodeView > .code-view--cursor-line { background: $boost; }
+    CodeView > .code-view--cursor { text-style: reverse; }
+    """
+    BINDINGS = [
+        Binding("up", "move(-1, 0)", show=False),
+        Binding("down", "move(1, 0)", show=False),
+        Binding("left", "move(0, -1)", show=False),
+        Binding("right", "move(0, 1)", show=False),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown,space", "page(1)", show=False),
+        Binding("home", "line_edge(0)", show=False),
+        Binding("end", "line_edge(1)", show=False),
+        Binding("ctrl+home,g", "jump(0)", show=False),
+        Binding("ctrl+end,G", "jump(1)", show=False),
+        *(Binding(k.keys, k.action, k.description, show=k.show, id=k.id, tooltip=k.help)
+          for k in KEYS if k.scope == "viewer"),
+    ]
+
+    class CursorMoved(Message):
+        def __init__(self, line: int) -> None:
+            super().__init__()
+            self.line = line
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.document: Document | None = None
+        self.cursor_row = 0
+        self.cursor_col = 0
+        self.range = (0, 0)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def line(self) -> int:
+        return self.cursor_row + 1
+
+    @property
+    def gutter_width(self) -> int:
+        return len(str(len(self.document.lines))) + 3 if self.document else 0
+
+    def show(self, doc: Document, line: int = 1, start: int = 0, end: int = 0) -> None:
+        self.document = doc
+        self.virtual_size = Size(doc.width + self.gutter_width + 1, len(doc.lines))
+        self.goto(line, start, end)
+
+    def goto(self, line: int, start: int = 0, end: int = 0) -> None:
+        if self.document is None:
+            return
+        self.range = (start, end or start) if start else (0, 0)
+        last = max(len(self.document.lines) - 1, 0)
+        self.cursor_row = min(max(line - 1, 0), last)
+        text = self.document.lines[self.cursor_row] if self.document.lines else ""
+        self.cursor_col = len(text) - len(text.lstrip())
+        self.call_after_refresh(self._center)
+        self._moved()
+
+    def _center(self) -> None:
+        height = self.scrollable_content_region.height
+        self.scroll_to(0, max(0, self.cursor_row - height // 3), animate=False, immediate=True)
+        self._follow()
+
+    def set_dark(self, dark: bool) -> None:
+        if self.document is not None and self.document.dark != dark:
+            self._retheme(self.document, dark)
+
+    @work(thread=True, exclusive=True, group="retheme", exit_on_error=False)
+    def _retheme(self, doc: Document, dark: bool) -> None:
+        new = documents.rethemed(doc, dark)
+        self.app.call_from_thread(self._swap, doc, new)
+
+    def _swap(self, old: Document, new: Document) -> None:
+        if self.document is old:
+            self.document = new
+            self.refresh()
+
+    # ------------------------------------------------------------------ queries
+    def word_at_cursor(self) -> str:
+        if self.document is None or not self.document.lines:
+            return ""
+        text = self.document.lines[self.cursor_row]
+        for m in IDENT.finditer(text):
+            if m.start() <= self.cursor_col <= m.end():
+                return m.group()
+        return ""
+
+    def unit_at_cursor(self) -> UnitRef | None:
+        return unit_at(list(self.document.outline), self.line) if self.document else None
+
+    def selected_text(self) -> tuple[str, int, int]:
+        """The cited range, else the unit under the cursor, else the cursor line: text, start, end."""
+        if self.document is None:
+            return "", 0, 0
+        start, end = self.range
+        if not start:
+            unit = self.unit_at_cursor()
+            start, end = (unit.start_line, unit.end_line) if unit else (self.line, self.line)
+        return "\n".join(self.document.lines[start - 1 : end]), start, end
+
+    # ------------------------------------------------------------------ cursor
+    def _moved(self) -> None:
+        self._follow()
+        self.refresh()
+        self.post_message(self.CursorMoved(self.line))
+
+    def _follow(self) -> None:
+        if self.document is None:
+            return
+        region = self.scrollable_content_region
+        height, width = max(region.height, 1), max(region.width - self.gutter_width, 1)
+        x, y = self.scroll_offset
+        if self.cursor_row < y:
+            y = self.cursor_row
+        elif self.cursor_row >= y + height:
+            y = self.cursor_row - height + 1
+        if self.cursor_col < x:
+            x = self.cursor_col
+        elif self.cursor_col >= x + width:
+            x = self.cursor_col - width + 1
+        self.scroll_to(x, y, animate=False, immediate=True)
+
+    def action_move(self, rows: int, cols: int) -> None:
+        if self.document is None or not self.document.lines:
+            return
+        self.cursor_row = min(max(self.cursor_row + rows, 0), len(self.document.lines) - 1)
+        length = len(self.document.lines[self.cursor_row])
+        self.cursor_col = min(max(self.cursor_col + cols, 0), length)
+        self._moved()
+
+    def action_page(self, direction: int) -> None:
+        self.action_move(direction * max(self.scrollable_content_region.height - 1, 1), 0)
+
+    def action_line_edge(self, end: int) -> None:
+        if self.document is not None and self.document.lines:
+            self.cursor_col = len(self.document.lines[self.cursor_row]) if end else 0
+            self._moved()
+
+    def action_jump(self, end: int) -> None:
+        if self.document is not None:
+            self.action_move(len(self.document.lines) if end else -len(self.document.lines), 0)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    # ------------------------------------------------------------------ rendering
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        doc = self.document
+        if doc is None:
+            return Strip([Segment(f" {HINT}"[:width], base + Style(dim=True))]).adjust_cell_length(
+                width, base) if y == 1 else Strip.blank(width, base)
+        scroll_x, scroll_y = self.scroll_offset
+        row = scroll_y + y
+        if row >= len(doc.lines):
+            return Strip.blank(width, base)
+        number = row + 1
+        in_range = self.range[0] <= number <= self.range[1]
+        on_cursor = row == self.cursor_row and self.has_focus
+        line_style = base
+        if in_range:
+            line_style += self.get_component_rich_style("code-view--range")
+        if on_cursor:
+            line_style += self.get_component_rich_style("code-view--cursor-line")
+        gutter = self.gutter_width
+        gutter_strip = Strip([
+            Segment(f"{number:>{gutter - 3}} ", line_style + self.get_component_rich_style("code-view--gutter")),
+            Segment("▌" if in_range else " ", line_style + self.get_component_rich_style("code-view--marker")),
+            Segment(" ", line_style),
+        ])
+        text = doc.styled[row]
+        if on_cursor:
+            text = text.copy()
+            if self.cursor_col >= len(text):
+                text.append(" " * (self.cursor_col - len(text) + 1))
+            text.stylize(self.get_component_rich_style("code-view--cursor"), self.cursor_col, self.cursor_col + 1)
+        segments = Segment.apply_style(text.render(self.app.console), style=line_style)
+        code = Strip(list(segments)).crop_extend(scroll_x, scroll_x + max(width - gutter, 0), line_style)
+        return Strip.join([gutter_strip, code]).crop(0, width)
+
+
+class ViewerPane(Vertical):
+    """The viewer and its title: `path · enclosing unit`."""
+
+    def compose(self) -> ComposeResult:
+        yield CodeView(id="code")
+
+    def on_mount(self) -> None:
+        self.border_title = "code"
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        self.query_one(CodeView).set_dark(theme.dark)
+
+    def on_code_view_cursor_moved(self, event: CodeView.CursorMoved) -> None:
+        view = self.query_one(CodeView)
+        doc = view.document
+        if doc is None:
+            return
+        unit = view.unit_at_cursor()
+        where = f" · {unit.qualname or unit.name}" if unit else ""
+        self.border_title = f"{doc.path}{where}"
+        self.border_subtitle = f"{event.line}/{len(doc.lines)}" + (f" {doc.language}" if doc.language else "")

@@ -1,0 +1,274 @@
+"""The structural index: discovery, skips, units, graph edges, incremental == fresh, crash safety."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from coderag_tui.config import IndexSettings, Settings
+from coderag_tui.errors import IndexError_
+from coderag_tui.service import CodeRag
+from coderag_tui.store import open_database
+from coderag_tui.store.db import Database
+
+CORE = '''"""Core module."""
+from pkg.util import helper, unused
+
+
+class Base:
+    def run(self):
+        return self.step()
+
+    def step(self):
+        return helper(1)
+
+
+class Child(Base):
+    def step(self):
+        return super().step() + helper(2)
+
+
+def orchestrate():
+    return Child().run()
+'''
+UTIL = '''def helper(x):
+    """Double it."""
+    return x * 2
+
+
+def unused():
+    return 0
+'''
+TEST = '''from pkg.core import Child, orchestrate
+
+
+def test_child():
+    assert Child().run() == 7
+
+
+def test_orchestrate():
+    assert orchestrate() == 7
+'''
+
+
+def dump(db: Database) -> dict[str, list[tuple[object, ...]]]:
+    """Everything in an index, keyed by content instead of row ids."""
+    units = sorted(db.rows(
+        "SELECT f.path, u.kind, u.qualname, u.signature, u.start_line, u.end_line, u.params, "
+        "u.docstring, u.bases, u.is_test, coalesce(p.qualname, '') FROM units u JOIN files f ON f.id=u.file_id "
+        "LEFT JOIN units p ON p.id=u.parent_id"))
+    edges = sorted(db.rows(
+        "SELECT sf.path, s.qualname, e.kind, e.name, e.receiver, e.line, e.argc, coalesce(tf.path,''), "
+        "coalesce(t.qualname,'') FROM edges e JOIN units s ON s.id=e.src JOIN files sf ON sf.id=s.file_id "
+        "LEFT JOIN units t ON t.id=e.dst LEFT JOIN files tf ON tf.id=t.file_id"))
+    chunks = sorted(db.rows(
+        "SELECT f.path, c.start_line, c.end_line, c.hash, u.qualname FROM chunks c JOIN files f ON f.id=c.file_id "
+        "JOIN units u ON u.id=c.unit_id"))
+    files = sorted(db.rows("SELECT path, language, hash, lines FROM files"))
+    fts = sorted(db.rows(
+        "SELECT f.path, c.start_line FROM chunks_fts JOIN chunks c ON c.id=chunks_fts.rowid "
+        "JOIN files f ON f.id=c.file_id WHERE chunks_fts MATCH 'helper OR step OR double'"))
+    return {"files": files, "units": units, "edges": edges, "chunks": chunks, "fts": fts}
+
+
+@pytest.fixture
+def repo(make_repo):
+    return make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE, "pkg/util.py": UTIL,
+                      "tests/test_core.py": TEST, "README.md": "# Demo\n\nA demo repository.\n"})
+
+
+def edge_set(service: CodeRag, kind: str) -> set[tuple[str, str]]:
+    rows = service.db.rows(
+        "SELECT s.qualname, coalesce(t.qualname, '?' || e.name) FROM edges e JOIN units s ON s.id=e.src "
+        "LEFT JOIN units t ON t.id=e.dst WHERE e.kind=?", (kind,))
+    return set(rows)
+
+
+def test_units_and_graph(repo, open_service):
+    s = open_service(repo)
+    calls = edge_set(s, "CALLS")
+    assert ("Base.run", "Base.step") in calls  # self.step() -> the enclosing class
+    assert ("Child.step", "Base.step") in calls  # super().step() -> the base class
+    assert ("Base.step", "helper") in calls  # imported name -> pkg/util.py
+    assert ("orchestrate", "Child") in calls
+    assert ("test_child", "Base.run") in calls  # Child().run() -> inherited member
+    assert ("Child", "Base") in edge_set(s, "INHERITS")
+    assert ("pkg/core.py", "pkg/util.py") in edge_set(s, "IMPORTS")
+    tests = edge_set(s, "TESTS")
+    assert ("test_orchestrate", "orchestrate") in tests
+    assert ("tests/test_core.py", "pkg/core.py") in tests  # by file name convention
+    assert ("Base", "Base.run") in edge_set(s, "DEFINES")
+    assert ("pkg/core.py", "Base") in edge_set(s, "CONTAINS")
+    callers = {e.unit.qualname for e in s.callers("helper") if e.unit}
+    assert callers == {"Base.step", "Child.step"}
+    callees = {(e.unit.qualname if e.unit else e.name) for e in s.callees("Child.step")}
+    assert callees == {"Base.step", "helper", "super"}
+    [unit] = [u for u in s.symbols("helper") if u.kind == "function"]
+    assert (unit.path, unit.start_line, unit.end_line, unit.signature) == ("pkg/util.py", 1, 3, "def helper(x)")
+    assert unit.docstring == "Double it."
+    assert s.symbols("orchstrate")[0].qualname == "orchestrate"  # fuzzy
+
+
+def test_incremental_matches_fresh_build(repo, open_service, tmp_path):
+    live = open_service(repo)
+    # edit: a new function and a new call; rename: util.py -> helpers.py; delete: README.md
+    (repo / "pkg/core.py").write_text(CORE.replace("return Child().run()", "return Child().run() + extra()")
+                                      + "\n\ndef extra():\n    return helper(3)\n")
+    (repo / "pkg/util.py").rename(repo / "pkg/helpers.py")
+    (repo / "pkg/core.py").write_text((repo / "pkg/core.py").read_text().replace("pkg.util", "pkg.helpers"))
+    (repo / "README.md").unlink()
+    (repo / "docs").mkdir()
+    (repo / "docs/guide.md").write_text("# Guide\n\nUse orchestrate().\n")
+    summary = live.index()
+    assert summary.files_deleted == 2 and summary.files_indexed == 3
+    fresh = open_service(repo)
+    assert dump(live.db) == dump(fresh.db)
+    assert ("extra", "helper") in edge_set(live, "CALLS")
+    # and a rename of a function: its caller is re-resolved to nothing, the same as a fresh build
+    (repo / "pkg/helpers.py").write_text(UTIL.replace("def helper(", "def assist("))
+    live.index()
+    assert dump(live.db) == dump(open_service(repo).db)
+
+
+def test_removed_function_orphans_its_callers(repo, open_service):
+    s = open_service(repo)
+    (repo / "pkg/util.py").write_text(UTIL.replace("def helper(x):", "def renamed_helper(x):"))
+    s.index()
+    orphans = s.status().orphaned
+    names = {(e.source.qualname if e.source else "?") for e in orphans}
+    assert names == {"Base.step", "Child.step"}
+    assert all("helper" in e.name and "pkg/util.py" in e.name for e in orphans)
+
+
+def test_unchanged_files_are_skipped(repo, open_service):
+    s = open_service(repo)
+    again = s.index()
+    assert again.files_indexed == 0 and again.files_unchanged == 5
+    os.utime(repo / "pkg/util.py", None)  # touched, same content: hashed, not re-parsed
+    touched = s.index()
+    assert touched.files_indexed == 0
+
+
+def test_discovery_skips_and_ignores(make_repo, open_service, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("def secret(): pass\n")
+    repo = make_repo({
+        ".gitignore": "*.log\nbuild_out/\n",
+        "src/.gitignore": "local_*.py\n!local_keep.py\n",
+        "src/app.py": "def app():\n    return 1\n",
+        "src/local_tmp.py": "def ignored(): pass\n",
+        "src/local_keep.py": "def kept(): pass\n",
+        "debug.log": "noise\n",
+        "build_out/x.py": "def built(): pass\n",
+        "node_modules/lib/index.js": "function dep() {}\n",
+        "image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
+        "big.py": "x = 1\n" * 400_000,
+        "bundle.js": "var a=1;" * 2000,
+        "app.min.js": "var a=1;",
+        "gen.py": "# Code generated by protoc. DO NOT EDIT.\nX = 1\n",
+        "bad_utf8.py": b"def ok():\n    return '\xff\xfe'\n",
+        "broken.py": "def broken(:\n    pass\n\ndef fine():\n    return 2\n",
+    })
+    os.symlink(outside / "secret.py", repo / "link.py")
+    os.symlink(outside, repo / "linkdir")
+    s = open_service(repo)
+    paths = {r[0] for r in s.db.rows("SELECT path FROM files")}
+    assert {"src/app.py", "src/local_keep.py", "bad_utf8.py", "broken.py"} <= paths
+    assert not paths & {"src/local_tmp.py", "debug.log", "build_out/x.py", "node_modules/lib/index.js",
+                        "link.py", "big.py", "image.png"}
+    st = s.status()
+    assert st.skips == {"binary": 1, "generated": 2, "minified": 1, "symlink": 2, "too-large": 1}
+    names = {u.qualname for u in s.outline("broken.py")}
+    assert "fine" in names  # a syntax error does not lose the rest of the file
+    assert s.symbols("secret") == []
+
+
+def test_kill_mid_index_then_resume(make_repo, tmp_path):
+    files = {f"pkg/mod{i:04d}.py": f"def f{i}(x):\n    return g{(i + 1) % 1500}(x)\n\n\ndef g{i}(x):\n    return x\n"
+             for i in range(1500)}
+    repo = make_repo(files)
+    db_path = tmp_path / "killed.db"
+    code = ("import sys; from coderag_tui.service import CodeRag; from coderag_tui.config import Settings;"
+            "from dataclasses import replace; s = Settings(); s = replace(s, index=replace(s.index, workers=1));"
+            f"CodeRag(__import__('pathlib').Path({str(repo)!r}), s, __import__('pathlib').Path({str(db_path)!r})).index()")
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 60
+    written = 0
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        if db_path.exists():
+            try:
+                db = open_database(db_path)
+                written = db.scalar("SELECT count(*) FROM files", default=0)
+                db.close()
+            except Exception:
+                continue
+            if written >= 100:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 0 < written < 1500, "the index was not caught mid-way"
+    resumed = CodeRag(repo, Settings(), db_path)
+    summary = resumed.index()
+    assert summary.files_unchanged >= written and summary.files_indexed == 1500 - summary.files_unchanged
+    fresh = CodeRag(repo, Settings(), tmp_path / "fresh.db")
+    fresh.index()
+    assert dump(resumed.db) == dump(fresh.db)
+    resumed.close()
+    fresh.close()
+
+
+def test_corrupt_index_gives_one_line(tmp_path, make_repo):
+    repo = make_repo({"a.py": "def a(): pass\n"})
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(IndexError_) as err:
+        CodeRag(repo, Settings(), bad).index()
+    assert "corrupt" in err.value.one_line() and "\n" not in err.value.one_line()
+    out = subprocess.run([sys.executable, "-m", "coderag_tui", "status", "--repo", str(repo), "--db", str(bad)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "corrupt" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cli_commands(repo, tmp_path):
+    db = str(tmp_path / "cli.db")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "coderag_tui", *args, "--db", db], capture_output=True,
+                              text=True, cwd=repo / "pkg")  # like git: the repo containing the cwd
+
+    (repo / ".git").mkdir()
+    out = run("index", "--no-embed")
+    assert out.returncode == 0, out.stderr
+    assert "indexed 5 files" in out.stdout
+    import json
+
+    symbols = json.loads(run("symbol", "Child", "--json").stdout)
+    assert symbols[0]["path"] == "pkg/core.py" and symbols[0]["kind"] == "class"
+    callers = json.loads(run("callers", "helper", "--json").stdout)
+    assert {c["qualname"] for c in callers} == {"Base.step", "Child.step"}
+    callees = run("callees", "orchestrate").stdout
+    assert "pkg/core.py" in callees and "Child" in callees
+    status = json.loads(run("status", "--json").stdout)
+    assert status["files"] == 5 and status["edges"] > 10
+    assert run("symbol", "nothing_like_this_zzz").returncode == 1
+
+
+def test_settings_excludes_and_location(make_repo, tmp_path):
+    repo = make_repo({"a.py": "def a(): pass\n", "gen/b.py": "def b(): pass\n", "c.txt": "notes\n"})
+    settings = Settings(index=IndexSettings(exclude=("gen/",), include=("*.py",), location="repo"))
+    s = CodeRag(repo, settings)
+    s.index()
+    assert s.db_path == repo / ".coderag" / "index.db"
+    assert (repo / ".coderag" / ".gitignore").read_text() == "*\n"
+    assert {r[0] for r in s.db.rows("SELECT path FROM files")} == {"a.py"}
+    s.close()
+    shutil.rmtree(repo / ".coderag")
