@@ -220,7 +220,7 @@ class CodeRag:
         if state is None:
             with self._lock:
                 state = self.__dict__.setdefault("_retrieval_state", RetrievalState())
-        return state  # type: ignore[no-any-return]
+        return state
 
     def embed(self, progress: ProgressFn | None = None,
               should_stop: Callable[[], bool] | None = None) -> _EmbedSummary:
@@ -263,7 +263,7 @@ class CodeRag:
     def repo_map(self, max_tokens: int | None = None, query: str | None = None) -> str:
         """Signatures of the most referenced units of the most central files (PageRank),
         personalised toward the query's hits when a query is given."""
-        from coderag_tui.retrieval.repo_map import ranked_tags, fit_map
+        from coderag_tui.retrieval.repo_map import fit_map, ranked_tags
 
         focus = [h.unit.path for h in self.search(query, k=10)] if query else []
         graph = self._retrieval().graph(self.db)

@@ -22,12 +22,12 @@ from coderag_tui.answering import (
     create,
     create_llm,
     fit_prompt,
+    gguf,
     list_models,
     make_exists,
     parse_citations,
     register,
 )
-from coderag_tui.answering import gguf
 from coderag_tui.answering.prompts import SYSTEM_RULES, prompt_tokens
 from coderag_tui.answering.providers.local import (
     BUNDLED_NOTE,

@@ -220,6 +220,7 @@ def test_401_names_the_variable_never_the_key(loopback: Any, monkeypatch: pytest
     assert line == f"the API key in $CODERAG_TEST_KEY was rejected by {server.url} (HTTP 401)"
     assert SECRET not in line and SECRET not in repr(exc.value) and SECRET not in str(exc.value.__cause__)
     assert not exc.value.retryable and len(server.requests) == 1
+    assert SECRET not in repr(provider.http) and SECRET not in repr(provider.info())
     events = list(Answerer(provider).ask("q?", ComposedContext("q", "semantic", (), 0, 100), ""))
     assert events[-1].kind == "error" and SECRET not in events[-1].text
 

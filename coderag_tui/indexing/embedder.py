@@ -269,7 +269,7 @@ def write_vectors(db: Database, hashes: Sequence[str], vecs: np.ndarray, model_i
     """Store vectors for chunk hashes (skipping hashes another writer stored meanwhile)."""
     written = 0
     with db.transaction():
-        for h, v in zip(hashes, vecs):
+        for h, v in zip(hashes, vecs, strict=True):
             db.execute("INSERT OR IGNORE INTO vectors(hash, model) VALUES(?, ?)", (h, model_id))
             if db.conn.changes() == 0:
                 continue

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 
 from coderag_tui.models import SearchFilters
 from coderag_tui.parsing.identifiers import split_identifier
-from coderag_tui.retrieval.common import CHUNK_COLS, ChunkMatch, filter_sql, has_filters, match_from_row
+from coderag_tui.retrieval.common import (
+    CHUNK_COLS,
+    ChunkMatch,
+    filter_sql,
+    has_filters,
+    match_from_row,
+)
 from coderag_tui.store.db import Database
 
 # names, path, signature, doc, code
@@ -21,7 +27,7 @@ MAX_TERMS = 48
 COMMON_SHARE = 0.25  # a word in more than this share of the chunks carries little: drop it
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)
-STOP_WORDS = frozenset(
+_STOP = (
     """a about above after again against all also am an and any are aren as at be because been before
     being below between both but by can cannot could couldn did didn do does doesn doing don down during
     each eg etc few for from further get gets got had hadn has hasn have haven having he her here hers
@@ -30,8 +36,9 @@ STOP_WORDS = frozenset(
     ourselves out over own please same shan she should shouldn so some such than that the their theirs
     them themselves then there these they this those through to too under until up us use used using
     very via want was wasn way we were weren what when where which while who whom why will with won
-    would wouldn you your yours yourself yourselves re ve s t d m""".split()
+    would wouldn you your yours yourself yourselves re ve s t d m"""
 )
+STOP_WORDS = frozenset(_STOP.split())
 
 
 def query_terms(text: str, limit: int = MAX_TERMS) -> list[str]:

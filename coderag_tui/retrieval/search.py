@@ -16,7 +16,7 @@ from coderag_tui.config import SearchSettings
 from coderag_tui.models import SearchFilters, SearchHit, UnitRef
 from coderag_tui.retrieval import lexical, router, structural, symbols, vector
 from coderag_tui.retrieval.common import ChunkMatch, unit_ranking
-from coderag_tui.retrieval.fusion import rrf
+from coderag_tui.retrieval.fusion import Fused, rrf
 from coderag_tui.retrieval.router import Route
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
@@ -70,11 +70,11 @@ class Searcher:
         if mode == "hybrid" and route.kind == router.STRUCTURAL:
             answers = structural.answer(self.db, route.op, route.target, filters, limit=max(k, 200))
             if answers:
-                hits = tuple(
+                graph_hits = tuple(
                     SearchHit(a.unit, 1.0 / (i + 1), (f"graph:{route.op}", a.reason))
                     for i, a in enumerate(answers[:k])
                 )
-                return SearchResult(route, hits)
+                return SearchResult(route, graph_hits)
         fused, best, used = self._fuse(query, route, n, filters, mode)
         units = read.get_units(self.db, [f.key for f in fused[:k]])
         hits = []
@@ -86,7 +86,9 @@ class Searcher:
             hits.append(SearchHit(u, f.score, f.reasons, m.start_line if m else 0, m.end_line if m else 0))
         return SearchResult(route, tuple(hits), used)
 
-    def _fuse(self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str):  # type: ignore[no-untyped-def]
+    def _fuse(
+        self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str
+    ) -> tuple[list[Fused[int]], dict[int, ChunkMatch], bool]:
         s = self.settings
         lists: dict[str, Sequence[int]] = {}
         weights = {"bm25": s.weight_bm25, "vector": s.weight_vector, "symbol": s.weight_symbol}
@@ -133,7 +135,7 @@ class Searcher:
         scored = []
         for path, entries in per_file.items():
             entries.sort(key=lambda e: -e[0])
-            score = sum(d * e[0] for d, e in zip(FILE_DECAY, entries))
+            score = sum(d * e[0] for d, e in zip(FILE_DECAY, entries, strict=False))
             scored.append((score, path, entries))
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[SearchHit] = []

@@ -4,6 +4,7 @@ thread-safely) and the repo graph of the current index state."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class RetrievalState:
                 self._model_key = key
             return self._model
 
-    def query_embedder(self, db: Database, settings: EmbedSettings):  # type: ignore[no-untyped-def]
+    def query_embedder(self, db: Database, settings: EmbedSettings) -> Callable[[str], np.ndarray | None] | None:
         """A function giving a query's vector, or None when the index has no usable vectors
         (none yet, or made by another model): then the model is not even loaded."""
         if not settings.enabled or db.get_meta("embed_model") != model_identity(settings):

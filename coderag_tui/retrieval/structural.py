@@ -62,9 +62,9 @@ def answer(db: Database, op: str, target: str, filters: SearchFilters | None = N
                 "ORDER BY src_file, line", (target, target + ".%")):
                 if src not in seen:
                     seen.add(src)
-                    u = read.get_unit(db, src)
-                    if u is not None:
-                        out.append(Answer(u, f"imports {name}", line))
+                    found = read.get_unit(db, src)
+                    if found is not None:
+                        out.append(Answer(found, f"imports {name}", line))
         else:
             ids = [f.id for f in files] or [u.id for u in definitions(db, target) if u.kind == "file"]
             for e in read.callees(db, ids, kinds=("IMPORTS",)):
@@ -87,11 +87,10 @@ def answer(db: Database, op: str, target: str, filters: SearchFilters | None = N
         elif op == "tests":
             out = [Answer(e.unit, f"tests {e.name}", e.line)
                    for e in read.callers(db, ids, kinds=("TESTS",)) if e.unit is not None]
-            files = {u.path for u in defs}
-            for f in files:  # test files that test the definitions' files
-                fu = read.file_unit(db, f)
+            for path in sorted({u.path for u in defs}):  # test files that test the definitions' files
+                fu = read.file_unit(db, path)
                 if fu is not None:
-                    out.extend(Answer(e.unit, f"tests {f}") for e in read.callers(db, [fu.id], kinds=("TESTS",))
+                    out.extend(Answer(e.unit, f"tests {path}") for e in read.callers(db, [fu.id], kinds=("TESTS",))
                                if e.unit is not None)
         elif op == "subclasses":
             out = [Answer(e.unit, f"{'implements' if e.kind == 'IMPLEMENTS' else 'inherits'} {e.name}", e.line)

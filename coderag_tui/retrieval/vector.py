@@ -7,12 +7,19 @@ them is returned at the vector's rank. Filters are applied after the KNN (over-f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from coderag_tui.indexing.embedder import VEC_TABLE, to_blob
 from coderag_tui.models import SearchFilters
-from coderag_tui.retrieval.common import CHUNK_COLS, ChunkMatch, filtered_chunk_ids, has_filters, match_from_row
+from coderag_tui.retrieval.common import (
+    CHUNK_COLS,
+    ChunkMatch,
+    filtered_chunk_ids,
+    has_filters,
+    match_from_row,
+)
 from coderag_tui.store.db import Database
 
 MAX_K = 4096  # sqlite-vec's limit on k
@@ -50,7 +57,7 @@ def knn_chunks(
         return []
     order = {h: i for i, (h, _) in enumerate(hashes)}
     dist = dict(hashes)
-    by_hash: dict[str, list[tuple]] = {}  # type: ignore[type-arg]
+    by_hash: dict[str, list[tuple[Any, ...]]] = {}
     keys = list(order)
     for i in range(0, len(keys), 400):
         part = keys[i : i + 400]

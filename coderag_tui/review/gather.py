@@ -261,7 +261,7 @@ class Gatherer:
                 return None
             owner = ".".join(old.scope) if not member else old.qualname
             return "" if same_file and caller.qualname.startswith(owner + ".") else None
-        imports_it = self._imports(src_file, old_path)
+        imports_it = self._imports(src_file, old_path, old.name if not member else "")
         if not receiver:
             if is_method:
                 # a bare call reaches a method only from inside its class, in some languages
@@ -269,7 +269,7 @@ class Gatherer:
                 if caller.language in IMPLICIT_THIS and same_file and caller.qualname.startswith(owner + "."):
                     return ""
                 return None
-            if same_file:
+            if same_file or imports_it == 2:
                 return ""
             if imports_it:
                 return "likely"
@@ -282,24 +282,29 @@ class Gatherer:
             return "likely"
         return None
 
-    def _imports(self, src_file: int, old_path: str) -> bool:
-        """Whether a file imports the file at old_path (resolved, or by module text)."""
+    def _imports(self, src_file: int, old_path: str, name: str) -> int:
+        """Whether a file imports the file at old_path: 2 it imports `name` from it, 1 it imports
+        the module, 0 no (resolved edges, else the module text)."""
         p = PurePosixPath(old_path)
         target = "/".join([*p.parent.parts, p.stem])
+        best = 0
         for module, names, dst in self.db.rows(
             "SELECT e.name, e.receiver, t.id FROM edges e LEFT JOIN units t ON t.id = e.dst "
             "WHERE e.src_file=? AND e.kind='IMPORTS'", (src_file,)
         ):
+            hit = False
             if dst is not None:
                 row = self.db.one("SELECT f.path FROM units u JOIN files f ON f.id=u.file_id WHERE u.id=?", (dst,))
-                if row and row[0] == old_path:
-                    return True
+                hit = bool(row and row[0] == old_path)
             mod = re.sub(r"::|[./\\]+", "/", str(module).strip("\"'<>")).strip("/")
-            if mod and (target.endswith(mod) or mod.endswith(target) or mod.split("/")[-1] == p.stem):
-                return True
-            if names and p.stem in str(names).split(","):
-                return True
-        return False
+            if not hit and mod:
+                hit = target.endswith(mod) or mod.endswith(target) or mod.split("/")[-1] == p.stem
+            imported = [n.strip() for n in str(names or "").split(",") if n.strip()]
+            if not hit and p.stem in imported:
+                hit = True  # `from pkg import cart`
+            if hit:
+                best = max(best, 2 if name in imported or "*" in imported else 1)
+        return best
 
     # ------------------------------------------------------------------ call sites
     def _mismatches(self, ctx: ChangeContext) -> None:

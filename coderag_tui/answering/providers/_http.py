@@ -21,7 +21,7 @@ import httpx
 
 from coderag_tui.errors import ProviderError
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504, 529}
 
 
 def redact(text: str, secret: str) -> str:
@@ -108,13 +108,13 @@ class SSEClient:
 
     provider: str  # "openai", "anthropic": named in messages
     url: str
-    headers: dict[str, str]
+    headers: dict[str, str] = field(repr=False)  # may hold the key
     timeout_s: float = 60.0
     retries: int = 3
     backoff_s: float = 0.5
     max_retry_after_s: float = 30.0
     key_env: str = ""  # the env var holding the key (named in messages, never its value)
-    secret: str = ""
+    secret: str = field(default="", repr=False)
     sleep: Callable[[float], None] = time.sleep
     attempts_made: int = field(default=0, init=False)
     _client: httpx.Client | None = field(default=None, init=False, repr=False)

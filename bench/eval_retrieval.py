@@ -1,0 +1,142 @@
+"""Retrieval eval over real repositories: file- and function-level Acc@1/5/10 of bm25-only,
+vector-only and hybrid search, side by side.
+
+    .venv/bin/python bench/eval_retrieval.py --jsonl /work/shared/eval/swebench-lite-dev.jsonl \
+        --repos /work/evalrepos --work /tmp/swe-eval [--include '*.py'] [--phase all|index|eval]
+
+Each case is `{instance_id, query, gold_files, gold_hunks}`; its repository is REPOS/<instance_id>/.
+One index per checkout lives in WORK/<instance_id>.db (reused on later runs). Vectors are shared
+between checkouts of the same project through WORK/vector_cache.sqlite (keyed by chunk hash, so a
+chunk that is the same at two commits is embedded once). Nothing is written into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from coderag_tui.config import Settings  # noqa: E402
+from coderag_tui.indexing.embedder import (  # noqa: E402
+    ensure_model_table,
+    vectors_for_hashes,
+    write_vectors,
+)
+from coderag_tui.retrieval.evaluate import Case, CaseResult, evaluate_case, load_cases, table  # noqa: E402
+from coderag_tui.retrieval.search import MODES  # noqa: E402
+from coderag_tui.service import CodeRag  # noqa: E402
+
+
+class VectorCache:
+    """hash -> vector, shared between the indexes of one eval run (stdlib sqlite3, no extension)."""
+
+    def __init__(self, path: Path, model: str) -> None:
+        self.conn = sqlite3.connect(str(path))
+        self.conn.execute("CREATE TABLE IF NOT EXISTS cache(model TEXT, hash TEXT, vec BLOB, PRIMARY KEY(model, hash))")
+        self.model = model
+
+    def prefill(self, service: CodeRag) -> int:
+        """Write cached vectors for the index's chunks that have none."""
+        import numpy as np
+
+        db = service.db
+        model = service._retrieval().model(service.settings.embed)
+        ensure_model_table(db, model.id, model.dim)
+        missing = [r[0] for r in db.execute(
+            "SELECT DISTINCT c.hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash)")]
+        found_h: list[str] = []
+        found_v: list[np.ndarray] = []
+        for i in range(0, len(missing), 500):
+            part = missing[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for h, blob in self.conn.execute(
+                f"SELECT hash, vec FROM cache WHERE model=? AND hash IN ({marks})", (self.model, *part)):
+                found_h.append(h)
+                found_v.append(np.frombuffer(blob, dtype=np.float32))
+        if found_h:
+            write_vectors(db, found_h, np.stack(found_v), model.id)
+        return len(found_h)
+
+    def absorb(self, service: CodeRag) -> None:
+        hashes = [r[0] for r in service.db.execute("SELECT hash FROM vectors")]
+        vecs = vectors_for_hashes(service.db, hashes)
+        self.conn.executemany("INSERT OR IGNORE INTO cache(model, hash, vec) VALUES(?,?,?)",
+                              [(self.model, h, v.tobytes()) for h, v in vecs.items()])
+        self.conn.commit()
+
+
+def open_service(case: Case, args: argparse.Namespace) -> CodeRag:
+    settings = Settings()
+    include = tuple(args.include) if args.include else ()
+    settings = dataclasses.replace(settings, index=dataclasses.replace(settings.index, include=include))
+    root = Path(args.repos) / case.id
+    return CodeRag(root, settings, Path(args.work) / f"{case.id}.db")
+
+
+def log(msg: str) -> None:
+    print(time.strftime("%H:%M:%S"), msg, file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jsonl", required=True)
+    p.add_argument("--repos", required=True, help="folder with one checkout per instance id")
+    p.add_argument("--work", required=True, help="folder for the indexes, vector cache and results")
+    p.add_argument("--include", action="append", help="index only these globs (repeatable), e.g. '*.py'")
+    p.add_argument("--phase", choices=("all", "index", "eval"), default="all")
+    p.add_argument("--no-embed", action="store_true", help="keywords only (vector-only scores 0)")
+    p.add_argument("--only", help="only cases whose id contains this text")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--results", help="write per-case ranks as JSON here")
+    args = p.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    cases = load_cases(Path(args.jsonl))
+    if args.only:
+        cases = [c for c in cases if args.only in c.id]
+    cases.sort(key=lambda c: (c.repo, c.id))  # checkouts of one project in a row share vectors
+    modes = [m for m in args.modes.split(",") if m]
+    cache = None
+    results: list[CaseResult] = []
+    t0 = time.perf_counter()
+    for n, case in enumerate(cases, 1):
+        service = open_service(case, args)
+        if args.phase in ("all", "index"):
+            t = time.perf_counter()
+            s = service.index()
+            log(f"[{n}/{len(cases)}] {case.id}: indexed {s.files_seen} files, {service.status().chunks} chunks "
+                f"in {time.perf_counter() - t:.1f}s")
+            if not args.no_embed:
+                if cache is None:
+                    cache = VectorCache(work / "vector_cache.sqlite", service._retrieval().model(
+                        service.settings.embed).id)
+                reused = cache.prefill(service)
+                t = time.perf_counter()
+                e = service.embed()
+                cache.absorb(service)
+                log(f"[{n}/{len(cases)}] {case.id}: {reused} vectors from the cache, embedded {e.embedded} "
+                    f"in {time.perf_counter() - t:.1f}s ({e.rate:.1f}/s)")
+        if args.phase in ("all", "eval"):
+            t = time.perf_counter()
+            r = evaluate_case(service.searcher(), case, modes)
+            results.append(r)
+            log(f"[{n}/{len(cases)}] {case.id}: file ranks {r.file_rank} unit ranks {r.unit_rank} "
+                f"({time.perf_counter() - t:.1f}s)")
+        service.close()
+    if results:
+        print(table(results, modes))
+        if args.results:
+            Path(args.results).write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
+    log(f"done in {time.perf_counter() - t0:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""`coderag review --ask`: the review context and a review prompt to the configured model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from coderag_tui.models import AnswerEvent
+
+REVIEW_QUESTION = """\
+Review this code change as a careful senior engineer. The context starts with an overview of \
+what changed (with call sites that no longer match a new signature and callers left orphaned \
+by deleted or renamed functions), then the changed code and its diffs, its callers, callees, \
+tests and related code.
+1. For each changed function or class: what changed, and is the change correct?
+2. What can break: callers whose calls no longer fit, orphaned callers, behaviour the callers \
+or tests rely on.
+3. Which tests need to change or be added.
+Cite the code behind each point as path:start-end. End with a short list of concrete fixes."""
+
+
+def provider_for(service: Any) -> Any:
+    """The model `ask` would use: the service's own when it offers one, else built from [llm]."""
+    for name in ("llm", "provider", "answer_provider"):
+        attr = getattr(service, name, None)
+        if attr is None:
+            continue
+        provider = attr() if callable(attr) and not hasattr(attr, "stream") else attr
+        if hasattr(provider, "stream"):
+            return provider
+    from coderag_tui.answering import ProviderOptions, create_llm
+    from coderag_tui.paths import models_dir
+
+    return create_llm(service.settings.llm, ProviderOptions(models_dir=models_dir()))
+
+
+def ask_review(service: Any, review: Any, provider: Any | None = None) -> Iterator[AnswerEvent]:
+    """Stream the model's review (status, token, sources, done or error events)."""
+    from coderag_tui.answering import Answerer
+
+    provider = provider if provider is not None else provider_for(service)
+    settings = service.settings.llm
+    answerer = Answerer(provider, store=None, max_tokens=settings.max_tokens, temperature=settings.temperature)
+    yield from answerer.ask(REVIEW_QUESTION, review.composed())
+
+
+def context_room(provider: Any, answer_tokens: int) -> int:
+    """Tokens of context a provider's window leaves beside the prompt's rules and the answer."""
+    try:
+        window = int(provider.context_window())
+    except Exception:
+        return 0
+    return max(256, window - answer_tokens - 400)
