@@ -13,11 +13,10 @@ to stdout (the SDK moves fd 1 to stderr while it serves, and we log to stderr).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from coderag_tui import __version__
@@ -105,9 +104,6 @@ class CodeRagTools:
             self.index_error = _one_line(exc)
             log.error("indexing failed: %s", self.index_error)
         finally:
-            close = getattr(self.service, "close", None)
-            if close is not None and False:  # connections are per thread; this one just ends
-                close()
             self.ready.set()
 
     def _on_watch_event(self, event: Any) -> None:
@@ -306,8 +302,6 @@ class CodeRagTools:
                 "WHERE e.kind='IMPORTS' AND e.src=?", (file_unit.id,))}
             out.append("\nImports:")
             for module, names, line in imports:
-                import json
-
                 try:
                     listed = json.loads(names) if names else []
                 except ValueError:
@@ -435,7 +429,3 @@ def default_log_setup(verbose: bool = False) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     root.propagate = False
-    _ = time  # (imported for callers that time the server)
-
-
-__all__ = ["CodeRagTools", "build_server", "serve", "Path"]

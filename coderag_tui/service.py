@@ -288,14 +288,16 @@ class CodeRag:
         initial_index: bool = False,
         debounce_ms: int | None = None,
         progress: ProgressFn | None = None,
+        embed: bool = True,
     ) -> Watcher:
         """Start watching the repository and keep the index current; returns the started
         Watcher (call `.stop()`). `on_event` is called from the watcher's thread with a
         WatchEvent per step. `initial_index`: first bring the whole index up to date (in that
-        thread, so no change made meanwhile is missed; `progress` shows that run)."""
+        thread, so no change made meanwhile is missed; `progress` shows that run). `embed`:
+        refresh the vectors of changed chunks too (when [embed] enabled)."""
         from coderag_tui.indexing.watcher import Watcher
 
         return Watcher(self, on_event, debounce_ms=debounce_ms, initial_index=initial_index,
-                       progress=progress).start()
+                       progress=progress, embed=embed).start()
 
     # ------------------------------------------------------------------ review (issue 7)

@@ -9,12 +9,12 @@ import subprocess
 import sys
 import time
 
+import apsw
 import pytest
 
 from coderag_tui.config import IndexSettings, Settings
 from coderag_tui.errors import IndexError_
 from coderag_tui.service import CodeRag
-from coderag_tui.store import open_database
 from coderag_tui.store.db import Database
 
 CORE = '''"""Core module."""
@@ -191,33 +191,36 @@ def test_discovery_skips_and_ignores(make_repo, open_service, tmp_path):
 
 
 def test_kill_mid_index_then_resume(make_repo, tmp_path):
-    files = {f"pkg/mod{i:04d}.py": f"def f{i}(x):\n    return g{(i + 1) % 1500}(x)\n\n\ndef g{i}(x):\n    return x\n"
-             for i in range(1500)}
+    files = {f"pkg/mod{i:04d}.py": f"def f{i}(x):\n    return g{(i + 1) % 3000}(x)\n\n\ndef g{i}(x):\n    return x\n"
+             for i in range(3000)}
     repo = make_repo(files)
     db_path = tmp_path / "killed.db"
     code = ("import sys; from coderag_tui.service import CodeRag; from coderag_tui.config import Settings;"
             "from dataclasses import replace; s = Settings(); s = replace(s, index=replace(s.index, workers=1));"
             f"CodeRag(__import__('pathlib').Path({str(repo)!r}), s, __import__('pathlib').Path({str(db_path)!r})).index()")
     proc = subprocess.Popen([sys.executable, "-c", code])
-    deadline = time.time() + 60
+    deadline = time.time() + 120
     written = 0
+    reader = None
     while time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-        if db_path.exists():
-            try:
-                db = open_database(db_path)
-                written = db.scalar("SELECT count(*) FROM files", default=0)
-                db.close()
-            except Exception:
-                continue
-            if written >= 100:
-                break
+        time.sleep(0.02)
+        try:
+            if reader is None and db_path.exists():
+                reader = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+            if reader is not None:
+                written = next(reader.execute("SELECT count(*) FROM files"))[0]
+        except apsw.Error:
+            continue  # the schema is not there yet, or a writer holds a lock
+        if written >= 100:
+            break
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert 0 < written < 1500, "the index was not caught mid-way"
+    if reader is not None:
+        reader.close()
+    assert 0 < written < 3000, "the index was not caught mid-way"
     resumed = CodeRag(repo, Settings(), db_path)
     summary = resumed.index()
-    assert summary.files_unchanged >= written and summary.files_indexed == 1500 - summary.files_unchanged
+    assert summary.files_unchanged >= written and summary.files_indexed == 3000 - summary.files_unchanged
     fresh = CodeRag(repo, Settings(), tmp_path / "fresh.db")
     fresh.index()
     assert dump(resumed.db) == dump(fresh.db)

@@ -1,8 +1,16 @@
-"""A small fixture repository for the TUI tests, written fresh and indexed for real."""
+"""The TUI tests' fixture repository (written fresh, indexed for real) and services."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from coderag_tui.config import EmbedSettings, Settings, TUISettings, WatchSettings
+from coderag_tui.models import AnswerEvent, ChatMessage, ModelInfo, Source
+from coderag_tui.service import CodeRag
 
 FILES = {
     "shop/__init__.py": '"""A tiny shop."""\n',
@@ -74,3 +82,66 @@ def write_repo(root: Path) -> Path:
         path.write_text(text)
     (root / ".git").mkdir(exist_ok=True)
     return root
+
+
+# --------------------------------------------------------------------------- services
+
+ANSWER_TOKENS = (
+    "`Cart.total` adds the tax ",
+    "to the subtotal (see `shop/cart.py:18-20`), ",
+    "through `with_tax` (`shop/pricing.py:12-13`).\n\n",
+    "```python\nreturn with_tax(self.subtotal())\n```\n",
+)
+ANSWER_SOURCES = (
+    Source(1, "shop/cart.py", 18, 20, "Cart.total", True),
+    Source(2, "shop/pricing.py", 12, 13, "with_tax", True),
+    Source(3, "shop/pricing.py", 16, 17, "round_money", False),
+)
+
+
+def settings(**tui: Any) -> Settings:
+    """Settings for tests: no embedding (no model load), no watcher, TUI options as given."""
+    return Settings(embed=EmbedSettings(enabled=False), watch=WatchSettings(enabled=False),
+                    tui=TUISettings(**tui))
+
+
+def make_service(tmp: Path, cls: type[CodeRag] = CodeRag, **tui: Any) -> CodeRag:
+    repo = write_repo(tmp / "shop")
+    return cls(repo, settings(**tui), db_path=tmp / "index.db")
+
+
+class ScriptedAnswers(CodeRag):
+    """The real service (index, symbols, graph) with scripted answers: isolates the chat UI
+    from the model. `delay` slows the tokens (to cancel mid-answer)."""
+
+    delay = 0.0
+    tokens: tuple[str, ...] = ANSWER_TOKENS
+    sources: tuple[Source, ...] = ANSWER_SOURCES
+    questions: list[tuple[str, int | None]]
+    stopped: threading.Event
+
+    def ask(self, question: str, conversation_id: int | None = None) -> Iterator[AnswerEvent]:
+        if not hasattr(self, "questions"):
+            self.questions, self.stopped = [], threading.Event()
+        self.questions.append((question, conversation_id))
+        yield AnswerEvent("status", "asking the scripted model")
+        try:
+            for token in self.tokens:
+                if self.delay:
+                    time.sleep(self.delay)
+                yield AnswerEvent("token", token)
+        except GeneratorExit:
+            self.stopped.set()
+            raise
+        yield AnswerEvent("sources", sources=self.sources, invalid_citations=("shop/nope.py:3",))
+        yield AnswerEvent("done", conversation_id=conversation_id or 7)
+
+    def model_info(self) -> ModelInfo:
+        return ModelInfo("SmolLM2-135M-Instruct", "llama", "", 4096, note="tiny default model")
+
+    def conversations(self) -> list[tuple[int, str, float]]:
+        return [(7, "what does Cart.total return?", 1_700_000_000.0)]
+
+    def load_conversation(self, conversation_id: int) -> list[ChatMessage]:
+        return [ChatMessage("user", "what does Cart.total return?"),
+                ChatMessage("assistant", "The subtotal with tax (`shop/cart.py:18-20`).")]

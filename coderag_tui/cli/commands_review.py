@@ -71,6 +71,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         max_tokens=budget or DEFAULT_BUDGET,
         update_index=not args.no_update,
         similar=max(0, args.similar),
+        count_tokens=provider.count_tokens if provider is not None else None,
     )
     review = build_review(service, options)
     if not args.ask:

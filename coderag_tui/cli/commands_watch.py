@@ -16,6 +16,7 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debounce-ms", type=int, default=None,
                    help="wait this long after the last change before re-indexing (default: [watch] debounce_ms)")
     p.add_argument("--no-initial", action="store_true", help="do not bring the index up to date first")
+    p.add_argument("--no-embed", action="store_true", help="do not refresh vectors (structure and keywords only)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON line")
 
 
@@ -37,7 +38,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
             print(f"coderag: watch: {event.message}", file=sys.stderr, flush=True)
 
     debounce = args.debounce_ms if args.debounce_ms is not None else service.settings.watch.debounce_ms
-    watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar)
+    watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar,
+                            embed=not args.no_embed)
     print(f"watching {service.root} (debounce {debounce} ms); Ctrl+C to stop", file=sys.stderr, flush=True)
     try:
         while watcher.running:

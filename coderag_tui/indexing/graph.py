@@ -62,6 +62,7 @@ class Lookup:
     file_unit: dict[int, int] = field(default_factory=dict)
     file_path: dict[int, str] = field(default_factory=dict)
     stems: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    dir_stems: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     file_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = field(default_factory=dict)
     bases: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
 
@@ -85,6 +86,9 @@ class Lookup:
             lk.file_path[fid] = path
             for stem in _path_stems(path):
                 lk.stems[stem].append(fid)
+            parent = PurePosixPath(path).parent.parts
+            for i in range(len(parent)):
+                lk.dir_stems["/".join(parent[i:])].append(fid)
         for stem in lk.stems:
             lk.stems[stem].sort(key=lambda f: lk.file_path[f])
         return lk
@@ -101,6 +105,11 @@ class Lookup:
         candidates = ([parts + [names[0]]] if names else []) + [parts]
         for cand in candidates:
             files = self.stems.get("/".join(cand))
+            if files:
+                return _closest(files, src, self.file_path)
+        # a package that is a directory (Go, Java packages): its files
+        for start in range(len(parts)):
+            files = self.dir_stems.get("/".join(parts[start:]))
             if files:
                 return _closest(files, src, self.file_path)
         # a symbol imported from a module: drop trailing segments (Java static imports, Rust paths)

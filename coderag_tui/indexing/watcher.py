@@ -15,6 +15,7 @@ Every `on_event` call comes from the watcher's thread; a UI must hand it over to
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import threading
 import time
@@ -296,8 +297,12 @@ class Watcher:
         embed = getattr(self.service, "embed", None)
         if embed is None or not self.embed or self.embed_error or not self.service.settings.embed.enabled:
             return ""
+        kwargs: dict[str, Any] = {"progress": progress}
+        with contextlib.suppress(TypeError, ValueError):
+            if "should_stop" in inspect.signature(embed).parameters:
+                kwargs["should_stop"] = lambda: self._stopping
         try:
-            embed(progress=progress)
+            embed(**kwargs)
         except Exception as exc:  # the structural update stands; stop trying until restarted
             self.embed_error = f"{type(exc).__name__}: {exc}"
             return f"; vectors not refreshed ({self.embed_error})"
@@ -344,7 +349,8 @@ def describe(summary: IndexSummary, files: int, seconds: float, new: list[EdgeRe
              rescan: bool = False) -> str:
     """One line per batch: `updated 3 files in 0.21s; 2 orphaned callers: a.py:3 use -> helper`."""
     if rescan:
-        head = (f"indexed {summary.files_indexed} files ({summary.files_unchanged} unchanged, "
+        noun = "file" if summary.files_indexed == 1 else "files"
+        head = (f"indexed {summary.files_indexed} {noun} ({summary.files_unchanged} unchanged, "
                 f"{summary.files_deleted} deleted) in {seconds:.2f}s")
     else:
         noun = "file" if files == 1 else "files"

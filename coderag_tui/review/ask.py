@@ -41,13 +41,18 @@ def ask_review(service: Any, review: Any, provider: Any | None = None) -> Iterat
     provider = provider if provider is not None else provider_for(service)
     settings = service.settings.llm
     answerer = Answerer(provider, store=None, max_tokens=settings.max_tokens, temperature=settings.temperature)
-    yield from answerer.ask(REVIEW_QUESTION, review.composed())
+    question = f"{REVIEW_QUESTION}\n\nOverview of the change ({review.label}):\n{review.overview}"
+    yield from answerer.ask(question, review.composed())
 
 
 def context_room(provider: Any, answer_tokens: int) -> int:
-    """Tokens of context a provider's window leaves beside the prompt's rules and the answer."""
+    """Tokens of review context a provider's window leaves beside the rules, the question and
+    the answer (the list of citable sources and the chat template take the margin)."""
+    from coderag_tui.answering.prompts import SYSTEM_RULES
+
     try:
         window = int(provider.context_window())
+        fixed = int(provider.count_tokens(SYSTEM_RULES + "\n" + REVIEW_QUESTION))
     except Exception:
         return 0
-    return max(256, window - answer_tokens - 400)
+    return max(256, window - answer_tokens - fixed - 200)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import ComposedContext, ContextPiece
+from coderag_tui.models import ComposedContext
 from coderag_tui.review import sources
 from coderag_tui.review.changes import DELETED, FileSides, UnitChange, classify
 from coderag_tui.review.diff import unit_diff
@@ -26,6 +27,7 @@ class ReviewOptions:
     max_tokens: int = DEFAULT_BUDGET
     update_index: bool = True  # bring the index up to date with the working tree first
     similar: int = 3  # similar units per change (when the index has vectors)
+    count_tokens: Callable[[str], int] | None = None  # the model's own count (default: an estimate)
 
 
 @dataclass
@@ -57,10 +59,10 @@ class Review:
         return to_json(self)
 
     def composed(self) -> ComposedContext:
-        """The review context as a ComposedContext (for the answering layer)."""
-        head = ContextPiece(".", 0, 0, "metadata", "Review overview", self.overview, 0)
-        pieces = (head, *(p for _, p in self.chosen))
-        return ComposedContext(self.label, "review", tuple(pieces), self.tokens, self.budget)
+        """The review's code context as a ComposedContext (for the answering layer; the
+        overview goes with the question, as it cites no single range)."""
+        pieces = tuple(p for _, p in self.chosen)
+        return ComposedContext(self.label, "review", pieces, self.tokens, self.budget)
 
 
 def _lines(service: Any, ref: Ref, focus: int = 0, limit: int = MAX_PIECE_LINES) -> tuple[int, int, str]:
@@ -144,7 +146,7 @@ def candidates_for(service: Any, i: int, ctx: ChangeContext) -> list[Candidate]:
     if ctx.outline:
         path, s, e = ctx.outline_range
         add(tier=3, role="outline", path=path, start_line=s, end_line=e,
-            title=f"where {name} lives (outline)", text=ctx.outline, language=c.language)
+            title="outline (* marks changed units)", text=ctx.outline, language=c.language)
     for ref in ctx.tests:
         if (ref.path, ref.start_line) in shown:
             continue  # already shown as a caller
@@ -272,7 +274,7 @@ def _cut_to(text: str, room: int, count: TokenCounter) -> str:
 def build_review(service: Any, options: ReviewOptions) -> Review:
     """Build a review of the working tree against `options.base` (or of `options.diff_text`)."""
     notes: list[str] = []
-    count = token_counter()
+    count = options.count_tokens or token_counter()
     if options.diff_text is not None:
         files = sources.from_diff_text(service.root, options.diff_text, service.settings)
         label = f"diff from {options.diff_label or 'input'}"
@@ -291,7 +293,7 @@ def build_review(service: Any, options: ReviewOptions) -> Review:
         except CoderagError as exc:
             notes.append(f"Note: the index could not be updated ({exc.one_line()}); callers may be stale.")
     changes = classify(files)
-    gatherer = Gatherer(service, files)
+    gatherer = Gatherer(service, files, changes)
     contexts = [gatherer.gather(c, options.similar) for c in changes]
 
     budget = max(1, int(options.max_tokens))
@@ -306,7 +308,16 @@ def build_review(service: Any, options: ReviewOptions) -> Review:
     if reserved > budget:  # too many changes for this budget: headings are dropped from the text
         headings = []
         reserved = count(title + "\n\n" + overview + "\n\n")
-    candidates = [cand for i, ctx in enumerate(contexts) for cand in candidates_for(service, i, ctx)]
+    candidates = []
+    outlines: set[tuple[str, int, int]] = set()
+    for i, ctx in enumerate(contexts):
+        for cand in candidates_for(service, i, ctx):
+            if cand.role == "outline":  # one outline per class or module (it marks every change)
+                key = (cand.path, cand.start_line, cand.end_line)
+                if key in outlines:
+                    continue
+                outlines.add(key)
+            candidates.append(cand)
     packed = pack(candidates, budget, reserved, count)
     final = overview_text(label, files, contexts, budget, packed.tokens, notes)
     final = _cut_to(final, max(room - 1, 0), count)

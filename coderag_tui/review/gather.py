@@ -97,8 +97,13 @@ def _ref(u: UnitRef, line: int = 0, note: str = "") -> Ref:
 class Gatherer:
     """Looks changes up in the index of a CodeRag service (read-only, this thread's connection)."""
 
-    def __init__(self, service: Any, files: Sequence[FileSides]) -> None:
+    def __init__(self, service: Any, files: Sequence[FileSides], changes: Sequence[UnitChange] = ()) -> None:
         self.service = service
+        self.marked: dict[tuple[str, bool], set[str]] = {}  # changed qualnames per (path, new side)
+        for c in changes:
+            side = c.new is not None
+            path = c.path if side else (c.old_path or c.path)
+            self.marked.setdefault((path, side), set()).add(c.qualname)
         self.db = service.db
         self.files = {(fs.diff.new_path or fs.diff.path): fs for fs in files}
         self.old_files = {(fs.diff.old_path or fs.diff.path): fs for fs in files}
@@ -366,13 +371,14 @@ class Gatherer:
         if pf is None:
             return
         u = change.unit
+        marked = self.marked.get((pf.path, change.new is not None), set()) | {u.qualname}
         parent = pf.units[u.parent] if u.parent is not None else pf.units[0]
         if parent.index != 0 and parent.kind in CLASS_LIKE:
             members = [c for c in pf.units if c.parent == parent.index]
             head = parent.signature or f"{parent.kind} {parent.name}"
             lines = [f"{head}  # {parent.start_line}-{parent.end_line}"]
             for c in members:
-                mark = "*" if c.index == u.index else " "
+                mark = "*" if c.qualname in marked else " "
                 lines.append(f"  {mark} {c.signature or c.name}  # {c.start_line}-{c.end_line}")
             start, end = parent.start_line, parent.end_line
         else:
@@ -381,7 +387,7 @@ class Gatherer:
                 return
             lines = [f"module {pf.path}"]
             for c in top:
-                mark = "*" if c.index == u.index else " "
+                mark = "*" if c.qualname in marked else " "
                 lines.append(f"  {mark} {c.signature or c.kind + ' ' + c.name}  # {c.start_line}-{c.end_line}")
             start, end = 1, pf.lines
         ctx.outline = "\n".join(lines)

@@ -212,26 +212,32 @@ def mismatch(spec: ParamSpec, args: CallArgs) -> str | None:
     return None
 
 
+def _passes(args: CallArgs) -> str:
+    n = args.positional
+    text = f"passes {n} positional argument{'s' if n != 1 else ''}"
+    if args.keywords:
+        text += " and " + ", ".join(f"{k}=" for k in args.keywords)
+    return text
+
+
 def _python_mismatch(spec: ParamSpec, args: CallArgs) -> str | None:
     positional = spec.positional
     n = args.positional
     if n > len(positional) and not spec.var_positional:
-        return (f"passes {n} positional argument{'s' if n != 1 else ''}; the new signature takes "
-                f"{len(positional)}" + (f" (of {spec.describe()} in all)" if spec.params != tuple(positional) else ""))
+        return f"{_passes(args)}; the new signature takes {len(positional)} positionally"
     filled = {p.name for p in positional[:n]}
     by_name = {p.name: p for p in spec.params if p.kind in ("positional", "keyword_only")}
     for kw in args.keywords:
         if kw in filled:
-            return f"passes {kw!r} both by position and by keyword"
+            return f"{_passes(args)}: {kw!r} is given twice (by position and by keyword)"
         if kw not in by_name and not spec.var_keyword:
-            return f"passes keyword {kw!r}, which the new signature does not have"
+            return f"{_passes(args)}; the new signature has no parameter {kw!r}"
         filled.add(kw)
     missing = [p.name for p in spec.params
                if not p.default and p.kind in ("positional_only", "positional", "keyword_only")
                and p.name not in filled]
     if missing:
-        return (f"passes {args.count} argument{'s' if args.count != 1 else ''}; "
-                f"missing {', '.join(repr(m) for m in missing)} (the new signature needs {spec.describe()})")
+        return f"{_passes(args)}; missing {', '.join(repr(m) for m in missing)}"
     return None
 
 

@@ -86,23 +86,26 @@ def ask(service: Any, question: str, conversation_id: int | None) -> Iterator[An
         yield from service.ask(question, conversation_id=conversation_id)
         return
     yield AnswerEvent("status", "no answering model in this build: showing the matching code")
-    units: list[UnitRef] = []
+    found: dict[tuple[str, int, int], UnitRef] = {}
     if has(service, "search"):
-        units = [hit.unit for hit in service.search(question, k=8)]
+        for hit in service.search(question, k=8):
+            u = hit.unit
+            found.setdefault((u.path, hit.chunk_start or u.start_line, hit.chunk_end or u.end_line), u)
     else:
         for word in dict.fromkeys(_WORD.findall(question)):
             if word.lower() not in _STOP:
-                units.extend(service.symbols(word, limit=3))
-    units = list({u.id: u for u in units}.values())[:9]
-    if not units:
+                for u in service.symbols(word, limit=3):
+                    found.setdefault((u.path, u.start_line, u.end_line), u)
+    ranges = list(found.items())[:9]
+    if not ranges:
         yield AnswerEvent("token", "Nothing in the index matches this question.")
     else:
-        lines = ["The code that matches best:", ""]
-        lines += [f"{n}. `{u.qualname or u.name}` ({u.kind}) at `{u.location}`" for n, u in enumerate(units, 1)]
+        lines = ["No answering model is available; the code that matches best:", ""]
+        lines += [f"{n}. `{u.qualname or u.name}` ({u.kind}) at `{path}:{start}-{end}`"
+                  for n, ((path, start, end), u) in enumerate(ranges, 1)]
         yield AnswerEvent("token", "\n".join(lines))
-    sources = tuple(
-        Source(n, u.path, u.start_line, u.end_line, u.qualname or u.name, True) for n, u in enumerate(units, 1)
-    )
+    sources = tuple(Source(n, path, start, end, u.qualname or u.name, True)
+                    for n, ((path, start, end), u) in enumerate(ranges, 1))
     yield AnswerEvent("sources", sources=sources)
     yield AnswerEvent("done", conversation_id=conversation_id or 0)
 
@@ -151,11 +154,12 @@ def model_label(service: Any) -> str:
     return f"{info.name}{tiny}"
 
 
-def start_watch(service: Any, on_change: Callable[[list[str]], None]) -> Any | None:
-    """Start the service's file watcher; None when the service has none or it is disabled."""
+def start_watch(service: Any, on_event: Callable[[Any], object]) -> Any | None:
+    """Start the service's file watcher (it re-indexes changed files itself and reports each
+    step as a WatchEvent); None when the service has none or it is disabled."""
     if not has(service, "watch") or not service.settings.watch.enabled:
         return None
-    return service.watch(on_change)
+    return service.watch(on_event)
 
 
 def unit_at(outline: list[UnitRef], line: int) -> UnitRef | None:

@@ -1,19 +1,25 @@
 """Messages that worker threads post to the main screen (widget messages live on their widget).
 
 The pipeline: IndexProgress* -> IndexFinished -> FilesListed/StatusChanged; AnswerArrived* ->
-AnswerEnded; DocumentLoaded; FilesChanged (the watcher) -> a partial re-index.
+AnswerEnded; DocumentLoaded; WatchNotice (the watcher re-indexed) -> a refresh.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from textual.message import Message
 
 from coderag_tui.models import AnswerEvent, IndexStatus, IndexSummary, Progress
 from coderag_tui.tui.adapters import FileEntry
+from coderag_tui.tui.chatlog import Turn
 from coderag_tui.tui.document import Document
 from coderag_tui.tui.history import Location
+
+
+class IndexOpened(Message):
+    """The index file is open (created and migrated): other threads may use it now."""
 
 
 @dataclass
@@ -30,6 +36,7 @@ class IndexFinished(Message):
 @dataclass
 class FilesListed(Message):
     files: list[FileEntry]
+    version: int = 0  # listings are numbered when they start
 
 
 @dataclass
@@ -48,8 +55,10 @@ class WatchChanged(Message):
 
 
 @dataclass
-class FilesChanged(Message):
-    paths: list[str]
+class WatchNotice(Message):
+    """A step of the file watcher (a models.WatchEvent), from the watcher's thread."""
+
+    event: Any
 
 
 @dataclass
@@ -61,6 +70,12 @@ class AnswerArrived(Message):
 @dataclass
 class AnswerEnded(Message):
     turn: int
+
+
+@dataclass
+class ConversationLoaded(Message):
+    conversation_id: int
+    turns: list[Turn]
 
 
 @dataclass

@@ -20,7 +20,8 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-body", can_focus=True) as body:
             body.border_title = "Keys (remap in config.toml: [tui.keys] id = \"keys\")"
             body.border_subtitle = "Esc closes"
-            yield Static(self._table())
+            self.table = self._table()
+            yield Static(self.table)
 
     def _display(self, keys: str) -> str:
         return " ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
@@ -28,7 +29,7 @@ class HelpScreen(ModalScreen[None]):
     def _table(self) -> Table:
         keymap: dict[str, str] = getattr(self.app, "keymap", {})
         table = Table.grid(padding=(0, 2))
-        table.add_column(justify="right", style="bold", no_wrap=True)
+        table.add_column(style="bold", no_wrap=True)
         table.add_column()
         table.add_column(style="dim", no_wrap=True)
         group = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from rich.text import Text
@@ -21,10 +22,10 @@ class PickerScreen(ModalScreen[T | None], Generic[T]):
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Close", id="picker_close")]
 
-    def __init__(self, title: str, items: list[tuple[str | Text, T | None]]) -> None:
+    def __init__(self, title: str, items: Sequence[tuple[str | Text, T | None]]) -> None:
         super().__init__()
         self.title_text = title
-        self.items = items
+        self.items = list(items)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):

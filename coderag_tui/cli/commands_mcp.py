@@ -1,0 +1,24 @@
+"""mcp: serve the index to MCP clients (Claude Desktop, Claude Code, IDEs) over stdio."""
+
+from __future__ import annotations
+
+import argparse
+
+from coderag_tui.cli.base import arguments, command, open_service
+
+
+def _mcp_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", help="repository folder or git URL (default: --repo or the cwd's repository)")
+    p.add_argument("--watch", action="store_true", help="keep the index current while serving")
+    p.add_argument("-v", "--verbose", action="store_true", help="log more to stderr")
+
+
+@command("mcp", "serve the index as MCP tools over stdio (search, context, symbols, callers, callees, "
+         "file summaries, repo map)")
+@arguments(_mcp_args)
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from coderag_tui.mcp_server import default_log_setup, serve
+
+    default_log_setup(args.verbose)
+    service = open_service(args, args.path)
+    return serve(service, watch=args.watch)

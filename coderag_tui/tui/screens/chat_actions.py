@@ -1,0 +1,213 @@
+"""Asking, streaming answers, sources, conversations, export and copy."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.worker import get_current_worker
+
+from coderag_tui.tui import adapters, chatlog
+from coderag_tui.tui.history import Location
+from coderag_tui.tui.messages import AnswerArrived, AnswerEnded, ConversationLoaded
+from coderag_tui.tui.screens.base import MainBase
+from coderag_tui.tui.screens.picker import PickerScreen
+from coderag_tui.tui.widgets.chat import ChatPane
+
+
+class ChatActions(MainBase):
+    conversation_id: int | None = None
+    turn_no = 0
+    answering = False
+    source_index = -1
+
+    def action_back(self) -> None:
+        location = self.history.back(self.current_location())
+        if location is None:
+            self.notify("nothing to go back to")
+        else:
+            self.show_location(location)
+
+    def action_forward(self) -> None:
+        location = self.history.forward(self.current_location())
+        if location is None:
+            self.notify("nothing to go forward to")
+        else:
+            self.show_location(location)
+
+    def action_source(self, number: int) -> None:
+        sources = self.chat.last_sources()
+        for i, s in enumerate(sources):
+            if s.number == number:
+                self._open_source(i)
+                return
+        self.notify(f"the last answer has no source {number}" if sources else "no answer with sources yet",
+                    severity="warning")
+
+    def _open_source(self, i: int) -> None:
+        s = self.chat.last_sources()[i]
+        self.source_index = i
+        self.open_location(Location.file(s.path, s.start_line, s.start_line, s.end_line))
+
+    def action_next_source(self) -> None:
+        self._step_source(1)
+
+    def action_prev_source(self) -> None:
+        self._step_source(-1)
+
+    def _step_source(self, step: int) -> None:
+        sources = self.chat.last_sources()
+        if not sources:
+            self.notify("no answer with sources yet", severity="warning")
+            return
+        self._open_source((self.source_index + step) % len(sources))
+
+    # ------------------------------------------------------------------ chat
+    @on(ChatPane.Asked)
+    async def _asked(self, message: ChatPane.Asked) -> None:
+        if self.answering:
+            self.notify("still answering: Esc cancels it", severity="warning")
+            return
+        self.turn_no += 1
+        self.answering = True
+        self.source_index = -1
+        self.refresh_bindings()
+        await self.chat.start_turn(message.question)
+        self.chat.focus_transcript()
+        self.ask_worker(self.turn_no, message.question, self.conversation_id)
+
+    @work(thread=True, exclusive=True, group="ask", exit_on_error=False)
+    def ask_worker(self, turn: int, question: str, conversation_id: int | None) -> None:
+        worker = get_current_worker()
+        events = adapters.ask(self.service, question, conversation_id)
+        try:
+            for event in events:
+                if worker.is_cancelled:
+                    break
+                self.post_message(AnswerArrived(turn, event))
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+            self.post_message(AnswerEnded(turn))
+
+    async def on_answer_arrived(self, message: AnswerArrived) -> None:
+        view = self.chat.current
+        if message.turn != self.turn_no or not self.answering or view is None:
+            return  # a cancelled answer's late events
+        event = message.event
+        if event.kind == "token":
+            view.set_status("")
+            await view.append(event.text)
+        elif event.kind == "status":
+            view.set_status(event.text)
+        elif event.kind == "sources":
+            view.set_sources(event.sources, event.invalid_citations)
+        elif event.kind == "done":
+            if event.conversation_id:
+                self.conversation_id = event.conversation_id
+            await self._finish(view)
+        elif event.kind == "error":
+            self.notify(event.text, severity="error")
+            await self._finish(view, error=event.text)
+
+    async def on_answer_ended(self, message: AnswerEnded) -> None:
+        view = self.chat.current
+        if message.turn == self.turn_no and self.answering and view is not None:
+            await self._finish(view)
+
+    async def _finish(self, view: Any, error: str = "", cancelled: bool = False) -> None:
+        self.answering = False
+        self.refresh_bindings()
+        await view.finish(error=error, cancelled=cancelled)
+
+    async def action_cancel(self) -> None:
+        view = self.chat.current
+        if not self.answering or view is None:
+            return
+        self.workers.cancel_group(self, "ask")
+        await self._finish(view, cancelled=True)
+        self.notify("answer cancelled")
+
+    async def action_new_conversation(self) -> None:
+        if self.answering:
+            await self.action_cancel()
+        self.conversation_id = None
+        await self.chat.clear()
+        self.chat.focus_question()
+
+    def action_conversations(self) -> None:
+        self.list_conversations()
+
+    @work(thread=True, exclusive=True, group="conversations", exit_on_error=False)
+    def list_conversations(self) -> None:
+        rows = adapters.conversations(self.service)
+        self.app.call_from_thread(self._offer_conversations, rows)
+
+    def _offer_conversations(self, rows: list[adapters.ConversationRow]) -> None:
+        if not rows:
+            self.notify("no earlier conversations" if adapters.has(self.service, "conversations")
+                        else "conversations are not stored by this build", severity="warning")
+            return
+        items = [(f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(r.updated))}  {r.title}", r.id) for r in rows]
+        self.app.push_screen(PickerScreen[int]("Previous conversations", list(items)), self._picked_conversation)
+
+    def _picked_conversation(self, conversation_id: int | None) -> None:
+        if conversation_id is not None:
+            self.load_conversation(conversation_id)
+
+    @work(thread=True, exclusive=True, group="conversations", exit_on_error=False)
+    def load_conversation(self, conversation_id: int) -> None:
+        turns = adapters.load_turns(self.service, conversation_id)
+        self.post_message(ConversationLoaded(conversation_id, turns))
+
+    async def on_conversation_loaded(self, message: ConversationLoaded) -> None:
+        if self.answering:
+            await self.action_cancel()
+        self.conversation_id = message.conversation_id
+        await self.chat.load(message.turns)
+        self.chat.focus_transcript()
+
+    def action_export(self) -> None:
+        turns = self.chat.turns
+        if not turns:
+            self.notify("nothing to export yet", severity="warning")
+            return
+        path = chatlog.export_path(Path.cwd(), turns)
+        try:
+            path.write_text(chatlog.to_markdown(turns, self.repo_name), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"cannot write {path.name}: {exc.strerror}", severity="error")
+            return
+        self.notify(f"exported to {path.name}")
+
+    # ------------------------------------------------------------------ copy
+    def action_copy_answer(self) -> None:
+        turns = [t for t in self.chat.turns if t.answer]
+        if not turns:
+            self.notify("no answer to copy yet", severity="warning")
+            return
+        turn = turns[-1]
+        text = turn.answer.strip()
+        if turn.sources:
+            text += "\n\nSources:\n" + "\n".join(chatlog.source_line(s) for s in turn.sources)
+        self.app.copy_text(text, "the answer")  # type: ignore[attr-defined]
+
+    def action_copy_code(self) -> None:
+        in_chat = self.focused is not None and self.chat in self.focused.ancestors_with_self
+        answers = [t.answer for t in self.chat.turns if t.answer]
+        block = chatlog.last_code_block(answers[-1]) if answers else None
+        if (in_chat or self.code.document is None) and block is not None:
+            self.app.copy_text(block, "the answer's code block")  # type: ignore[attr-defined]
+            return
+        text, start, end = self.code.selected_text()
+        if not text and block is None:
+            self.notify("no code to copy: open a file or ask a question", severity="warning")
+        elif not text:
+            self.app.copy_text(block, "the answer's code block")  # type: ignore[attr-defined]
+        else:
+            doc = self.code.document
+            where = f"{doc.path}:{start}-{end}" if doc else "the code"
+            self.app.copy_text(text, where)  # type: ignore[attr-defined]

@@ -1,0 +1,123 @@
+"""Look-ups from the code viewer: definitions, callers, callees, tests, the editor, symbols."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from textual import work
+from textual.app import SuspendNotSupported
+
+from coderag_tui.models import EdgeRef, UnitRef
+from coderag_tui.tui.editor import editor_command
+from coderag_tui.tui.history import Location
+from coderag_tui.tui.screens.base import MainBase
+from coderag_tui.tui.screens.picker import PickerScreen
+from coderag_tui.tui.screens.symbols import SymbolPalette, unit_label
+
+
+def edge_item(kind: str, e: EdgeRef) -> tuple[str, Location | None]:
+    """A picker row for an edge. Callers and tests: the calling unit at the call's line;
+    callees: the called definition, or the call site when it is not in the index."""
+    if kind == "callees":
+        if e.unit is not None:
+            return f"{e.name} → {e.unit.qualname}  {e.unit.path}:{e.unit.start_line}", Location.file(
+                e.unit.path, e.unit.start_line, e.unit.start_line, e.unit.start_line)
+        site = e.source
+        label = f"{e.name}  (not in the index; called at line {e.line})"
+        return label, Location.file(site.path, e.line, e.line, e.line) if site else None
+    unit = e.unit
+    if unit is None:
+        return f"{e.name}  line {e.line}", None
+    return f"{unit.qualname or unit.name}  {unit.path}:{e.line}", Location.file(unit.path, e.line, e.line, e.line)
+
+
+
+class CodeActions(MainBase):
+    def action_symbols(self) -> None:
+        word = self.code.word_at_cursor() if self.code.has_focus else ""
+        self.app.push_screen(SymbolPalette(word), self._picked_unit)
+
+    def _picked_unit(self, unit: UnitRef | None) -> None:
+        if unit is not None:
+            self.open_location(Location.file(unit.path, unit.start_line, unit.start_line, unit.start_line))
+
+    def _picked_location(self, location: Location | None) -> None:
+        if location is not None:
+            self.open_location(location)
+
+    def action_definition(self) -> None:
+        word = self.code.word_at_cursor()
+        if not word:
+            self.notify("put the viewer's cursor on a name first (F4 moves into the viewer)",
+                        severity="warning")
+            return
+        self.find_definition(word)
+
+    @work(thread=True, exclusive=True, group="lookup", exit_on_error=False)
+    def find_definition(self, word: str) -> None:
+        units = self.service.symbols(word, 20)
+        exact = [u for u in units if u.name == word or u.qualname == word] or units[:10]
+        self.app.call_from_thread(self._offer_units, word, exact)
+
+    def _offer_units(self, word: str, units: list[UnitRef]) -> None:
+        if not units:
+            self.notify(f"no definition of {word} in the index", severity="warning")
+        elif len(units) == 1:
+            self._picked_unit(units[0])
+        else:
+            items = [(unit_label(u), u) for u in units]
+            self.app.push_screen(PickerScreen[UnitRef](f"Definitions of {word}", items), self._picked_unit)
+
+    def action_callers(self) -> None:
+        self._edges("callers")
+
+    def action_callees(self) -> None:
+        self._edges("callees")
+
+    def action_tests(self) -> None:
+        self._edges("tests")
+
+    def _edges(self, kind: str) -> None:
+        unit = self.code.unit_at_cursor()
+        if unit is None:
+            self.notify("move the viewer's cursor into a function or class first (F4)", severity="warning")
+            return
+        self.find_edges(kind, unit)
+
+    @work(thread=True, exclusive=True, group="lookup", exit_on_error=False)
+    def find_edges(self, kind: str, unit: UnitRef) -> None:
+        name = unit.qualname or unit.name
+        lookup = {"callers": self.service.callers, "callees": self.service.callees,
+                  "tests": self.service.tests_for}[kind]
+        items = [edge_item(kind, e) for e in lookup(name)]
+        self.app.call_from_thread(self._offer_edges, f"{kind.capitalize()} of {name}", items)
+
+    def _offer_edges(self, title: str, items: list[tuple[str, Location | None]]) -> None:
+        if not items:
+            self.notify(f"{title}: none found", severity="warning")
+            return
+        self.app.push_screen(PickerScreen[Location](f"{title} ({len(items)})", list(items)),
+                             self._picked_location)
+
+    def action_editor(self) -> None:
+
+
+        doc = self.code.document
+        if doc is None:
+            self.notify("open a file first", severity="warning")
+            return
+        command = editor_command(Path(self.service.root) / doc.path, self.code.line)
+
+        try:
+            with self.app.suspend():
+                subprocess.call(command)
+        except SuspendNotSupported:
+            self.notify("this terminal cannot hand over to an editor", severity="error")
+            return
+        except OSError as exc:
+            self.notify(f"cannot run {command[0]}: {exc.strerror}", severity="error")
+            return
+        self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark)
+
+

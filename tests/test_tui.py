@@ -1,0 +1,618 @@
+"""The terminal app, driven by keys only (`run_test` + pilot at 80x24), on a small fixture
+repository written by each test and indexed for real (real SQLite, real grammars).
+
+Answers come from the real service where it can give them (the bundled model, when the
+service has `ask`); the chat UI itself is also tested with scripted answers
+(`ScriptedAnswers`: the real service with `ask` replaced), which keeps those tests fast and
+deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Markdown, Tree
+
+from coderag_tui.models import Progress
+from coderag_tui.service import CodeRag
+from coderag_tui.tui import adapters, chatlog
+from coderag_tui.tui.app import CodeRagApp, create_app
+from coderag_tui.tui.editor import editor_command
+from coderag_tui.tui.history import History, Location
+from coderag_tui.tui.screens.help import HelpScreen
+from coderag_tui.tui.screens.main import MainScreen
+from coderag_tui.tui.screens.picker import PickerScreen
+from coderag_tui.tui.screens.symbols import SymbolPalette
+from coderag_tui.tui.widgets.chat import ChatPane, Transcript
+from coderag_tui.tui.widgets.file_tree import FilesPane, FileTree
+from coderag_tui.tui.widgets.status_bar import StatusBar
+from coderag_tui.tui.widgets.viewer import CodeView, ViewerPane
+from tests.tui_fixtures import ScriptedAnswers, make_service
+
+SIZE = (80, 24)
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
+    monkeypatch.chdir(tmp_path)
+
+
+def app_for(service: CodeRag, **options: Any) -> CodeRagApp:
+    options.setdefault("watch", False)
+    options.setdefault("local_clipboard", False)
+    return create_app(service, **options)
+
+
+async def settle(pilot: Pilot[Any], rounds: int = 4) -> None:
+    """Let workers (and the workers they start) finish, and the screen catch up."""
+    for _ in range(rounds):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def until(pilot: Pilot[Any], check: Any, timeout: float = 10.0) -> None:
+    """Pause until check() is true (for work that finishes on its own time)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        await pilot.pause(0.05)
+
+
+def main(app: CodeRagApp) -> MainScreen:
+    screen = app.screen_stack[1]
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+def viewer_text(app: CodeRagApp) -> list[str]:
+    view = main(app).code
+    return [view.render_line(y).text for y in range(view.size.height)]
+
+
+def help_text(app: CodeRagApp) -> str:
+    from rich.console import Console
+
+    screen = app.screen
+    assert isinstance(screen, HelpScreen)
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(screen.table)
+    return console.export_text()
+
+
+async def type_text(pilot: Pilot[Any], text: str) -> None:
+    await pilot.press(*[{" ": "space", ".": "full_stop"}.get(ch, ch) for ch in text])
+
+
+async def open_symbol(pilot: Pilot[Any], name: str) -> None:
+    await pilot.press("ctrl+t")
+    await type_text(pilot, name)
+    await settle(pilot)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+# --------------------------------------------------------------------------- files and viewer
+
+
+async def test_tree_lists_files_filter_narrows_and_enter_opens(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        files = app.screen.query_one(FilesPane)
+        assert files.visible_paths == ["README.md", "shop/__init__.py", "shop/cart.py",
+                                       "shop/pricing.py", "tests/test_cart.py"]
+        states = {f.path: (f.state, f.language) for f in files.files}
+        assert states["shop/cart.py"] == ("indexed", "python")
+        assert files.border_subtitle == "5 files"
+        assert "5 files" in str(app.screen.query_one("#index-text").render())
+
+        await pilot.press("f2")
+        await type_text(pilot, "cart")
+        await pilot.pause()
+        assert files.visible_paths == ["shop/cart.py", "tests/test_cart.py"]
+        await type_text(pilot, " test")
+        await pilot.pause()
+        assert files.visible_paths == ["tests/test_cart.py"]
+
+        await pilot.press("backspace", "backspace", "backspace", "backspace", "backspace")
+        await pilot.press("down")  # into the tree, on the first file
+        assert isinstance(app.focused, FileTree)
+        await pilot.press("enter")
+        await settle(pilot)
+        view = main(app).code
+        assert app.focused is view
+        assert view.document is not None and view.document.path == "shop/cart.py"
+        assert viewer_text(app)[0].startswith(' 1   """The shopping cart."""')
+        assert app.screen.query_one(ViewerPane).border_title == "shop/cart.py"
+
+
+async def test_indexing_runs_in_the_background_and_the_app_is_usable_meanwhile(tmp_path: Path) -> None:
+    import threading
+
+    release = threading.Event()
+
+    class SlowIndex(CodeRag):
+        def index(self, **kwargs: Any) -> Any:
+            progress = kwargs.get("progress")
+            if progress is not None:
+                progress(Progress("parse", 2, 5, "shop/cart.py"))
+            release.wait(10)
+            return super().index(**kwargs)
+
+    app = app_for(make_service(tmp_path, SlowIndex))
+    async with app.run_test(size=SIZE) as pilot:
+        files = app.screen.query_one(FilesPane)
+        await until(pilot, lambda: len(files.files) == 5)
+        assert {f.state for f in files.files} == {"pending"}
+        status = app.screen.query_one(StatusBar)
+        await until(pilot, lambda: "indexing 2/5 files" in str(status.query_one("#index-text").render()))
+        assert status.query_one("#index-bar").display
+        # the viewer works before the index exists
+        await pilot.press("f2")
+        await type_text(pilot, "pricing")
+        await pilot.press("enter")  # one match: opens it
+        await until(pilot, lambda: main(app).code.document is not None)
+        assert main(app).code.document.path == "shop/pricing.py"  # type: ignore[union-attr]
+        release.set()
+        await settle(pilot)
+        assert {f.state for f in files.files} == {"indexed"}
+        assert not status.query_one("#index-bar").display
+
+
+async def test_index_failure_is_a_notification_not_a_crash(tmp_path: Path) -> None:
+    class Broken(CodeRag):
+        def index(self, **kwargs: Any) -> Any:
+            raise OSError("disk full")
+
+    app = app_for(make_service(tmp_path, Broken))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(app._notifications))
+        note = list(app._notifications)[-1]
+        assert note.severity == "error" and "disk full" in note.message and "\n" not in note.message
+        assert app.is_running
+
+
+# --------------------------------------------------------------------------- symbols and graph
+
+
+async def test_symbol_palette_opens_the_definition_at_its_line(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        assert isinstance(app.screen, SymbolPalette)
+        await type_text(pilot, "with_tax")
+        await settle(pilot)
+        assert [u.qualname for u in app.screen.units][:1] == ["with_tax"]
+        await pilot.press("enter")
+        await settle(pilot)
+        view = main(app).code
+        assert view.document is not None and view.document.path == "shop/pricing.py"
+        assert view.line == 12 and view.range == (12, 12)
+        assert app.screen.query_one(ViewerPane).border_title == "shop/pricing.py · with_tax"
+        assert "▌ def with_tax" in "\n".join(viewer_text(app))
+
+
+async def test_callers_callees_and_tests_lists_open_in_the_viewer(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_symbol(pilot, "with_tax")
+        await pilot.press("c")  # callers of with_tax
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, PickerScreen)
+        assert [str(label) for label, _ in picker.items] == ["Cart.total  shop/cart.py:20"]
+        await pilot.press("enter")
+        await settle(pilot)
+        view = main(app).code
+        assert view.document is not None and view.document.path == "shop/cart.py" and view.line == 20
+        assert app.screen.query_one(ViewerPane).border_title == "shop/cart.py · Cart.total"
+
+        await pilot.press("o")  # callees of Cart.total
+        await settle(pilot)
+        labels = [str(label) for label, _ in app.screen.items]  # type: ignore[attr-defined]
+        assert labels == ["with_tax → with_tax  shop/pricing.py:12",
+                          "subtotal → Cart.subtotal  shop/cart.py:15"]
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert view.document.path == "shop/cart.py" and view.line == 15
+
+        await pilot.press("up", "up", "up")  # back into Cart.total (line 18)
+        await pilot.press("t")  # its tests
+        await settle(pilot)
+        labels = [str(label) for label, _ in app.screen.items]  # type: ignore[attr-defined]
+        assert labels[0].startswith("test_total  tests/test_cart.py:")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert view.document.path == "tests/test_cart.py" and 4 <= view.line <= 7
+        assert app.screen.query_one(ViewerPane).border_title == "tests/test_cart.py · test_total"
+
+
+async def test_go_to_definition_of_the_identifier_under_the_cursor(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_symbol(pilot, "Cart.total")
+        view = main(app).code
+        assert view.line == 18
+        await pilot.press("down", "down", "home")  # line 20: `        return with_tax(self.subtotal())`
+        await pilot.press(*["right"] * 15)
+        assert view.word_at_cursor() == "with_tax"
+        await pilot.press("d")
+        await settle(pilot)
+        assert view.document is not None and view.document.path == "shop/pricing.py" and view.line == 12
+        await pilot.press("left_square_bracket")  # back to where we were
+        await settle(pilot)
+        assert view.document.path == "shop/cart.py" and view.line == 20
+
+
+# --------------------------------------------------------------------------- chat, citations, history
+
+
+async def ask(pilot: Pilot[Any], question: str) -> None:
+    await pilot.press("f3")
+    await type_text(pilot, question)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(tmp_path: Path) -> None:
+    service = make_service(tmp_path, ScriptedAnswers)
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "SmolLM2-135M-Instruct (tiny default model)" in str(app.screen.query_one("#model").render())
+        await ask(pilot, "what does total return")
+        screen = main(app)
+        assert service.questions == [("what does total return", None)]
+        turn = screen.chat.turns[-1]
+        assert turn.answer == "".join(service.tokens) and turn.done
+        markdown = screen.chat.query(Markdown).last().source
+        assert "adds the tax" in markdown and "with_tax" in markdown
+        sources = str(screen.chat.query(".sources").last().render())
+        assert "[1] shop/cart.py:18-20  Cart.total" in sources
+        assert "not in the repository: shop/nope.py:3" in sources
+        assert screen.conversation_id == 7
+        assert isinstance(app.focused, Transcript)
+
+        await pilot.press("1")
+        await settle(pilot)
+        view = screen.code
+        assert app.focused is view
+        assert view.document is not None and view.document.path == "shop/cart.py"
+        assert view.range == (18, 20) and view.line == 18
+        assert app.screen.query_one(ViewerPane).border_title == "shop/cart.py · Cart.total"
+        marked = [line for line in viewer_text(app) if "▌" in line]
+        assert [line.split()[0] for line in marked] == ["18", "19", "20"]
+
+        await pilot.press("n")  # next source
+        await settle(pilot)
+        assert view.document.path == "shop/pricing.py" and view.range == (12, 13)
+
+        await pilot.press("left_square_bracket")  # back: source 1
+        await settle(pilot)
+        assert view.document.path == "shop/pricing.py" or view.range == (18, 20)
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert isinstance(app.focused, Transcript)  # back in the chat
+        await pilot.press("right_square_bracket")  # forward again
+        await settle(pilot)
+        assert app.focused is view
+
+        # a follow-up question continues the conversation
+        await ask(pilot, "and the tax")
+        assert service.questions[-1] == ("and the tax", 7)
+
+
+async def test_cancel_stops_the_answer(tmp_path: Path) -> None:
+    service = make_service(tmp_path, ScriptedAnswers)
+    service.delay = 0.2  # type: ignore[attr-defined]
+    service.tokens = tuple(f"word{i} " for i in range(100))  # type: ignore[attr-defined]
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f3")
+        await type_text(pilot, "slow")
+        await pilot.press("enter")
+        screen = main(app)
+        await until(pilot, lambda: "word1" in screen.chat.turns[-1].answer)
+        assert screen.answering
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not screen.answering
+        assert "cancelled" in str(screen.chat.current.query_one(".status").render())  # type: ignore[union-attr]
+        await until(pilot, lambda: service.stopped.is_set())  # type: ignore[attr-defined]
+        words = screen.chat.turns[-1].answer.count("word")
+        await pilot.pause(0.5)
+        assert screen.chat.turns[-1].answer.count("word") == words  # nothing after the cancel
+
+
+async def test_answer_error_and_failing_lookups_are_notifications(tmp_path: Path) -> None:
+    class Failing(ScriptedAnswers):
+        def ask(self, question: str, conversation_id: int | None = None) -> Any:
+            yield from super().ask(question, conversation_id) if False else ()
+            raise RuntimeError("model crashed\nwith a long trace")
+
+        def callers(self, name: str, limit: int = 200) -> Any:
+            raise RuntimeError("index busy")
+
+    app = app_for(make_service(tmp_path, Failing))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f3")
+        await type_text(pilot, "boom")
+        await pilot.press("enter")
+        await until(pilot, lambda: any("model crashed" in n.message for n in app._notifications))
+        assert all("\n" not in n.message for n in app._notifications)
+        screen = main(app)
+        await until(pilot, lambda: not screen.answering)
+        await open_symbol(pilot, "with_tax")
+        await pilot.press("c")
+        await until(pilot, lambda: any("index busy" in n.message for n in app._notifications))
+        assert app.is_running and app.screen is screen
+
+
+async def test_copy_answer_code_block_and_viewer_range(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path, ScriptedAnswers))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await ask(pilot, "total")
+        await pilot.press("ctrl+y")
+        assert app.clipboard.startswith("`Cart.total` adds the tax")
+        assert "[1] shop/cart.py:18-20  Cart.total" in app.clipboard
+        await pilot.press("y")  # focus is in the chat: the answer's code block
+        assert app.clipboard == "return with_tax(self.subtotal())"
+        await pilot.press("1")
+        await settle(pilot)
+        await pilot.press("y")  # focus is in the viewer: the cited range
+        assert app.clipboard == (
+            '    def total(self) -> float:\n        """The amount to pay, tax included."""\n'
+            "        return with_tax(self.subtotal())")
+        assert any("shop/cart.py:18-20" in n.message for n in app._notifications)
+
+
+async def test_export_new_and_previous_conversations(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path, ScriptedAnswers))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await ask(pilot, "what does total return")
+        await pilot.press("ctrl+s")
+        exported = tmp_path / "coderag-what-does-total-return.md"
+        assert exported.is_file()
+        text = exported.read_text()
+        assert text.startswith("# what does total return\n")
+        assert "1. `shop/cart.py:18-20` Cart.total" in text and "(context)" in text
+        assert any(exported.name in n.message for n in app._notifications)
+
+        screen = main(app)
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert screen.chat.turns == [] and screen.conversation_id is None
+        assert isinstance(app.focused, Input)
+
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.conversation_id == 7
+        assert [t.question for t in screen.chat.turns] == ["what does Cart.total return?"]
+        assert "shop/cart.py:18-20" in screen.chat.turns[0].answer
+
+
+async def test_ask_without_a_model_shows_the_best_matching_code(tmp_path: Path) -> None:
+    service = make_service(tmp_path)
+    if adapters.has(service, "ask"):
+        pytest.skip("the service answers with a model now (see test_real_model_answer)")
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await ask(pilot, "with_tax")
+        screen = main(app)
+        turn = screen.chat.turns[-1]
+        assert turn.sources and any(s.path == "shop/pricing.py" for s in turn.sources)
+        await pilot.press("1")
+        await settle(pilot)
+        assert screen.code.document is not None
+        assert screen.code.document.path == turn.sources[0].path
+
+
+@pytest.mark.slow
+async def test_real_model_answer_then_citation(tmp_path: Path) -> None:
+    """The real pipeline: retrieval, the bundled model, citations checked by the service."""
+    service = make_service(tmp_path)
+    if not adapters.has(service, "ask"):
+        pytest.skip("service.ask is not in this build yet")
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f3")
+        await type_text(pilot, "What does Cart.total return?")
+        await pilot.press("enter")
+        screen = main(app)
+        await until(pilot, lambda: not screen.answering and bool(screen.chat.turns[-1].done), 300)
+        turn = screen.chat.turns[-1]
+        assert turn.answer.strip() and not turn.error
+        assert turn.sources, "every answer lists its context as sources"
+        await pilot.press("1")
+        await settle(pilot)
+        first = turn.sources[0]
+        assert screen.code.document is not None and screen.code.document.path == first.path
+        assert screen.code.range == (first.start_line, first.end_line)
+
+
+# --------------------------------------------------------------------------- keys, help, layout
+
+
+async def test_help_screen_lists_every_key(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        text = help_text(app)
+        for words in ("List who calls", "Go back", "Open source N", "Copy the last answer",
+                      "Open the file at this line in $EDITOR", "Save the conversation"):
+            assert words in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("escape")  # nothing to cancel: nothing happens
+        await pilot.press("tab")  # away from the input, `?` opens the help too
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_keys_are_remappable_through_settings(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path, keys={"callers": "k", "help": "f10"}))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_symbol(pilot, "with_tax")
+        await pilot.press("k")
+        await settle(pilot)
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("escape", "f10")
+        assert isinstance(app.screen, HelpScreen)
+        line = next(x for x in help_text(app).splitlines() if "List who calls" in x)
+        assert line.split()[0] == "k"
+
+
+async def test_command_palette_lists_and_runs_actions(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "hide the file tree")
+        await settle(pilot)
+        await pilot.press("enter")  # "Show or hide the file tree"
+        await settle(pilot)
+        assert not app.screen.query_one(FilesPane).display
+
+
+async def test_keyboard_only_navigation_and_layout_toggles(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = main(app)
+        assert app.focused is screen.chat.query_one("#question")
+        seen = set()
+        for _ in range(6):
+            await pilot.press("tab")
+            seen.add(type(app.focused).__name__)
+        assert {"FileFilter", "FileTree", "Transcript", "Input"} <= seen
+        await pilot.press("f4")
+        assert app.focused is screen.code and screen.query_one(ViewerPane).display
+        await pilot.press("f5")  # hide the viewer: focus goes to the chat
+        assert not screen.query_one(ViewerPane).display and isinstance(app.focused, Transcript)
+        center = screen.query_one("#center")
+        assert center.has_class("-bottom")  # 80 columns: the viewer goes below
+        await pilot.press("f6")
+        assert not center.has_class("-bottom") and screen.query_one(ViewerPane).display
+        await pilot.press("f7")
+        assert not screen.query_one(FilesPane).display
+        await pilot.press("f2")
+        assert screen.query_one(FilesPane).display and isinstance(app.focused, Input)
+        await pilot.press("f9")
+        assert app.theme == "textual-light"
+        await pilot.press("f9")
+        assert app.theme == "textual-dark"
+
+
+async def test_theme_switch_rehighlights_the_code(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_symbol(pilot, "Cart")
+        view = main(app).code
+        assert view.document is not None and view.document.dark
+        await pilot.press("f9")
+        await settle(pilot)
+        assert not view.document.dark
+
+
+async def test_no_color_and_256_colours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = app_for(make_service(tmp_path, ScriptedAnswers))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await ask(pilot, "total")
+        await pilot.press("1")
+        await settle(pilot)
+        svg = app.export_screenshot()
+        assert "▌" in svg  # the cited range shows without colour
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("COLORTERM", "")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    app = app_for(make_service(tmp_path / "b"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.is_running
+
+
+async def test_editor_key_without_a_terminal_says_so(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_symbol(pilot, "with_tax")
+        await pilot.press("e")
+        await pilot.pause()
+        assert any("editor" in n.message for n in app._notifications)
+
+
+# --------------------------------------------------------------------------- plain parts
+
+
+def test_editor_command_puts_the_line_where_each_editor_wants_it() -> None:
+    path = Path("/r/a.py")
+    assert editor_command(path, 12, {"EDITOR": "vim"}) == ["vim", "+12", "/r/a.py"]
+    assert editor_command(path, 12, {"EDITOR": "code --wait"}) == ["code", "--wait", "-g", "/r/a.py:12"]
+    assert editor_command(path, 3, {}) == ["vi", "+3", "/r/a.py"]
+    assert editor_command(path, 3, {"VISUAL": "hx", "EDITOR": "vim"}) == ["hx", "/r/a.py:3"]
+
+
+def test_history_is_like_a_browser() -> None:
+    h = History()
+    chat, a, b = Location.chat(), Location.file("a.py", 3), Location.file("b.py", 9)
+    h.visit(chat)
+    h.visit(a)
+    assert h.back(b) == a and h.back(a) == chat and h.back(chat) is None
+    assert h.forward(chat) == a
+    h.visit(a)  # a new visit drops the forward stack
+    assert not h.can_forward
+
+
+def test_markdown_export_and_code_blocks() -> None:
+    turn = chatlog.Turn("q?", "text\n```py\nx = 1\n```\nmore\n```\ny = 2\n```", done=True)
+    assert chatlog.last_code_block(turn.answer) == "y = 2"
+    assert chatlog.to_markdown([turn], "repo").startswith("# q?\n\nRepository: `repo`")
+    assert chatlog.slug("What does `Cart.total` return?") == "what-does-cart-total-return"
+
+
+def test_no_textual_in_the_plain_modules() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import coderag_tui.tui.adapters, coderag_tui.tui.chatlog, "
+            "coderag_tui.tui.history, coderag_tui.tui.keys, coderag_tui.tui.document, "
+            "coderag_tui.tui.editor, coderag_tui.tui.clipboard; "
+            "assert 'textual' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})
+
+
+def test_tree_widget_is_a_textual_tree() -> None:
+    assert issubclass(FileTree, Tree) and issubclass(CodeView, object) and ChatPane
