@@ -12,6 +12,7 @@ to stdout (the SDK moves fd 1 to stderr while it serves, and we log to stderr).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -116,10 +117,8 @@ class CodeRagTools:
     def _wait(self) -> None:
         if not self.ready.wait(INDEX_WAIT_S):
             files = 0
-            try:
+            with contextlib.suppress(Exception):
                 files = int(self.service.db.scalar("SELECT count(*) FROM files", default=0))
-            except Exception:
-                pass
             raise ToolFailure(f"the index is still being built ({files} files so far); try again shortly")
         if self.index_error and self._index_is_empty():
             raise ToolFailure(f"the repository could not be indexed: {self.index_error}")
@@ -128,7 +127,7 @@ class CodeRagTools:
         fn = getattr(self.service, name, None)
         if fn is None:
             raise ToolFailure(f"{name} is not available in this build of coderag")
-        return fn  # type: ignore[no-any-return]
+        return fn
 
     # ------------------------------------------------------------------ helpers
     def _code(self, path: str, start: int, end: int, limit: int = MAX_CODE_LINES) -> str:
@@ -149,6 +148,17 @@ class CodeRagTools:
         while p.startswith("./"):
             p = p[2:]
         return p.strip("/")
+
+    def _targets(self, name: str) -> str:
+        """The definitions a name denotes (as the service resolves callers/callees)."""
+        units = self.service.symbols(name, 50)
+        q = name.strip().rstrip("()")
+        exact = [u for u in units if u.name == q or u.qualname == q or u.qualname.endswith("." + q)]
+        chosen = exact or units[:1]
+        text = ", ".join(f"{u.qualname} ({u.location})" for u in chosen[:5])
+        if len(chosen) > 5:
+            text += f" and {len(chosen) - 5} more"
+        return text or name
 
     # ------------------------------------------------------------------ tools
     def search_codebase(self, query: str, limit: int = 10, language: str | None = None,
@@ -219,9 +229,8 @@ class CodeRagTools:
         self._wait()
         if not name.strip():
             raise ToolFailure("give a function or method name")
-        defs = self.service.symbols(name, 5)
         edges = self.service.callers(name, max(1, min(int(limit), 500)))
-        target = ", ".join(f"{u.qualname} ({u.location})" for u in defs[:3]) or name
+        target = self._targets(name)
         if not edges:
             return f"No callers of {target} in the index."
         out = [f"{len(edges)} call site{'s' if len(edges) != 1 else ''} of {target}:"]
@@ -238,9 +247,8 @@ class CodeRagTools:
         self._wait()
         if not name.strip():
             raise ToolFailure("give a function or method name")
-        defs = self.service.symbols(name, 5)
         edges = self.service.callees(name, max(1, min(int(limit), 500)))
-        target = ", ".join(f"{u.qualname} ({u.location})" for u in defs[:3]) or name
+        target = self._targets(name)
         if not edges:
             return f"{target} calls nothing the index knows of."
         inside = [e for e in edges if e.unit is not None]

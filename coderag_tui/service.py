@@ -301,3 +301,27 @@ class CodeRag:
                        progress=progress, embed=embed).start()
 
     # ------------------------------------------------------------------ review (issue 7)
+    def review(
+        self,
+        base: str = "HEAD",
+        *,
+        diff_text: str | None = None,
+        diff_label: str = "",
+        max_tokens: int | None = None,
+        update_index: bool = True,
+        similar: int = 3,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> _Review:
+        """Review context for the working tree against `base` (or for a unified diff): each
+        changed function/class classified (added, modified, deleted, renamed,
+        signature-changed) with its callers, callees, tests, orphaned callers and call sites
+        that no longer fit, packed into max_tokens (default 8000). `.markdown()`, `.to_json()`."""
+        from coderag_tui.review import DEFAULT_BUDGET, ReviewOptions, build_review
+
+        options = ReviewOptions(base=base, diff_text=diff_text, diff_label=diff_label,
+                                max_tokens=max_tokens or DEFAULT_BUDGET, update_index=update_index,
+                                similar=similar, count_tokens=count_tokens)
+        return build_review(self, options)
+
+    if TYPE_CHECKING:
+        from coderag_tui.review.build import Review as _Review

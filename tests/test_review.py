@@ -25,7 +25,7 @@ from coderag_tui.review.pack import token_counter
 
 from .conftest import git_init, write_tree
 
-BASE = {
+BASE: dict[str, str] = {
     "pkg/__init__.py": "",
     "pkg/cart.py": '''"""Shopping cart."""
 from pkg.tax import get_tax
@@ -121,12 +121,18 @@ def shipping_cost(weight, distance, zone, express=False):
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = write_tree(tmp_path / "shop", BASE)
+    root = write_tree(tmp_path / "shop", tree(BASE))
     git_init(root)
     (root / "pkg/cart.py").write_text(CART_NEW)
     (root / "pkg/tax.py").write_text(TAX_NEW)
     (root / "README.md").write_text("# shop\n\nNow with zones.\n")
     return root
+
+
+def tree(files: dict[str, str]) -> dict[str, str | bytes]:
+    out: dict[str, str | bytes] = {}
+    out.update(files)
+    return out
 
 
 def run_review(root: Path, db: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -217,10 +223,10 @@ def test_renamed_function_lists_callers_of_the_old_name(repo: Path, tmp_path: Pa
 
 
 def test_renamed_with_edits_is_still_a_rename(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    files = {"m.py": "def parse_rows(text, sep=','):\n    rows = []\n    for line in text.splitlines():\n"
+    files: dict[str, str] = {"m.py": "def parse_rows(text, sep=','):\n    rows = []\n    for line in text.splitlines():\n"
                      "        rows.append(line.split(sep))\n    return rows\n\n\ndef main(t):\n"
                      "    return parse_rows(t)\n"}
-    root = write_tree(tmp_path / "r", files)
+    root = write_tree(tmp_path / "r", tree(files))
     git_init(root)
     (root / "m.py").write_text(
         "def split_rows(text, sep=','):\n    rows = []\n    for line in text.splitlines():\n"
@@ -255,7 +261,7 @@ def test_signature_change_lists_mismatched_call_sites(repo: Path, tmp_path: Path
 
 
 def test_signature_rules_self_defaults_varargs_keywords(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = {"svc.py": '''class Service:
+    base: dict[str, str] = {"svc.py": '''class Service:
     def fetch(self, url, timeout=5):
         return url, timeout
 
@@ -275,7 +281,7 @@ def use(s):
     Service.build("x")
     s.log(1, 2, 3, level=4)
 '''}
-    root = write_tree(tmp_path / "r", base)
+    root = write_tree(tmp_path / "r", tree(base))
     git_init(root)
     text = base["svc.py"].replace("def fetch(self, url, timeout=5):", "def fetch(self, url, *, timeout=5, retries):")
     text = text.replace("def build(cls, name):", "def build(cls, name, region='eu'):")
@@ -469,13 +475,13 @@ def _bundled() -> bool:
 def test_ask_streams_a_review_from_the_configured_model(repo: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "config.toml"
-    config.write_text("[llm]\nmax_tokens = 40\nn_ctx = 2048\ntemperature = 0.0\n")
+    config.write_text("[llm]\nmax_tokens = 40\nn_ctx = 1024\ntemperature = 0.0\n")
     code = main(["review", "--repo", str(repo), "--db", str(tmp_path / "i.db"), "--config", str(config),
                  "--ask", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     data = json.loads(out)
     assert data["review"].strip() and "error" not in data
-    assert data["budget"] <= 2048 - 40
+    assert data["budget"] <= 1024 - 40
     assert data["sources"] and all(":" in s["citation"] for s in data["sources"])
     assert "answered by" in err

@@ -473,7 +473,7 @@ async def test_help_screen_lists_every_key(tmp_path: Path) -> None:
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
         await pilot.press("escape")  # nothing to cancel: nothing happens
-        await pilot.press("tab")  # away from the input, `?` opens the help too
+        await pilot.press("shift+tab")  # out of the input (into the chat), `?` opens the help too
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
 

@@ -302,6 +302,36 @@ def test_changes_during_a_batch_go_to_the_next(make_repo, tmp_path: Path) -> Non
         service.close()
 
 
+def test_a_failed_batch_is_reported_and_retried(make_repo, tmp_path: Path) -> None:
+    root = make_repo({"a.py": "def one():\n    pass\n"})
+    service = CodeRag(root, _settings(), tmp_path / "idx.db")
+    service.index()
+    original = service.index
+    calls: list[int] = []
+
+    def flaky_index(**kw):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("database is busy")
+        return original(**kw)
+
+    service.index = flaky_index  # type: ignore[method-assign]
+    events = Recorder()
+    watcher = service.watch(events)
+    try:
+        time.sleep(0.1)
+        _write(root / "a.py", "def two():\n    pass\n")
+        wait_for(lambda: defined(service, "two") == ["a.py"])
+        assert watcher.wait_idle()
+        errors = events.phase("error")
+        assert len(errors) == 1 and "database is busy" in errors[0].message
+        assert errors[0].paths == ("a.py",)
+        assert watcher.running
+    finally:
+        watcher.stop()
+        service.close()
+
+
 # ---------------------------------------------------------------------------- breaking changes
 
 

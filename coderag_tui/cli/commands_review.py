@@ -73,7 +73,13 @@ def cmd_review(args: argparse.Namespace) -> int:
         similar=max(0, args.similar),
         count_tokens=provider.count_tokens if provider is not None else None,
     )
-    review = build_review(service, options)
+    facade = getattr(service, "review", None)
+    if facade is not None:
+        review = facade(options.base, diff_text=options.diff_text, diff_label=options.diff_label,
+                        max_tokens=options.max_tokens, update_index=options.update_index,
+                        similar=options.similar, count_tokens=options.count_tokens)
+    else:
+        review = build_review(service, options)
     if not args.ask:
         if args.json:
             print_json(review.to_json())

@@ -61,6 +61,8 @@ class Lookup:
     children: dict[tuple[int, str], list[int]] = field(default_factory=lambda: defaultdict(list))
     file_unit: dict[int, int] = field(default_factory=dict)
     file_path: dict[int, str] = field(default_factory=dict)
+    file_stem: dict[int, str] = field(default_factory=dict)
+    _maps: dict[int, tuple[dict[str, list[int]], dict[str, list[int]], list[int]]] = field(default_factory=dict)
     stems: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     dir_stems: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     file_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = field(default_factory=dict)
@@ -84,6 +86,7 @@ class Lookup:
                 lk.children[(pid, name)].append(uid)
         for fid, path in db.execute("SELECT id, path FROM files"):
             lk.file_path[fid] = path
+            lk.file_stem[fid] = PurePosixPath(path).stem
             for stem in _path_stems(path):
                 lk.stems[stem].append(fid)
             parent = PurePosixPath(path).parent.parts
@@ -137,23 +140,17 @@ class Lookup:
                     hit = self._member(cls_id, name, depth=0)
                     if hit is not None:
                         return hit
+        heads, named, unnamed = self._import_maps(fid)
         if receiver and receiver not in SELF_NAMES:
             # `module.func()` where module is an import of this file
-            head = receiver.split(".")[0]
-            for target_file, names in self.file_imports.get(fid, ()):
-                if target_file is None:
-                    continue
-                stem = PurePosixPath(self.file_path[target_file]).stem
-                if head == stem or head in names:
-                    hit = self._pick(self.by_file_name.get((target_file, name), ()))
-                    if hit is not None:
-                        return hit
+            for target_file in heads.get(receiver.split(".")[0], ()):
+                hit = self._pick(self.by_file_name.get((target_file, name), ()))
+                if hit is not None:
+                    return hit
         local = self._pick(self.by_file_name.get((fid, name), ()))
         if local is not None and not receiver:
             return local
-        for target_file, names in self.file_imports.get(fid, ()):
-            if target_file is None or (names and name not in names and "*" not in names):
-                continue
+        for target_file in (*named.get(name, ()), *unnamed):
             hit = self._pick(self.by_file_name.get((target_file, name), ()))
             if hit is not None:
                 return hit
@@ -163,6 +160,27 @@ class Lookup:
         if len(everywhere) == 1:
             return everywhere[0]
         return None
+
+    def _import_maps(self, fid: int) -> tuple[dict[str, list[int]], dict[str, list[int]], list[int]]:
+        """For a file: import heads (module stem or imported name -> files), names -> files,
+        and the files imported without names (every name of theirs is visible)."""
+        cached = self._maps.get(fid)
+        if cached is not None:
+            return cached
+        heads: dict[str, list[int]] = defaultdict(list)
+        named: dict[str, list[int]] = defaultdict(list)
+        unnamed: list[int] = []
+        for target_file, names in self.file_imports.get(fid, ()):
+            if target_file is None:
+                continue
+            heads[self.file_stem[target_file]].append(target_file)
+            for n in names:
+                heads[n].append(target_file)
+                named[n].append(target_file)
+            if not names or "*" in names:
+                unnamed.append(target_file)
+        self._maps[fid] = (heads, named, unnamed)
+        return self._maps[fid]
 
     def resolve_base(self, src: int, text: str) -> int | None:
         name = _GENERIC.sub("", text).strip()

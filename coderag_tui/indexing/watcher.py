@@ -262,6 +262,7 @@ class Watcher:
                                   seconds=time.perf_counter() - started, full=rescan))
             self._retry(files, dirs, rescan)
             return
+        self._attempts.pop(_batch_key(files, dirs, rescan), None)
         new = [e for e in orphans if _orphan_key(e) not in before]
         listed = tuple(new + [e for e in orphans if _orphan_key(e) in before])[:_ORPHANS_LISTED]
         seconds = time.perf_counter() - started
@@ -309,7 +310,7 @@ class Watcher:
         return ""
 
     def _retry(self, files: set[str], dirs: set[str], rescan: bool) -> None:
-        key = frozenset(files | {d + "/" for d in dirs} | ({"<rescan>"} if rescan else set()))
+        key = _batch_key(files, dirs, rescan)
         tries = self._attempts.get(key, 0)
         if tries >= _RETRIES:
             self._attempts.pop(key, None)
@@ -367,6 +368,10 @@ def describe(summary: IndexSummary, files: int, seconds: float, new: list[EdgeRe
     elif orphaned:
         head += f"; {orphaned} orphaned in the index"
     return head
+
+
+def _batch_key(files: set[str], dirs: set[str], rescan: bool) -> frozenset[str]:
+    return frozenset(files | {d + "/" for d in dirs} | ({"<rescan>"} if rescan else set()))
 
 
 def _orphan_text(e: EdgeRef) -> str:

@@ -376,7 +376,7 @@ def _attach_calls(ex: _Extractor, units: list[_UnitBuild], call_caps: list[tuple
         receiver = ex.text(caps["call.receiver"][0]) if "call.receiver" in caps else ""
         argc = -1
         if "call.args" in caps:
-            argc = sum(1 for c in caps["call.args"][0].named_children if "comment" not in c.type)
+            argc = caps["call.args"][0].named_child_count
         pos = node.start_byte
         i = bisect.bisect_right(starts, pos) - 1
         while i > 0 and not (units[i].start_byte <= pos < units[i].end_byte):

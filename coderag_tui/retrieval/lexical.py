@@ -91,9 +91,11 @@ def bm25_chunks(
     limit: int = 60,
     filters: SearchFilters | None = None,
     weights: Sequence[float] = COLUMN_WEIGHTS,
+    terms: Sequence[str] | None = None,
 ) -> list[ChunkMatch]:
-    """Chunks ranked by BM25 for the query's words (best first)."""
-    terms = informative_terms(db, query_terms(query))
+    """Chunks ranked by BM25 for the query's words (or the given search terms), best first."""
+    if terms is None:
+        terms = informative_terms(db, query_terms(query))
     if not terms:
         return []
     expr = fts_expression(terms)

@@ -17,6 +17,7 @@ from coderag_tui.models import SearchFilters, SearchHit, UnitRef
 from coderag_tui.retrieval import lexical, router, structural, symbols, vector
 from coderag_tui.retrieval.common import ChunkMatch, unit_ranking
 from coderag_tui.retrieval.fusion import Fused, rrf
+from coderag_tui.retrieval.refine import refine
 from coderag_tui.retrieval.router import Route
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
@@ -43,16 +44,17 @@ class Searcher:
         self.embed_query = embed_query
 
     # ------------------------------------------------------------------ retrievers
-    def _bm25(self, text: str, n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
-        return lexical.bm25_chunks(self.db, text, limit=n * 3, filters=filters)
+    def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
+        matches = lexical.bm25_chunks(self.db, "", limit=n * 3, filters=filters, terms=terms)
+        return refine(self.db, matches, terms)
 
-    def _vector(self, text: str, n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
+    def _vector(self, text: str, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
         if self.embed_query is None:
             return []
         vec = self.embed_query(text)
         if vec is None:
             return []
-        return vector.knn_chunks(self.db, vec, limit=n * 3, filters=filters)
+        return refine(self.db, vector.knn_chunks(self.db, vec, limit=n * 3, filters=filters), terms)
 
     # ------------------------------------------------------------------ search
     def search(
@@ -94,13 +96,14 @@ class Searcher:
         weights = {"bm25": s.weight_bm25, "vector": s.weight_vector, "symbol": s.weight_symbol}
         best: dict[int, ChunkMatch] = {}
         text = route.target if route.kind == router.SYMBOL else query
+        terms = lexical.informative_terms(self.db, lexical.query_terms(text))
         if mode in ("hybrid", "bm25"):
-            order, b = unit_ranking(self._bm25(text, n, filters))
+            order, b = unit_ranking(self._bm25(terms, n, filters))
             lists["bm25"] = order[:n]
             best.update(b)
         used = False
         if mode in ("hybrid", "vector"):
-            matches = self._vector(query, n, filters)
+            matches = self._vector(query, terms, n, filters)
             used = bool(matches)
             order, b = unit_ranking(matches)
             lists["vector"] = order[:n]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import ComposedContext
+from coderag_tui.models import ComposedContext, ContextPiece
 from coderag_tui.review import sources
 from coderag_tui.review.changes import DELETED, FileSides, UnitChange, classify
 from coderag_tui.review.diff import unit_diff

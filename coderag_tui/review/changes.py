@@ -216,10 +216,10 @@ def classify(files: list[FileSides]) -> list[UnitChange]:
     removed: list[_Side] = []
     added: list[_Side] = []
     for fs in files:
-        c, r, a = _classify_file(fs)
-        changes.extend(c)
-        removed.extend(r)
-        added.extend(a)
+        file_changes, file_removed, file_added = _classify_file(fs)
+        changes.extend(file_changes)
+        removed.extend(file_removed)
+        added.extend(file_added)
 
     # renames: best-scoring pairs first, each unit used once
     scored: list[tuple[float, int, int]] = []

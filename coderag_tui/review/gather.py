@@ -108,6 +108,7 @@ class Gatherer:
         self.files = {(fs.diff.new_path or fs.diff.path): fs for fs in files}
         self.old_files = {(fs.diff.old_path or fs.diff.path): fs for fs in files}
         self._trees: dict[str, tuple[Any, bytes] | None] = {}
+        self._imports_cache: dict[tuple[int, str, str], int] = {}
         self._file_ids: dict[str, int | None] = {}
 
     # ------------------------------------------------------------------ lookups
@@ -290,6 +291,12 @@ class Gatherer:
     def _imports(self, src_file: int, old_path: str, name: str) -> int:
         """Whether a file imports the file at old_path: 2 it imports `name` from it, 1 it imports
         the module, 0 no (resolved edges, else the module text)."""
+        key = (src_file, old_path, name)
+        if key not in self._imports_cache:
+            self._imports_cache[key] = self._imports_uncached(src_file, old_path, name)
+        return self._imports_cache[key]
+
+    def _imports_uncached(self, src_file: int, old_path: str, name: str) -> int:
         p = PurePosixPath(old_path)
         target = "/".join([*p.parent.parts, p.stem])
         best = 0

@@ -33,17 +33,24 @@ def is_git_repo(root: Path) -> bool:
     return proc.returncode == 0 and proc.stdout.strip() == b"true"
 
 
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree: the base of a first commit
+
+
 def verify_rev(root: Path, rev: str) -> str:
-    """The commit a revision names (a RepoError that says so when it names none)."""
+    """The commit a revision names (a RepoError that says so when it names none). HEAD of a
+    repository without commits is the empty tree (everything is new)."""
     proc = _run(root, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], check=False)
     if proc.returncode != 0:
+        if rev == "HEAD" and _run(root, ["rev-list", "-n1", "--all"], check=False).stdout.strip() == b"":
+            return EMPTY_TREE
         raise RepoError(f"unknown revision {rev!r}", "give a branch, tag or commit with --base")
     return proc.stdout.decode().strip()
 
 
 def diff_text(root: Path, base: str) -> str:
-    """`git diff BASE`: the working tree (staged or not) against BASE, renames detected."""
-    proc = _run(root, ["diff", "--no-color", "--no-ext-diff", "-M", "--src-prefix=a/",
+    """`git diff BASE`: the working tree (staged or not) against BASE, renames detected, paths
+    relative to `root` (which may be a folder inside the repository) and limited to it."""
+    proc = _run(root, ["diff", "--no-color", "--no-ext-diff", "-M", "--relative", "--src-prefix=a/",
                        "--dst-prefix=b/", "--unified=3", base, "--"])
     return proc.stdout.decode("utf-8", "replace")
 
@@ -58,5 +65,7 @@ def untracked(root: Path) -> list[str]:
 
 def show(root: Path, rev: str, path: str) -> bytes | None:
     """A file's bytes at a revision (None when it does not exist there)."""
-    proc = _run(root, ["show", f"{rev}:{path}"], check=False)
+    if rev == EMPTY_TREE:
+        return None
+    proc = _run(root, ["show", f"{rev}:./{path}"], check=False)
     return proc.stdout if proc.returncode == 0 else None

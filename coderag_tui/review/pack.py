@@ -120,7 +120,7 @@ def pack(candidates: list[Candidate], budget: int, reserved: int, count: TokenCo
         room = max(0, budget - used)
         share = room // len(must)
         cut: list[Candidate] = []
-        for c, p in zip(must, must_pieces):
+        for c, p in zip(must, must_pieces, strict=True):
             if p.tokens <= share:
                 cut.append(c)
                 continue

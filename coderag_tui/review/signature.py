@@ -142,9 +142,8 @@ def param_spec(unit: ParsedUnit, language: str, *, drop_receiver: bool) -> Param
         texts = [t for text in texts for t in _split_top(text)]
     for i, raw in enumerate(texts):
         t = " ".join(raw.split())
-        if i == 0 and t in RECEIVERS:
-            if drop_receiver:
-                continue
+        if i == 0 and t in RECEIVERS and drop_receiver:
+            continue
         if t in ("void", ""):
             continue
         if t.startswith("&") and language == "ruby":

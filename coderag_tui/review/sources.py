@@ -67,12 +67,12 @@ def from_git(root: Path, base: str, settings: Settings) -> list[FileSides]:
     """The working tree (and its untracked files) against BASE."""
     if not gitio.is_git_repo(root):
         raise _not_git(root)
-    gitio.verify_rev(root, base)
+    commit = gitio.verify_rev(root, base)
     out: list[FileSides] = []
-    diffs = parse_unified_diff(gitio.diff_text(root, base))
+    diffs = parse_unified_diff(gitio.diff_text(root, commit))
     seen = {d.path for d in diffs}
     for d in diffs:
-        old = gitio.show(root, base, d.old_path) if d.old_path else None
+        old = gitio.show(root, commit, d.old_path) if d.old_path else None
         new = _read(root, d.new_path)
         out.append(make_sides(d, old, new, settings))
     for rel in gitio.untracked(root):

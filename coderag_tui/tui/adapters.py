@@ -151,7 +151,15 @@ def model_label(service: Any) -> str:
         return f"model missing: {info.name}"
     note = str(getattr(info, "note", "") or "")
     tiny = " (tiny default model)" if "tiny" in note.lower() else ""
-    return f"{info.name}{tiny}"
+    return f"{short_model_name(str(info.name))}{tiny}"
+
+
+def short_model_name(name: str) -> str:
+    """"SmolLM2-135M-Instruct.Q4_1.gguf" -> "SmolLM2-135M" (the status line is narrow)."""
+    name = name.rsplit("/", 1)[-1]
+    name = re.sub(r"\.gguf$", "", name, flags=re.I)
+    name = re.sub(r"[.-](Q\d\w*|F16|F32|BF16)$", "", name, flags=re.I)
+    return re.sub(r"-(Instruct|Chat|it)$", "", name, flags=re.I) or name
 
 
 def start_watch(service: Any, on_event: Callable[[Any], object]) -> Any | None:

@@ -1,8 +1,7 @@
 """The chat: questions, answers streamed as Markdown, numbered sources under each answer.
 
 Tokens go to a MarkdownStream (it batches fragments while a render is in progress); the
-transcript is anchored to the bottom while an answer streams and lets go when the user
-scrolls up, so it follows only when the reader is near the end.
+transcript follows the growing answer only while the reader is at the bottom.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
@@ -80,7 +80,20 @@ class TurnView(Vertical):
 
 
 class Transcript(VerticalScroll, can_focus=True):
-    """The conversation so far (scroll with the arrow keys)."""
+    """The conversation so far (scroll with the arrow keys).
+
+    While the reader is at the bottom, growing content keeps it there; scrolling up stops
+    that until the reader comes back down.
+    """
+
+    follow = True
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        self.follow = new >= self.max_scroll_y - 2
+
+    def watch_virtual_size(self, old: Size, new: Size) -> None:
+        if self.follow and new.height > old.height:
+            self.scroll_end(animate=False, immediate=True)
 
 
 class ChatPane(Vertical):
@@ -125,7 +138,8 @@ class ChatPane(Vertical):
         view = TurnView(Turn(question))
         await transcript.mount(view)
         view.set_status("thinking…")
-        transcript.anchor()
+        transcript.follow = True
+        transcript.scroll_end(animate=False)
         return view
 
     async def clear(self) -> None:

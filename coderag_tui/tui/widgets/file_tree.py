@@ -24,6 +24,10 @@ from coderag_tui.tui.messages import OpenLocation
 # A glyph per state, so the state reads without colour (NO_COLOR) too.
 GLYPHS = {"pending": ("○", "dim"), "indexed": ("●", "green"), "embedded": ("◆", "cyan"),
           "error": ("✗", "red"), "skipped": ("-", "dim")}
+SHORT_LANGUAGE = {"python": "py", "javascript": "js", "typescript": "ts", "tsx": "tsx",
+                  "markdown": "md", "rust": "rs", "golang": "go", "csharp": "cs", "cpp": "c++",
+                  "kotlin": "kt", "ruby": "rb", "shell": "sh", "bash": "sh", "yaml": "yml",
+                  "gitignore": "ignore"}
 EXPAND_ALL_UP_TO = 300  # files; bigger trees open only their top level
 
 
@@ -71,7 +75,7 @@ class FileTree(Tree[FileEntry]):
         glyph, style = GLYPHS.get(entry.state, ("?", ""))
         label = Text.assemble((glyph, style), " ", name)
         if entry.language:
-            label.append(f" {entry.language}", "dim")
+            label.append(f" {SHORT_LANGUAGE.get(entry.language, entry.language)}", "dim")
         return label
 
     def move_to_path(self, path: str) -> None:

@@ -1,0 +1,243 @@
+"""`coderag mcp`: the real MCP stdio client of the `mcp` package starts the server as a
+subprocess on a fixture repository, lists the tools and calls every one of them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from .conftest import write_tree
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+TOOLS = {"search_codebase", "get_context", "lookup_symbol", "find_callers", "find_callees",
+         "get_file_summary", "repo_map"}
+
+FILES: dict[str, str | bytes] = {
+    "billing/__init__.py": "",
+    "billing/invoice.py": '''"""Invoices: totals, taxes and discounts."""
+from billing.rates import vat_rate
+
+DEFAULT_CURRENCY = "EUR"
+
+
+class Invoice:
+    """An invoice with lines of (description, amount)."""
+
+    def __init__(self, customer):
+        self.customer = customer
+        self.lines = []
+
+    def add_line(self, description, amount):
+        self.lines.append((description, amount))
+
+    def total_with_vat(self, country):
+        """The invoice total including value added tax for a country."""
+        subtotal = self.subtotal()
+        return subtotal * (1 + vat_rate(country))
+
+    def subtotal(self):
+        return sum(amount for _, amount in self.lines)
+
+
+def issue_invoice(customer, items, country):
+    invoice = Invoice(customer)
+    for description, amount in items:
+        invoice.add_line(description, amount)
+    return invoice.total_with_vat(country)
+''',
+    "billing/rates.py": '''"""VAT rates by country."""
+
+RATES = {"de": 0.19, "fr": 0.2}
+
+
+def vat_rate(country):
+    """The value added tax rate of a country (0 when unknown)."""
+    return RATES.get(country, 0.0)
+''',
+    "tests/test_invoice.py": '''from billing.invoice import Invoice, issue_invoice
+
+
+def test_total_with_vat():
+    inv = Invoice("ada")
+    inv.add_line("book", 10)
+    assert inv.total_with_vat("de") == pytest.approx(11.9)
+
+
+def test_issue_invoice():
+    assert issue_invoice("ada", [("pen", 1)], "fr") > 1
+''',
+}
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+async def _session_calls(repo: Path, db: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[
+        list[Any], dict[str, Any]]:
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("XDG_", "HF_", "CODERAG_")) or k in ("PYTHONPATH", "HOME", "PATH")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "coderag_tui", "mcp", str(repo), "--db", str(db)],
+        env=env,
+        cwd=str(repo),
+    )
+    results: dict[str, Any] = {}
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            for key, (name, arguments) in enumerate(calls):
+                results[f"{key}:{name}"] = await session.call_tool(name, arguments)
+    return tools, results
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> tuple[list[Any], dict[str, Any]]:
+    repo = write_tree(tmp_path / "billing-repo", FILES)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("lookup_symbol", {"name": "total_with_vat"}),
+        ("find_callers", {"name": "total_with_vat"}),
+        ("find_callees", {"name": "Invoice.total_with_vat"}),
+        ("get_file_summary", {"path": "billing/invoice.py"}),
+        ("search_codebase", {"query": "value added tax rate of a country", "limit": 5}),
+        ("search_codebase", {"query": "invoice total", "limit": 5, "path_prefix": "tests/", "language": "python"}),
+        ("search_codebase", {"query": "vat_rate", "limit": 5, "kind": "function"}),
+        ("get_context", {"task": "how is the VAT added to an invoice total", "max_tokens": 1500}),
+        ("repo_map", {"max_tokens": 400}),
+        ("get_file_summary", {"path": "no/such/file.py"}),
+        ("lookup_symbol", {"name": ""}),
+        ("find_callers", {"name": "vat_rate"}),
+    ]
+    result: tuple[list[Any], dict[str, Any]] = anyio.run(_session_calls, repo, tmp_path / "index.db", calls)
+    return result
+
+
+def test_every_tool_over_stdio(served: tuple[list[Any], dict[str, Any]]) -> None:
+    tools, results = served
+    assert {t.name for t in tools} == TOOLS
+    for t in tools:
+        assert t.description and t.input_schema["type"] == "object"
+    search = next(t for t in tools if t.name == "search_codebase")
+    assert set(search.input_schema["properties"]) == {"query", "limit", "language", "path_prefix", "kind"}
+    assert search.input_schema["required"] == ["query"]
+
+    errors = ("9:", "10:")
+    for key, result in results.items():
+        assert result.is_error == key.startswith(errors), (key, _text(result))
+
+    lookup = _text(results["0:lookup_symbol"])
+    assert "billing/invoice.py:17-20  method Invoice.total_with_vat" in lookup
+    assert "   17      def total_with_vat(self, country):" in lookup  # its code, numbered
+    assert "The invoice total including value added tax for a country." in lookup
+
+    callers = _text(results["1:find_callers"])
+    assert callers.startswith("2 call sites of Invoice.total_with_vat (billing/invoice.py:17-20):")
+    assert "- billing/invoice.py:30  in function issue_invoice (billing/invoice.py:26-30)" in callers
+    assert "- tests/test_invoice.py:7  in function test_total_with_vat (tests/test_invoice.py:4-7)" in callers
+
+    callees = _text(results["2:find_callees"])
+    assert "- billing/invoice.py:22-23  method Invoice.subtotal  (called at line 19)" in callees
+    assert "- billing/rates.py:6-8  function vat_rate  (called at line 20)" in callees
+
+    summary = _text(results["3:get_file_summary"])
+    assert summary.startswith("billing/invoice.py:1-30  (python, 30 lines)")
+    assert "Invoices: totals, taxes and discounts." in summary
+    assert "- billing/invoice.py:7-23  class Invoice" in summary
+    assert "  - billing/invoice.py:17-20  def total_with_vat(self, country)" in summary
+    assert "- billing/invoice.py:2  billing.rates (vat_rate) -> billing/rates.py" in summary
+    assert "Imported by:\n- tests/test_invoice.py" in summary
+    assert "Tested by: tests/test_invoice.py" in summary
+
+    found = _text(results["4:search_codebase"])
+    first = found.split("\n\n")[1]
+    assert first.startswith("1. billing/rates.py:")  # the VAT rates come first
+    assert "def vat_rate(country):" in found
+    in_tests = _text(results["5:search_codebase"])
+    assert "tests/test_invoice.py:" in in_tests and "billing/invoice.py:" not in in_tests
+    functions = _text(results["6:search_codebase"])
+    assert "billing/rates.py:6-8  function vat_rate" in functions
+
+    context = _text(results["7:get_context"])
+    assert context.startswith("Context for 'how is the VAT added to an invoice total'")
+    assert "### billing/invoice.py:" in context and "```python" in context
+    assert "return subtotal * (1 + vat_rate(country))" in context
+
+    repo_map = _text(results["8:repo_map"])
+    assert "billing/invoice.py:" in repo_map and "def total_with_vat(self, country)" in repo_map
+
+    missing = _text(results["9:get_file_summary"])
+    assert "no file 'no/such/file.py' in the index" in missing and len(missing.strip().splitlines()) == 1
+    assert "give a symbol name" in _text(results["10:lookup_symbol"])
+    assert "billing/invoice.py:20  in method Invoice.total_with_vat" in _text(results["11:find_callers"])
+
+
+def test_tools_directly_on_a_shared_index(tmp_path: Path, open_service: Any) -> None:
+    """The tool functions over an index the app wrote (same file, per-thread connections)."""
+    import threading
+
+    from coderag_tui.mcp_server import CodeRagTools
+
+    repo = write_tree(tmp_path / "r", FILES)
+    service = open_service(repo)
+    tools = CodeRagTools(service)
+    tools.start()
+    assert tools.ready.is_set()  # not empty: no indexing on start
+    out: dict[str, str] = {}
+
+    def worker() -> None:
+        out["callers"] = tools.find_callers("vat_rate")
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert "billing/invoice.py:20  in method Invoice.total_with_vat" in out["callers"]
+    summary = tools.get_file_summary(str(repo / "billing/rates.py"))  # an absolute path works too
+    assert "billing/rates.py:6-8  def vat_rate(country)" in summary
+    service.db.execute(
+        "INSERT INTO summaries(unit_id, text) SELECT id, 'Looks up VAT rates.' FROM units WHERE kind='file' "
+        "AND file_id=(SELECT id FROM files WHERE path='billing/rates.py')")
+    assert "Summary:\nLooks up VAT rates." in tools.get_file_summary("billing/rates.py")
+
+
+def test_watch_keeps_the_index_current(tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "watched", FILES)
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("XDG_", "HF_", "CODERAG_")) or k in ("HOME", "PATH")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "coderag_tui", "mcp", str(repo), "--db", str(tmp_path / "w.db"), "--watch"],
+        env=env, cwd=str(repo),
+    )
+
+    async def run() -> tuple[str, str]:
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                before = _text(await session.call_tool("find_callers", {"name": "vat_rate"}))
+                (repo / "billing" / "refunds.py").write_text(
+                    "from billing.rates import vat_rate\n\n\ndef refund_vat(amount, country):\n"
+                    "    return amount * vat_rate(country)\n")
+                after = before
+                for _ in range(60):
+                    await anyio.sleep(0.5)
+                    after = _text(await session.call_tool("find_callers", {"name": "vat_rate"}))
+                    if "refunds.py" in after:
+                        break
+                return before, after
+
+    before, after = anyio.run(run)
+    assert "billing/invoice.py:20" in before and "refunds.py" not in before
+    assert "- billing/refunds.py:5  in function refund_vat (billing/refunds.py:4-5)" in after
