@@ -30,7 +30,7 @@ from coderag_tui.indexing.embedder import (  # noqa: E402
     write_vectors,
 )
 from coderag_tui.retrieval.evaluate import Case, CaseResult, evaluate_case, load_cases, table  # noqa: E402
-from coderag_tui.retrieval.search import MODES  # noqa: E402
+from coderag_tui.retrieval.search import MODES, Searcher  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 
@@ -125,7 +125,10 @@ def main() -> int:
                     f"in {time.perf_counter() - t:.1f}s ({e.rate:.1f}/s)")
         if args.phase in ("all", "eval"):
             t = time.perf_counter()
-            r = evaluate_case(service.searcher(), case, modes)
+            searcher = service.searcher()
+            if args.no_embed:  # keywords, symbols and the graph only, even where vectors exist
+                searcher = Searcher(service.db, service.settings.search, None)
+            r = evaluate_case(searcher, case, modes)
             results.append(r)
             log(f"[{n}/{len(cases)}] {case.id}: file ranks {r.file_rank} unit ranks {r.unit_rank} "
                 f"({time.perf_counter() - t:.1f}s)")

@@ -17,7 +17,7 @@ import functools
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from coderag_tui import __version__
@@ -351,12 +351,23 @@ def _tool(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def build_server(tools: CodeRagTools) -> Any:
-    """An MCPServer with the seven coderag tools."""
+def build_server(tools: CodeRagTools, *, start: bool = False, watch: bool = False) -> Any:
+    """An MCPServer with the seven coderag tools. `start`: start the tools (first index,
+    watcher) when the server starts serving (after the SDK has claimed stdout, so nothing
+    they print can reach the wire) and stop them when it ends."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    server = MCPServer("coderag", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
+        tools.start(watch=watch)
+        try:
+            yield {}
+        finally:
+            tools.stop()
+
+    server = MCPServer("coderag", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING",
+                       lifespan=lifespan if start else None)
     ro = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @_tool
@@ -416,14 +427,13 @@ def serve(service: Any, *, watch: bool = False) -> int:
     import anyio
 
     tools = CodeRagTools(service)
-    server = build_server(tools)
-    tools.start(watch=watch)
+    server = build_server(tools, start=True, watch=watch)
     try:
         anyio.run(server.run_stdio_async)
     except KeyboardInterrupt:
         pass
     finally:
-        tools.stop()
+        tools.stop()  # a no-op when the lifespan already stopped them
     return 0
 
 

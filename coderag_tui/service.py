@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -279,6 +281,107 @@ class CodeRag:
 
 
     # ------------------------------------------------------------------ answering (issue 4)
+    # The provider (a loaded GGUF, or an HTTP client) is built once per model and kept; one
+    # answer runs at a time (llama.cpp is not re-entrant).
+    def llm(self, model: str | None = None) -> _Provider:  # noqa: F821
+        """The configured model (with its fallbacks), or `model` (a GGUF path) instead."""
+        from coderag_tui.answering import ProviderOptions, create_llm
+        from coderag_tui.paths import models_dir
+
+        cache = self.__dict__.setdefault("_providers", {})
+        with self._lock:
+            provider = cache.get(model)
+            if provider is None:
+                options = ProviderOptions(models_dir=models_dir(), model_override=model)
+                provider = cache[model] = create_llm(self.settings.llm, options)
+        return provider
+
+    def model_info(self, model: str | None = None) -> _ModelInfo:
+        return self.llm(model).info()
+
+    def ask(
+        self,
+        question: str,
+        conversation_id: int | None = None,
+        *,
+        model: str | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Iterator[_AnswerEvent]:
+        """Retrieve the code that answers `question`, then stream a cited answer.
+
+        Yields status / token / sources / done / error events; never raises (errors are events).
+        A follow-up question in a conversation is retrieved together with the previous one.
+        """
+        from coderag_tui.answering import Answerer
+        from coderag_tui.errors import CoderagError
+        from coderag_tui.models import AnswerEvent
+
+        conv = conversation_id or 0
+        question = question.strip()
+        if not question:
+            yield AnswerEvent("error", text="ask a question first", conversation_id=conv)
+            return
+        lock: threading.Lock = self.__dict__.setdefault("_answer_lock", threading.Lock())
+        with lock:
+            try:
+                started = time.perf_counter()
+                yield AnswerEvent("status", text="loading the model", conversation_id=conv)
+                provider = self.llm(model)
+                yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
+                answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
+                                    temperature=self.settings.llm.temperature)
+                query = question
+                if conversation_id:
+                    earlier = [m.content for m in answerer.load_conversation(conversation_id)
+                               if m.role == "user"]
+                    if earlier:
+                        query = f"{earlier[-1]}\n{question}"
+                context_budget, map_budget = self._answer_budgets(provider)
+                context = self.context(query, max_tokens=context_budget)
+                repo_map = self.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
+                retrieval_s = time.perf_counter() - started
+            except CoderagError as exc:
+                yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
+                return
+            for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s):
+                yield event
+                if should_stop is not None and should_stop() and event.kind == "token":
+                    yield AnswerEvent("error", text="cancelled", conversation_id=event.conversation_id)
+                    return
+
+    def _answer_budgets(self, provider: _Provider) -> tuple[int, int]:
+        """Tokens for the composed context and the repo map, so that the system rules, the
+        history, the question and the answer still fit in the model's window."""
+        window = provider.context_window()
+        available = max(window - self.settings.llm.max_tokens - 700, 256)
+        map_budget = min(self.settings.context.repo_map_tokens, int(available * 0.15))
+        return min(self.settings.context.max_tokens, available - map_budget), map_budget
+
+    def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
+        """Stored conversations, newest first: (id, title, updated)."""
+        rows = self.db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
+                            "LIMIT ?", (limit,))
+        return [(int(i), str(t), float(u)) for i, t, u in rows]
+
+    def load_conversation(self, conversation_id: int) -> list[_ChatMessage]:
+        from coderag_tui.models import ChatMessage
+
+        rows = self.db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
+                            (conversation_id,))
+        return [ChatMessage(str(r), str(c)) for r, c in rows]
+
+    def list_models(self, model: str | None = None) -> list[_ModelInfo]:
+        from coderag_tui.answering import list_models
+        from coderag_tui.paths import models_dir
+
+        return list_models(self.settings.llm, models_dir(), model_override=model)
+
+    if TYPE_CHECKING:
+        from coderag_tui.answering import Provider as _Provider
+        from coderag_tui.models import AnswerEvent as _AnswerEvent
+        from coderag_tui.models import ChatMessage as _ChatMessage
+        from coderag_tui.models import ModelInfo as _ModelInfo
+
 
     # ------------------------------------------------------------------ remote & watch (issue 6)
     def watch(

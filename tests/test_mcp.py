@@ -241,3 +241,48 @@ def test_watch_keeps_the_index_current(tmp_path: Path) -> None:
     before, after = anyio.run(run)
     assert "billing/invoice.py:20" in before and "refunds.py" not in before
     assert "- billing/refunds.py:5  in function refund_vat (billing/refunds.py:4-5)" in after
+
+
+def test_stdout_carries_only_the_protocol(tmp_path: Path) -> None:
+    """Raw JSON-RPC over a pipe, the index built on start: every stdout line is a message."""
+    import json
+    import subprocess
+
+    from mcp_types.version import LATEST_HANDSHAKE_VERSION
+
+    repo = write_tree(tmp_path / "raw", FILES)
+    messages: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "find_callees", "arguments": {"name": "issue_invoice"}}},
+    ]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coderag_tui", "mcp", str(repo), "--db", str(tmp_path / "raw.db")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: dict[int, Any] = {}
+    for message in messages:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        if "id" in message:
+            while message["id"] not in replies:
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read() if proc.stderr else ""
+                reply = json.loads(line)  # anything else on stdout fails here
+                assert reply["jsonrpc"] == "2.0"
+                if "id" in reply:
+                    replies[reply["id"]] = reply
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    proc.wait(timeout=60)
+    for line in rest.splitlines():
+        json.loads(line)
+    assert replies[1]["result"]["serverInfo"]["name"] == "coderag"
+    text = replies[2]["result"]["content"][0]["text"]
+    assert "- billing/invoice.py:7-23  class Invoice  (called at line 27)" in text
+    assert "billing/invoice.py:14-15  method Invoice.add_line  (called at line 29)" in text

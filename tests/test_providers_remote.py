@@ -214,6 +214,7 @@ def test_401_names_the_variable_never_the_key(loopback: Any, monkeypatch: pytest
     monkeypatch.setenv("CODERAG_TEST_KEY", SECRET)
     server = loopback(lambda h, n: h.send_json(401, {"error": {"message": f"Incorrect API key provided: {SECRET}"}}))
     provider = create(openai(server.url, api_key_env="CODERAG_TEST_KEY", retries=3), FAST)
+    assert isinstance(provider, OpenAICompatProvider)
     with pytest.raises(ProviderError) as exc:
         stream_text(provider)
     line = exc.value.one_line()

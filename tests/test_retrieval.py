@@ -17,7 +17,9 @@ from coderag_tui.cli.main import main as cli_main
 from coderag_tui.config import ContextSettings
 from coderag_tui.models import ComposedContext, ContextPiece, SearchFilters
 from coderag_tui.retrieval import lexical, router
+from coderag_tui.retrieval.expansion import expand
 from coderag_tui.retrieval.fusion import rrf
+from coderag_tui.retrieval.source import CodeReader
 from coderag_tui.retrieval.packing import Candidate, estimate_tokens, lost_in_the_middle, pack, render_piece
 from coderag_tui.retrieval.repo_map import fit_map, pagerank, ranked_tags
 from coderag_tui.service import CodeRag
@@ -312,9 +314,21 @@ def test_context_levels(shop: CodeRag) -> None:
     assert ctx.pieces[0].role == "primary"
 
 
-def test_context_tests_and_text_from_the_index(shop: CodeRag, tmp_path: Path) -> None:
+def test_expansion_levels(shop: CodeRag) -> None:
+    hit = shop.search("apply_tax")[0]
+    assert hit.unit.qualname == "apply_tax"
+    cands = expand(shop.db, CodeReader(shop.db, shop.root), [hit], ContextSettings())
+    by_role = {c.role: c for c in cands}
+    assert set(by_role) == {"primary", "caller", "test", "parent", "metadata"}
+    assert "calls apply_tax" in by_role["caller"].title and by_role["caller"].tier == "neighbours"
+    assert "test_apply_tax" in by_role["test"].title and by_role["test"].tier == "extended"
+    assert "class ShoppingCart(BaseCart)" in by_role["parent"].text  # the module outline
+    assert "called by 2 units" in by_role["metadata"].text
+    assert "TAX_RATE" in by_role["metadata"].text  # constants of the file
+
+
+def test_context_text_from_the_index(shop: CodeRag) -> None:
     ctx = shop.context("apply_tax", max_tokens=4000)
-    assert any(p.role == "test" and "test_apply_tax" in p.title for p in ctx.pieces)
     primary = next(p for p in ctx.pieces if p.role == "primary")
     assert "def apply_tax(amount):" in primary.text
     # the code comes from the index: deleting the file does not change it
@@ -400,7 +414,7 @@ def test_packing_never_exceeds_the_budget(seed: int) -> None:
 def test_packing_prefers_primary_and_shrinks_keeping_the_signature() -> None:
     lines = [(10, "def big(a, b):")] + [(10 + i, f"    step_{i}()") for i in range(1, 400)]
     cand = Candidate("primary", "primary", "m.py", 10, 409, "function big", 1.0, "python", lines,
-                     head=1, focus=(300, 305))
+                     head=1, focus=(310, 315))
     pieces = pack([cand], 300, ContextSettings())
     assert len(pieces) == 1
     text = pieces[0].text

@@ -250,7 +250,7 @@ def test_signature_change_lists_mismatched_call_sites(repo: Path, tmp_path: Path
     # shipping_cost(weight, 10, 3) fits, shipping_cost(*args) cannot be judged
     assert set(bad) == {("pkg/orders.py", 5), ("pkg/orders.py", 6)}
     assert all("missing 'zone'" in r for r in bad.values())
-    assert bad[("pkg/orders.py", 6)] == "passes 2 positional arguments and express=; missing 'zone'"
+    assert bad[("pkg/orders.py", 6)] == "passes 2 positional arguments and the keyword express; missing 'zone'"
     assert {r["line"] for r in c["callers"]} >= {5, 6, 15, 16}
     i = data["changes"].index(c)
     sites = [p for p in data["context"] if p["change"] == i and p["role"] == "call-site"]

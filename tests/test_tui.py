@@ -23,6 +23,7 @@ from coderag_tui.tui import adapters, chatlog
 from coderag_tui.tui.app import CodeRagApp, create_app
 from coderag_tui.tui.editor import editor_command
 from coderag_tui.tui.history import History, Location
+from coderag_tui.tui.messages import IndexProgress
 from coderag_tui.tui.screens.help import HelpScreen
 from coderag_tui.tui.screens.main import MainScreen
 from coderag_tui.tui.screens.picker import PickerScreen
@@ -174,6 +175,56 @@ async def test_indexing_runs_in_the_background_and_the_app_is_usable_meanwhile(t
         assert not status.query_one("#index-bar").display
 
 
+async def test_embedding_follows_indexing_and_the_tree_shows_it(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from coderag_tui.config import EmbedSettings
+
+    service = make_service(tmp_path)
+    if not adapters.has(service, "embed"):
+        pytest.skip("service.embed is not in this build")
+    service.settings = replace(service.settings, embed=EmbedSettings())  # the bundled model
+    phases: list[str] = []
+
+    def hook(message: Any) -> None:
+        if isinstance(message, IndexProgress):
+            phases.append(message.progress.phase)
+
+    app = app_for(service)
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await settle(pilot)
+        assert "parse" in phases and "embed" in phases
+        files = app.screen.query_one(FilesPane).files
+        assert {f.state for f in files if f.path.endswith(".py")} == {"embedded"}
+        text = str(app.screen.query_one("#index-text").render())
+        assert "0 vectors" not in text and "vectors" in text
+
+
+async def test_the_watcher_refreshes_the_tree_and_the_open_file(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from coderag_tui.config import WatchSettings
+
+    service = make_service(tmp_path)
+    if not adapters.has(service, "watch"):
+        pytest.skip("service.watch is not in this build")
+    service.settings = replace(service.settings, watch=WatchSettings(enabled=True, debounce_ms=50))
+    app = app_for(service, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        status = app.screen.query_one(StatusBar)
+        await until(pilot, lambda: "watching" in str(status.query_one("#watch").render()))
+        await open_symbol(pilot, "round_money")
+        (tmp_path / "shop" / "shop" / "pricing.py").write_text(
+            (tmp_path / "shop" / "shop" / "pricing.py").read_text() + "\n\ndef discount(amount):\n    return amount\n")
+        (tmp_path / "shop" / "shop" / "extra.py").write_text("def extra():\n    return 1\n")
+        view = main(app).code
+        await until(pilot, lambda: view.document is not None and "def discount(amount):" in view.document.lines, 30)
+        files = app.screen.query_one(FilesPane)
+        await until(pilot, lambda: "shop/extra.py" in [f.path for f in files.files], 30)
+        assert app.is_running
+
+
 async def test_index_failure_is_a_notification_not_a_crash(tmp_path: Path) -> None:
     class Broken(CodeRag):
         def index(self, **kwargs: Any) -> Any:
@@ -277,7 +328,7 @@ async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(t
     app = app_for(service)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert "SmolLM2-135M-Instruct (tiny default model)" in str(app.screen.query_one("#model").render())
+        assert "SmolLM2-135M (tiny default model)" in str(app.screen.query_one("#model").render())
         await ask(pilot, "what does total return")
         screen = main(app)
         assert service.questions == [("what does total return", None)]
@@ -318,6 +369,27 @@ async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(t
         # a follow-up question continues the conversation
         await ask(pilot, "and the tax")
         assert service.questions[-1] == ("and the tax", 7)
+
+
+async def test_streaming_follows_the_bottom_unless_the_reader_scrolled_up(tmp_path: Path) -> None:
+    service = make_service(tmp_path, ScriptedAnswers)
+    service.tokens = tuple(f"line {i}\n\n" for i in range(40))  # type: ignore[attr-defined]
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await ask(pilot, "long")
+        transcript = main(app).chat.query_one(Transcript)
+        assert transcript.max_scroll_y > 0 and transcript.scroll_y == transcript.max_scroll_y
+
+        service.delay = 0.03  # type: ignore[attr-defined]
+        await pilot.press("f3")
+        await type_text(pilot, "again")
+        await pilot.press("enter")
+        await until(pilot, lambda: "line 5" in main(app).chat.turns[-1].answer)
+        await pilot.press("pageup", "pageup")  # the reader goes back up
+        await until(pilot, lambda: not main(app).answering)
+        await settle(pilot)
+        assert transcript.scroll_y < transcript.max_scroll_y - 5
 
 
 async def test_cancel_stops_the_answer(tmp_path: Path) -> None:

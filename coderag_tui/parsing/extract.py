@@ -376,7 +376,9 @@ def _attach_calls(ex: _Extractor, units: list[_UnitBuild], call_caps: list[tuple
         receiver = ex.text(caps["call.receiver"][0]) if "call.receiver" in caps else ""
         argc = -1
         if "call.args" in caps:
-            argc = caps["call.args"][0].named_child_count
+            args = caps["call.args"][0]
+            # an argument list counts its items; anything else (a bare generator) is one argument
+            argc = args.named_child_count if "argument" in args.type else 1
         pos = node.start_byte
         i = bisect.bisect_right(starts, pos) - 1
         while i > 0 and not (units[i].start_byte <= pos < units[i].end_byte):

@@ -27,11 +27,26 @@ def match_from_row(row: Sequence[Any], score: float = 0.0) -> ChunkMatch:
 
 
 def has_filters(filters: SearchFilters | None) -> bool:
-    return filters is not None and bool(filters.language or filters.path_prefix or filters.kind)
+    """Filters that apply to chunks (language, path). The unit kind applies to units, after a
+    chunk match has been pointed at the unit inside it (see refine.py and `keep_kind`)."""
+    return filters is not None and bool(filters.language or filters.path_prefix)
+
+
+def keep_kind(db: Database, matches: Sequence[ChunkMatch], filters: SearchFilters | None) -> list[ChunkMatch]:
+    if filters is None or not filters.kind or not matches:
+        return list(matches)
+    ids = sorted({m.unit_id for m in matches})
+    ok: set[int] = set()
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        marks = ",".join("?" * len(part))
+        ok.update(r[0] for r in db.execute(
+            f"SELECT id FROM units WHERE id IN ({marks}) AND kind = ? COLLATE NOCASE", (*part, filters.kind)))
+    return [m for m in matches if m.unit_id in ok]
 
 
 def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
-    """Conditions on chunks `c` (with `f` files and `u` units joined) for the filters."""
+    """Conditions on chunks `c` (with `f` files joined) for the language and path filters."""
     if not has_filters(filters):
         return "", []
     assert filters is not None
@@ -48,9 +63,6 @@ def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
         if prefix:
             where.append("substr(f.path, 1, ?) = ?")
             params.extend([len(prefix), prefix])
-    if filters.kind:
-        where.append("u.kind = ? COLLATE NOCASE")
-        params.append(filters.kind)
     return " AND ".join(where), params
 
 
@@ -64,8 +76,7 @@ def filtered_chunk_ids(db: Database, ids: Sequence[int], filters: SearchFilters 
         part = list(ids[i : i + 500])
         marks = ",".join("?" * len(part))
         out.update(r[0] for r in db.execute(
-            f"SELECT c.id FROM chunks c JOIN files f ON f.id=c.file_id LEFT JOIN units u ON u.id=c.unit_id "
-            f"WHERE c.id IN ({marks}) AND {cond}", (*part, *params)))
+            f"SELECT c.id FROM chunks c JOIN files f ON f.id=c.file_id WHERE c.id IN ({marks}) AND {cond}", (*part, *params)))
     return out
 
 

@@ -22,7 +22,7 @@ def compose(
     similar: SimilarFn | None = None,
 ) -> ComposedContext:
     """The context for `query` within `max_tokens` (default: [context] max_tokens)."""
-    budget = max(int(max_tokens or settings.max_tokens), 0)
+    budget = max(int(settings.max_tokens if max_tokens is None else max_tokens), 0)
     result = searcher.search(query, k=max(settings.primary_results, searcher.settings.k))
     reader = CodeReader(searcher.db, root)
     candidates = expand(searcher.db, reader, result.hits, settings, similar)

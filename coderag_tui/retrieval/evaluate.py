@@ -47,7 +47,7 @@ class Case:
 
 
 def load_cases(path: Path) -> list[Case]:
-    cases = []
+    cases: list[Case] = []
     for line in path.read_text().splitlines():
         if not line.strip():
             continue

@@ -41,8 +41,9 @@ _STOP = (
 STOP_WORDS = frozenset(_STOP.split())
 
 
-def query_terms(text: str, limit: int = MAX_TERMS) -> list[str]:
+def query_terms(text: str, limit: int | None = None) -> list[str]:
     """The distinct search words of a query, in order of first appearance."""
+    limit = MAX_TERMS if limit is None else limit
     out: dict[str, None] = {}
     for raw in _RAW.findall(text):
         words = [w.lower() for w in _WORD.findall(raw)]  # what unicode61 indexes
@@ -64,8 +65,9 @@ def _vocab_ready(db: Database) -> None:
         db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)")
 
 
-def informative_terms(db: Database, terms: Sequence[str], limit: int = MAX_TERMS) -> list[str]:
+def informative_terms(db: Database, terms: Sequence[str], limit: int | None = None) -> list[str]:
     """Drop words absent from the index or present in most chunks; keep the rarest `limit`."""
+    limit = MAX_TERMS if limit is None else limit
     if not terms:
         return []
     _vocab_ready(db)
@@ -90,7 +92,7 @@ def bm25_chunks(
     query: str,
     limit: int = 60,
     filters: SearchFilters | None = None,
-    weights: Sequence[float] = COLUMN_WEIGHTS,
+    weights: Sequence[float] | None = None,
     terms: Sequence[str] | None = None,
 ) -> list[ChunkMatch]:
     """Chunks ranked by BM25 for the query's words (or the given search terms), best first."""
@@ -99,7 +101,7 @@ def bm25_chunks(
     if not terms:
         return []
     expr = fts_expression(terms)
-    rank = "bm25(" + ", ".join(f"{float(w)}" for w in weights) + ")"
+    rank = "bm25(" + ", ".join(f"{float(w)}" for w in (weights or COLUMN_WEIGHTS)) + ")"
     if not has_filters(filters):
         rows = db.rows(
             f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
@@ -111,7 +113,7 @@ def bm25_chunks(
         rows = db.rows(
             f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
             f"AND rank MATCH ?) m JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id "
-            f"LEFT JOIN units u ON u.id = c.unit_id WHERE {cond} ORDER BY m.rank LIMIT ?",
+            f"WHERE {cond} ORDER BY m.rank LIMIT ?",
             (expr, rank, *params, limit),
         )
     return [match_from_row(r, -float(r[5])) for r in rows]

@@ -7,7 +7,7 @@ unit; a unit ranks at its best chunk. With no vectors the search is keywords + s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,8 +15,8 @@ import numpy as np
 from coderag_tui.config import SearchSettings
 from coderag_tui.models import SearchFilters, SearchHit, UnitRef
 from coderag_tui.retrieval import lexical, router, structural, symbols, vector
-from coderag_tui.retrieval.common import ChunkMatch, unit_ranking
-from coderag_tui.retrieval.fusion import Fused, rrf
+from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
+from coderag_tui.retrieval.fusion import rrf
 from coderag_tui.retrieval.refine import refine
 from coderag_tui.retrieval.router import Route
 from coderag_tui.store import read
@@ -24,7 +24,15 @@ from coderag_tui.store.db import Database
 
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
-FILE_DECAY = (1.0, 0.5, 0.25)  # a file's score: its best units' scores, decayed
+LABELS = {"symbol": "symbol", "fuzzy": "symbol~"}
+
+
+@dataclass
+class Ranked:
+    lists: dict[str, list[int]]  # retriever -> unit ids, best first
+    weights: dict[str, float]
+    best: dict[int, ChunkMatch]  # unit -> its best chunk
+    vectors_used: bool = False
 
 
 @dataclass(frozen=True)
@@ -45,8 +53,9 @@ class Searcher:
 
     # ------------------------------------------------------------------ retrievers
     def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
-        matches = lexical.bm25_chunks(self.db, "", limit=n * 3, filters=filters, terms=terms)
-        return refine(self.db, matches, terms)
+        fetch = n * (8 if filters is not None and filters.kind else 3)
+        matches = lexical.bm25_chunks(self.db, "", limit=fetch, filters=filters, terms=terms)
+        return keep_kind(self.db, refine(self.db, matches, terms), filters)
 
     def _vector(self, text: str, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
         if self.embed_query is None:
@@ -54,7 +63,9 @@ class Searcher:
         vec = self.embed_query(text)
         if vec is None:
             return []
-        return refine(self.db, vector.knn_chunks(self.db, vec, limit=n * 3, filters=filters), terms)
+        fetch = n * (8 if filters is not None and filters.kind else 3)
+        matches = vector.knn_chunks(self.db, vec, limit=fetch, filters=filters)
+        return keep_kind(self.db, refine(self.db, matches, terms), filters)
 
     # ------------------------------------------------------------------ search
     def search(
@@ -77,78 +88,76 @@ class Searcher:
                     for i, a in enumerate(answers[:k])
                 )
                 return SearchResult(route, graph_hits)
-        fused, best, used = self._fuse(query, route, n, filters, mode)
+        ranked = self._rank(query, route, n, filters, mode)
+        fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
         units = read.get_units(self.db, [f.key for f in fused[:k]])
         hits = []
         for f in fused[:k]:
             u = units.get(f.key)
             if u is None:
                 continue
-            m = best.get(f.key)
+            m = ranked.best.get(f.key)
             hits.append(SearchHit(u, f.score, f.reasons, m.start_line if m else 0, m.end_line if m else 0))
-        return SearchResult(route, tuple(hits), used)
+        return SearchResult(route, tuple(hits), ranked.vectors_used)
 
-    def _fuse(
-        self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str
-    ) -> tuple[list[Fused[int]], dict[int, ChunkMatch], bool]:
+    def _rank(self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str) -> Ranked:
+        """The ranked unit lists of the retrievers that fit the route and mode, with their weights."""
         s = self.settings
-        lists: dict[str, Sequence[int]] = {}
-        weights = {"bm25": s.weight_bm25, "vector": s.weight_vector, "symbol": s.weight_symbol}
-        best: dict[int, ChunkMatch] = {}
+        out = Ranked({}, {"bm25": s.weight_bm25, "vector": s.weight_vector, "symbol": s.weight_symbol}, {})
         text = route.target if route.kind == router.SYMBOL else query
         terms = lexical.informative_terms(self.db, lexical.query_terms(text))
         if mode in ("hybrid", "bm25"):
-            order, b = unit_ranking(self._bm25(terms, n, filters))
-            lists["bm25"] = order[:n]
-            best.update(b)
-        used = False
+            order, best = unit_ranking(self._bm25(terms, n, filters))
+            out.lists["bm25"] = order[:n]
+            out.best.update(best)
         if mode in ("hybrid", "vector"):
             matches = self._vector(query, terms, n, filters)
-            used = bool(matches)
-            order, b = unit_ranking(matches)
-            lists["vector"] = order[:n]
-            for uid, m in b.items():
-                best.setdefault(uid, m)
+            out.vectors_used = bool(matches)
+            order, best = unit_ranking(matches)
+            out.lists["vector"] = order[:n]
+            for uid, m in best.items():
+                out.best.setdefault(uid, m)
         if mode == "hybrid":
             if route.kind == router.SYMBOL:
-                lists["symbol"] = [u.id for u in symbols.symbol_units(self.db, route.target, n, filters)]
-                weights["symbol"] = s.weight_symbol * 2
+                exact, fuzzy = symbols.symbol_units(self.db, route.target, n, filters)
+                out.lists["symbol"] = [u.id for u in exact]
+                out.lists["fuzzy"] = [u.id for u in fuzzy]
+                out.weights["symbol"] = s.weight_symbol * 2
+                out.weights["fuzzy"] = s.weight_symbol * 0.5
             elif route.kind == router.SIMILARITY:
-                weights["vector"] = s.weight_vector * 2
-                weights["bm25"] = s.weight_bm25 * 0.5
+                out.weights["vector"] = s.weight_vector * 2
+                out.weights["bm25"] = s.weight_bm25 * 0.5
             else:
-                lists["symbol"] = [u.id for u in symbols.mentioned_units(self.db, query, filters, n)]
-        fused = rrf(lists, weights, k=s.rrf_k, labels={"symbol": "symbol"})
-        return fused, best, used
+                out.lists["symbol"] = [u.id for u in symbols.mentioned_units(self.db, query, filters, n)]
+        return out
 
     def search_files(
         self, query: str, k: int | None = None, filters: SearchFilters | None = None, mode: str = "hybrid"
     ) -> list[SearchHit]:
-        """Files ranked by their matching units (each file scores its best units, decayed)."""
+        """Files ranked by RRF over each retriever's files, a file ranking at its best unit."""
         k = k or self.settings.k
         n = max(self.settings.candidates * 2, k * 4)
-        route = router.classify(query)
-        fused, _best, _used = self._fuse(query, route, n, filters, mode)
-        units = read.get_units(self.db, [f.key for f in fused])
-        per_file: dict[str, list[tuple[float, tuple[str, ...], UnitRef]]] = {}
-        for f in fused:
-            u = units.get(f.key)
-            if u is not None:
-                per_file.setdefault(u.path, []).append((f.score, f.reasons, u))
-        scored = []
-        for path, entries in per_file.items():
-            entries.sort(key=lambda e: -e[0])
-            score = sum(d * e[0] for d, e in zip(FILE_DECAY, entries, strict=False))
-            scored.append((score, path, entries))
-        scored.sort(key=lambda t: (-t[0], t[1]))
+        ranked = self._rank(query, router.classify(query), n, filters, mode)
+        units = read.get_units(self.db, [uid for ids in ranked.lists.values() for uid in ids])
+        file_lists: dict[str, list[str]] = {}
+        top_unit: dict[str, UnitRef] = {}
+        for name, ids in ranked.lists.items():
+            paths: list[str] = []
+            for uid in ids:
+                u = units.get(uid)
+                if u is not None:
+                    paths.append(u.path)
+                    top_unit.setdefault(u.path, u)
+            file_lists[name] = paths
+        fused = rrf(file_lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
         out: list[SearchHit] = []
-        for score, path, entries in scored[:k]:
-            fu = read.file_unit(self.db, path)
+        for f in fused[:k]:
+            fu = read.file_unit(self.db, f.key)
             if fu is None:
                 continue
-            top = entries[0][2]
-            reasons = (*entries[0][1], f"{len(entries)} units", f"best {top.qualname or top.name}")
-            out.append(SearchHit(fu, score, reasons, top.start_line, top.end_line))
+            top = top_unit[f.key]
+            out.append(SearchHit(fu, f.score, (*f.reasons, f"best {top.qualname or top.name}"),
+                                 top.start_line, top.end_line))
         return out
 
     def similar(self, unit_id: int, k: int | None = None, filters: SearchFilters | None = None) -> list[SearchHit]:

@@ -25,10 +25,28 @@ def passes(u: UnitRef, filters: SearchFilters | None) -> bool:
     return not (filters.kind and u.kind.lower() != filters.kind.lower())
 
 
-def symbol_units(db: Database, target: str, limit: int, filters: SearchFilters | None = None) -> list[UnitRef]:
-    """Definitions for a symbol query (`QuerySet`, `Foo.bar`, `parse_url()`, `pkg/auth`), best first."""
-    found = read.find_symbols(db, target, limit=limit * 2)
-    return [u for u in found if passes(u, filters)][:limit]
+def is_exact(u: UnitRef, target: str) -> bool:
+    """The unit is what the symbol names: its name, its qualified name (or a tail of it), its path."""
+    t = target.strip().strip("`")
+    t = t[:-2] if t.endswith("()") else t
+    qual = t.replace("::", ".").replace("#", ".")
+    last = qual.split(".")[-1]
+    if "/" in t:
+        return u.kind == "file" and (u.path == t or u.path.startswith(t.rstrip("/") + "/")
+                                     or u.path.rsplit(".", 1)[0] == t)
+    if "." in qual:
+        return u.qualname == qual or u.qualname.endswith("." + qual)
+    return u.name.lower() == last.lower()
+
+
+def symbol_units(db: Database, target: str, limit: int,
+                 filters: SearchFilters | None = None) -> tuple[list[UnitRef], list[UnitRef]]:
+    """Definitions for a symbol query (`QuerySet`, `Foo.bar`, `parse_url()`, `pkg/auth`), best
+    first: those it names exactly, and the fuzzy matches (prefix, substring, subsequence)."""
+    found = [u for u in read.find_symbols(db, target, limit=limit * 2) if passes(u, filters)]
+    exact = [u for u in found if is_exact(u, target)]
+    fuzzy = [u for u in found if not is_exact(u, target)]
+    return exact[:limit], fuzzy[:limit]
 
 
 def mentioned_names(text: str, limit: int = MAX_NAMES) -> list[str]:

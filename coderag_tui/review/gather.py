@@ -254,7 +254,8 @@ class Gatherer:
 
     def _plausible(self, caller: UnitRef, src_file: int, receiver: str, orphan_text: str, dst: int | None,
                    old: ParsedUnit, old_path: str, member: bool) -> str | None:
-        """"" (surely a caller of the old unit), "likely", or None (another function by that name)."""
+        """How surely a call of the old name reached the old unit: "" (surely), "likely" (by its
+        name and the caller's imports), or None (it calls something else of that name)."""
         if dst is not None:
             return ""  # a stale index still resolves it to the old definition
         if orphan_text and (old.qualname in orphan_text or old_path in orphan_text):

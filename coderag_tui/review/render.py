@@ -20,8 +20,6 @@ def markdown(review: Review) -> str:
             if review.headings:
                 parts.append(review.headings[current])
         parts.append(render_piece(piece))
-    if not review.contexts and not review.files:
-        parts.append("No changes.")
     return "\n\n".join(p for p in parts if p) + "\n"
 
 

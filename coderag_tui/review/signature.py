@@ -215,7 +215,8 @@ def _passes(args: CallArgs) -> str:
     n = args.positional
     text = f"passes {n} positional argument{'s' if n != 1 else ''}"
     if args.keywords:
-        text += " and " + ", ".join(f"{k}=" for k in args.keywords)
+        words = "keywords" if len(args.keywords) > 1 else "keyword"
+        text += f" and the {words} " + ", ".join(args.keywords)
     return text
 
 

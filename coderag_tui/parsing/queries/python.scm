@@ -14,9 +14,9 @@
 (module (assignment left: (identifier) @name) @definition.constant
   (#match? @name "^[A-Z][A-Z0-9_]+$"))
 
-(call function: (identifier) @call.name arguments: (argument_list) @call.args) @call
+(call function: (identifier) @call.name arguments: (_) @call.args) @call
 (call function: (attribute object: (_) @call.receiver attribute: (identifier) @call.name)
-  arguments: (argument_list) @call.args) @call
+  arguments: (_) @call.args) @call
 
 ; `import a, b` is two imports: the dotted name is the @import node
 (import_statement name: (dotted_name) @import.module @import)

@@ -93,7 +93,7 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def watch_virtual_size(self, old: Size, new: Size) -> None:
         if self.follow and new.height > old.height:
-            self.scroll_end(animate=False, immediate=True)
+            self.scroll_end(animate=False)
 
 
 class ChatPane(Vertical):

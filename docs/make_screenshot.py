@@ -1,0 +1,83 @@
+"""Make docs/tui-screenshot.svg: the app answering a question about a real repository.
+
+    .venv/bin/python docs/make_screenshot.py [REPO] [--question TEXT] [--size 140x40]
+
+Indexes REPO (default: this repository) into a temporary index, runs the app headless,
+asks the question, waits for the answer, opens its first source and saves the screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from coderag_tui.models import AnswerEvent
+from coderag_tui.service import CodeRag
+from coderag_tui.tui.app import create_app
+
+HERE = Path(__file__).resolve().parent
+
+
+class StandIn(CodeRag):
+    """Answers with the answering package directly, for builds whose service has no `ask` yet."""
+
+    def ask(self, question: str, conversation_id: int | None = None) -> Iterator[AnswerEvent]:
+        from coderag_tui.answering import Answerer, ProviderOptions, create_llm
+        from coderag_tui.paths import models_dir
+
+        provider = create_llm(self.settings.llm, ProviderOptions(models_dir=models_dir()))
+        answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens)
+        context = self.context(question)
+        yield from answerer.ask(question, context, self.repo_map(query=question), conversation_id)
+
+
+async def shoot(service: Any, question: str, size: tuple[int, int], out: Path) -> None:
+    app = create_app(service, watch=False, local_clipboard=False)
+    async with app.run_test(size=size) as pilot:
+        async def settle() -> None:
+            for _ in range(4):
+                await pilot.pause()
+                await app.workers.wait_for_complete()
+            await pilot.pause()
+
+        await settle()
+        await pilot.press("f3")
+        await pilot.press(*[{" ": "space", "?": "question_mark", ".": "full_stop"}.get(c, c) for c in question])
+        await pilot.press("enter")
+        screen: Any = app.screen
+        while screen.answering:
+            await pilot.pause(0.2)
+        await settle()
+        await pilot.press("1")
+        await settle()
+        for widget in app.screen.query("Input"):
+            widget.cursor_blink = False  # type: ignore[attr-defined]
+        await pilot.pause()
+        out.write_text(app.export_screenshot(title="coderag"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("repo", nargs="?", default=str(HERE.parent))
+    parser.add_argument("--question", default="How are the BM25 and vector results combined?")
+    parser.add_argument("--size", default="140x40")
+    parser.add_argument("--out", default=str(HERE / "tui-screenshot.svg"))
+    args = parser.parse_args()
+    width, height = (int(n) for n in args.size.split("x"))
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = CodeRag.open(args.repo, db_path=Path(tmp) / "index.db")
+        cls = CodeRag if hasattr(probe, "ask") else StandIn
+        service = cls(probe.root, probe.settings, Path(tmp) / "index.db")
+        service.index()
+        if hasattr(service, "embed") and service.settings.embed.enabled:
+            service.embed()
+        asyncio.run(shoot(service, args.question, (width, height), Path(args.out)))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
