@@ -112,6 +112,34 @@ def run(context_tokens: int = 2000, max_tokens: int = 128, repeats: int = 1,
     }
 
 
+def run_service(repo: Path, question: str = QUESTION, max_tokens: int = 128) -> dict[str, float]:
+    """One real `CodeRag.ask` on an indexed repository: the share of retrieval vs generation."""
+    from coderag_tui.service import CodeRag
+
+    service = CodeRag.open(repo)
+    if service.status().files == 0:
+        service.index()
+    from dataclasses import replace
+
+    service.settings = replace(service.settings, llm=replace(service.settings.llm, max_tokens=max_tokens))
+    list(service.ask("warm up: load the model"))  # model load is not part of a question
+    t0 = time.perf_counter()
+    stats: dict[str, float] = {}
+    for event in service.ask(question):
+        if event.kind == "error":
+            raise SystemExit(f"error: {event.text}")
+        if event.kind == "done":
+            stats = dict(event.stats)
+    total = time.perf_counter() - t0
+    retrieval = stats.get("retrieval_s", 0.0)
+    generation = stats.get("ttft_s", 0.0) + stats.get("gen_s", 0.0)
+    return {"total_s": round(total, 3), "retrieval_s": round(retrieval, 3),
+            "generation_s": round(generation, 3),
+            "retrieval_share": round(retrieval / total, 3) if total else 0.0,
+            "generation_share": round(generation / total, 3) if total else 0.0,
+            "prompt_tokens": stats.get("prompt_tokens", 0.0), "tokens": stats.get("tokens", 0.0)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--context-tokens", type=int, default=2000)
@@ -119,7 +147,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--repo", type=Path, help="also time one real `ask` on this indexed repository "
+                        "(retrieval vs generation share)")
     args = parser.parse_args()
+    if args.repo:
+        share = run_service(args.repo, max_tokens=args.max_tokens)
+        print(f"ask on {args.repo}: {share['total_s']} s = retrieval {share['retrieval_s']} s "
+              f"({share['retrieval_share']:.0%}) + generation {share['generation_s']} s "
+              f"({share['generation_share']:.0%}); prompt {share['prompt_tokens']:.0f} tokens")
     result = run(args.context_tokens, args.max_tokens, args.repeats, ProviderSettings(threads=args.threads))
     if args.json:
         print(json.dumps(result, indent=2))

@@ -103,7 +103,7 @@ class LLMSettings(ProviderSettings):
 @dataclass(frozen=True)
 class WatchSettings:
     enabled: bool = True
-    debounce_ms: int = 1000
+    debounce_ms: int = 300
 
 
 @dataclass(frozen=True)

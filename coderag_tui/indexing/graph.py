@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -51,6 +52,37 @@ class _Unit:
     is_test: bool
 
 
+class _LazyMap(dict):  # type: ignore[type-arg]
+    """A dict that loads a missing key through `loader(key)` (which stores it) on first use."""
+
+    def __init__(self, loader: Callable[[Any], None], default: Callable[[], Any] | None = None) -> None:
+        super().__init__()
+        self._loader = loader
+        self._default = default
+        self._tried: set[Any] = set()
+
+    def _ensure(self, key: Any) -> None:
+        if key not in self._tried and not dict.__contains__(self, key):
+            self._tried.add(key)
+            self._loader(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._ensure(key)
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._ensure(key)
+        if not dict.__contains__(self, key):
+            if self._default is None:
+                raise KeyError(key)
+            dict.__setitem__(self, key, self._default())
+        return dict.__getitem__(self, key)
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._tried.clear()
+
+
 @dataclass
 class Lookup:
     """In-memory view of the units and files needed to resolve names."""
@@ -84,17 +116,71 @@ class Lookup:
                 lk.by_name[name].append(uid)
             if pid is not None:
                 lk.children[(pid, name)].append(uid)
+        lk._load_files(db)
+        return lk
+
+    @classmethod
+    def lazy(cls, db: Database) -> Lookup:
+        """A lookup that loads units, imports and bases from SQLite on first use: for
+        incremental updates, where loading the whole repository's names would dominate."""
+        lk = cls()
+        loaded: set[str] = set()
+
+        def load_name(name: str) -> None:
+            if name in loaded:
+                return
+            loaded.add(name)
+            for uid, fid, pid, kind, uname, is_test in db.execute(
+                "SELECT id, file_id, parent_id, kind, name, is_test FROM units WHERE name=?", (name,)
+            ):
+                lk.units.setdefault(uid, _Unit(uid, fid, pid, kind, uname, bool(is_test)))
+                if kind == "file":
+                    continue
+                dict.setdefault(lk.by_file_name, (fid, uname), []).append(uid)
+                if kind in CALLABLE_KINDS:
+                    dict.setdefault(lk.by_name, uname, []).append(uid)
+                if pid is not None:
+                    dict.setdefault(lk.children, (pid, uname), []).append(uid)
+
+        def load_unit(uid: int) -> None:
+            row = db.one("SELECT id, file_id, parent_id, kind, name, is_test FROM units WHERE id=?", (uid,))
+            if row is not None:
+                dict.__setitem__(lk.units, uid, _Unit(row[0], row[1], row[2], row[3], row[4], bool(row[5])))
+
+        def load_imports(fid: int) -> None:
+            rows = db.rows(
+                "SELECT e.receiver, t.file_id FROM edges e LEFT JOIN units t ON t.id = e.dst "
+                "WHERE e.src_file=? AND e.kind='IMPORTS' ORDER BY e.id", (fid,))
+            dict.__setitem__(lk.file_imports, fid,
+                             [(target, tuple(n for n in names.split(",") if n)) for names, target in rows])
+
+        def load_bases(tid: int) -> None:
+            rows = db.rows("SELECT dst FROM edges WHERE src=? AND kind IN ('INHERITS','IMPLEMENTS') "
+                           "AND dst IS NOT NULL ORDER BY id", (tid,))
+            dict.__setitem__(lk.bases, tid, [r[0] for r in rows])
+
+        lk.units = _LazyMap(load_unit)
+        lk.by_name = _LazyMap(load_name, default=list)
+        lk.by_file_name = _LazyMap(lambda key: load_name(key[1]), default=list)
+        lk.children = _LazyMap(lambda key: load_name(key[1]), default=list)
+        lk.file_imports = _LazyMap(load_imports, default=list)
+        lk.bases = _LazyMap(load_bases, default=list)
+        for fid, uid in db.execute("SELECT file_id, id FROM units WHERE kind='file'"):
+            lk.file_unit[fid] = uid
+        lk._load_files(db)
+        return lk
+
+    def _load_files(self, db: Database) -> None:
         for fid, path in db.execute("SELECT id, path FROM files"):
-            lk.file_path[fid] = path
-            lk.file_stem[fid] = PurePosixPath(path).stem
+            self.file_path[fid] = path
+            self.file_stem[fid] = PurePosixPath(path).stem
             for stem in _path_stems(path):
-                lk.stems[stem].append(fid)
+                self.stems[stem].append(fid)
             parent = PurePosixPath(path).parent.parts
             for i in range(len(parent)):
-                lk.dir_stems["/".join(parent[i:])].append(fid)
-        for stem in lk.stems:
-            lk.stems[stem].sort(key=lambda f: lk.file_path[f])
-        return lk
+                self.dir_stems["/".join(parent[i:])].append(fid)
+        for stem in self.stems:
+            self.stems[stem].sort(key=lambda f: self.file_path[f])
 
     # ---------------------------------------------------------------- imports
     def resolve_module(self, module: str, names: tuple[str, ...], from_file: int) -> int | None:
@@ -183,8 +269,7 @@ class Lookup:
         return self._maps[fid]
 
     def resolve_base(self, src: int, text: str) -> int | None:
-        name = _GENERIC.sub("", text).strip()
-        name = _MODULE_SPLIT.split(name)[-1].strip() if name else ""
+        name = _base_name(text)
         if not name:
             return None
         unit = self.units.get(src)
@@ -236,6 +321,12 @@ class Lookup:
                                 and u.parent_id == self.file_unit.get(u.file_id)):
                 best = uid
         return best
+
+
+def _base_name(text: str) -> str:
+    """`pkg.Base[T]` -> Base: the name a base class text refers to."""
+    name = _GENERIC.sub("", text).strip()
+    return _MODULE_SPLIT.split(name)[-1].strip() if name else ""
 
 
 def _path_stems(path: str) -> list[str]:
@@ -313,42 +404,60 @@ def _test_target_stem(path: str) -> str | None:
 # ---------------------------------------------------------------------------- resolution
 
 
-def resolve(db: Database, *, changed_files: set[int] | None, names: set[str]) -> int:
+def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], files_changed: bool = True) -> int:
     """Re-resolve the edges whose target may have changed. Returns the number of edges updated.
 
     changed_files None means everything (a fresh build). Otherwise: edges from changed files,
     edges that name one of `names` (defined in changed files before or after), and, when the
-    set of files changed, every import.
+    set of files changed (`files_changed`: files added or deleted), every import.
     """
-    lk = Lookup.load(db)
     full = changed_files is None
     changed = changed_files or set()
+    lk = Lookup.load(db) if full else Lookup.lazy(db)
 
     # 1. imports (they feed call resolution)
-    import_rows = db.rows("SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'")
+    if full or files_changed:
+        import_rows = db.rows("SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'")
+    else:
+        marks = ",".join("?" * len(changed))
+        import_rows = db.rows(f"SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS' "
+                              f"AND src_file IN ({marks}) ORDER BY id", tuple(changed)) if changed else []
     import_updates: list[tuple[int | None, int]] = []
     files_with_new_imports: set[int] = set()
+    fresh_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = {}
     for eid, fid, module, names_csv, dst in import_rows:
         imported = tuple(n for n in names_csv.split(",") if n)
         target_file = lk.resolve_module(module, imported, fid)
-        lk.file_imports.setdefault(fid, []).append((target_file, imported))
+        fresh_imports.setdefault(fid, []).append((target_file, imported))
         new_dst = lk.file_unit.get(target_file) if target_file is not None else None
         if new_dst != dst:
             import_updates.append((new_dst, eid))
             files_with_new_imports.add(fid)
     db.executemany("UPDATE edges SET dst=? WHERE id=?", import_updates)
+    for fid in changed:
+        fresh_imports.setdefault(fid, [])
+    for fid, entries in fresh_imports.items():
+        dict.__setitem__(lk.file_imports, fid, entries)
 
     # 2. bases (they feed self-call resolution through inherited members)
     base_rows = db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')")
+    if not full:
+        scope_files = changed | files_with_new_imports
+        base_rows = [r for r in base_rows if r[2] in scope_files or _base_name(r[3]) in names]
     base_updates: list[tuple[int | None, str, int]] = []
+    new_bases: dict[int, list[int]] = defaultdict(list)
     for eid, src, _fid, name, dst, kind in base_rows:
         target = lk.resolve_base(src, name)
         if target is not None:
-            lk.bases[src].append(target)
+            new_bases[src].append(target)
         new_kind = "IMPLEMENTS" if target is not None and lk.units[target].kind in INTERFACE_KINDS else "INHERITS"
         if target != dst or new_kind != kind:
             base_updates.append((target, new_kind, eid))
     db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", base_updates)
+    if full:
+        lk.bases = new_bases
+    else:
+        lk.bases.clear()  # reloaded from the updated rows on use
 
     # 3. calls
     scope = changed | files_with_new_imports
@@ -385,26 +494,30 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str]) ->
     db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
 
     # 4. derived TESTS edges
-    _derive_tests(db, lk, None if full else touched_files)
+    _derive_tests(db, lk, None if full else touched_files, files_changed)
     return len(import_updates) + len(base_updates) + len(call_updates)
 
 
-def _derive_tests(db: Database, lk: Lookup, files: set[int] | None) -> None:
+def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_changed: bool = True) -> None:
+    """TESTS edges: from test units to the code they call (for `files`), and from test files to
+    the file their name points at (for every test file when files were added or removed)."""
     if files is None:
         db.execute("DELETE FROM edges WHERE kind='TESTS'")
         rows = db.rows("SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL")
         file_ids = list(lk.file_path)
     else:
-        if not files:
-            return
         marks = ",".join("?" * len(files))
-        db.execute(f"DELETE FROM edges WHERE kind='TESTS' AND src_file IN ({marks})", tuple(files))
+        if files:
+            db.execute(f"DELETE FROM edges WHERE kind='TESTS' AND src_file IN ({marks})", tuple(files))
         rows = db.rows(
             f"SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL "
             f"AND src_file IN ({marks})",
             tuple(files),
-        )
+        ) if files else []
         file_ids = [f for f in files if f in lk.file_path]
+        if files_changed:
+            db.execute("DELETE FROM edges WHERE kind='TESTS' AND src IN (SELECT id FROM units WHERE kind='file')")
+            file_ids = list(lk.file_path)
     new: set[tuple[int, int, int, str, int]] = set()
     for src, fid, dst, line in rows:
         s, d = lk.units.get(src), lk.units.get(dst)

@@ -19,7 +19,7 @@ from coderag_tui.indexing.graph import resolve
 from coderag_tui.models import IndexSummary, ParsedFile, Progress
 from coderag_tui.parsing.extract import content_hash, parse_source
 from coderag_tui.parsing.languages import detect_language
-from coderag_tui.sources.discovery import classify, walk
+from coderag_tui.sources.discovery import classify, stat_paths, walk
 from coderag_tui.store.db import Database
 from coderag_tui.store.write import FileMeta, delete_file, write_file
 
@@ -92,25 +92,27 @@ class Indexer:
         emit(Progress("discover", 0, 0, "scanning files"))
         if rebuild:
             self._clear()
-        walked = walk(self.root, self.settings.index)
-        candidates = {c.path: c for c in walked.files}
         only_set = set(only) if only is not None else None
+        if only_set is None:
+            walked = walk(self.root, self.settings.index)
+        else:  # just these paths: no walk of the whole tree (the watcher, git diffs)
+            walked = stat_paths(self.root, only_set, self.settings.index)
+        candidates = {c.path: c for c in walked.files}
 
         known = {
             path: (fid, h, size, mtime)
             for fid, path, h, size, mtime in db.execute("SELECT id, path, hash, size, mtime_ns FROM files")
         }
         old_skips = {p: (r, s, m) for p, r, s, m in db.execute("SELECT path, reason, size, mtime_ns FROM skips")}
-        skips: dict[str, tuple[str, int, int]] = {p: (r, -1, -1) for p, r in walked.skips.items()}
-        jobs: list[_Job] = []
+        skips: dict[str, tuple[str, int, int]] = {}
         unchanged = 0
+        if only_set is not None:
+            skips = {p: v for p, v in old_skips.items() if p not in only_set}
+            unchanged = sum(1 for p in known if p not in only_set)
+        unchanged_others = unchanged
+        skips.update({p: (r, -1, -1) for p, r in walked.skips.items()})
+        jobs: list[_Job] = []
         for path, cand in candidates.items():
-            if only_set is not None and path not in only_set:
-                if path in known:
-                    unchanged += 1
-                elif path in old_skips:
-                    skips[path] = old_skips[path]
-                continue
             entry = known.get(path)
             if entry is not None and entry[2] == cand.size and entry[3] == cand.mtime_ns:
                 unchanged += 1
@@ -120,18 +122,12 @@ class Indexer:
                 skips[path] = prev_skip
                 continue
             jobs.append(_Job(path, str(self.root / path), cand.size, cand.mtime_ns, entry[1] if entry else ""))
-        deleted = [
-            p for p in known
-            if p not in candidates and (only_set is None or p in only_set or not (self.root / p).exists())
-        ]
-        if only_set is not None:
-            for p in walked.skips:
-                if p not in only_set and p in old_skips:
-                    skips[p] = old_skips[p]
+        deleted = [p for p in known if p not in candidates and (only_set is None or p in only_set)]
 
         total = len(jobs)
         emit(Progress("parse", 0, total, f"{total} files to parse, {unchanged} unchanged"))
         changed_ids: set[int] = set()
+        file_set = [False]  # a file was added or removed (imports must all be re-resolved)
         names: set[str] = set()
         errors: list[str] = []
         indexed = failed = units = chunks = 0
@@ -163,6 +159,8 @@ class Indexer:
                     assert out.parsed is not None
                     meta = FileMeta(job.path, out.hash, job.size, job.mtime_ns)
                     file_id, removed = write_file(db, out.parsed, meta)
+                    if removed is None:
+                        file_set[0] = True
                     changed_ids.add(file_id)
                     names.update(u.name for u in out.parsed.units[1:])
                     if removed is not None:
@@ -178,6 +176,7 @@ class Indexer:
             if out.kind == "skip":
                 skips[job.path] = (out.reason, job.size, job.mtime_ns)
                 if job.path in known:
+                    file_set[0] = True
                     with db.transaction():
                         removed = delete_file(db, job.path)
                     if removed is not None:
@@ -205,6 +204,7 @@ class Indexer:
                 "INSERT INTO skips(path, reason, size, mtime_ns) VALUES(?,?,?,?)",
                 [(p, r, s, m) for p, (r, s, m) in sorted(skips.items())],
             )
+        file_set_changed = file_set[0]
         pending = db.get_meta("resolve_pending") == "1"
         if pending or changed_ids or deleted:
             emit(Progress("resolve", 0, 1, "resolving the graph"))
@@ -212,7 +212,8 @@ class Indexer:
                 pending and not changed_ids and not deleted
             )
             with db.transaction():
-                resolve(db, changed_files=None if full else changed_ids, names=names)
+                resolve(db, changed_files=None if full else changed_ids, names=names,
+                        files_changed=bool(deleted) or file_set_changed)
                 db.set_meta("resolve_pending", "0")
                 db.set_meta("last_update", str(time.time()))
                 db.set_meta("repo_root", str(self.root))
@@ -223,7 +224,7 @@ class Indexer:
                 db.set_meta("repo_root", str(self.root))
         edges = int(db.scalar("SELECT count(*) FROM edges", default=0))
         summary = IndexSummary(
-            files_seen=len(candidates),
+            files_seen=len(candidates) + (unchanged_others if only_set is not None else 0),
             files_indexed=indexed,
             files_unchanged=unchanged,
             files_deleted=len(deleted),

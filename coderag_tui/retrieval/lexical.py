@@ -23,7 +23,7 @@ from coderag_tui.store.db import Database
 
 # names, path, signature, doc, code
 COLUMN_WEIGHTS = (6.0, 3.0, 3.0, 2.0, 1.0)
-MAX_TERMS = 48
+MAX_TERMS = 200
 COMMON_SHARE = 0.25  # a word in more than this share of the chunks carries little: drop it
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)

@@ -173,8 +173,8 @@ class Searcher:
             (unit.path, unit.start_line, unit.end_line, unit.start_line, unit.end_line)))
         vecs = [np.frombuffer(r[0], dtype=np.float32) for r in self.db.execute(
             f"SELECT t.embedding FROM chunks c JOIN files f ON f.id=c.file_id JOIN vectors v ON v.hash=c.hash "
-            f"JOIN {vector.VEC_TABLE} t ON t.rowid=v.id WHERE f.path=? AND c.start_line>=? AND c.end_line<=?",
-            (unit.path, unit.start_line, unit.end_line))] if vector.vector_count(self.db) else []
+            f"JOIN {vector.VEC_TABLE} t ON t.rowid=v.id WHERE f.path=? AND c.start_line<=? AND c.end_line>=?",
+            (unit.path, unit.end_line, unit.start_line))] if vector.vector_count(self.db) else []
         reason = "vector"
         if vecs:
             mean = np.mean(np.stack(vecs), axis=0)

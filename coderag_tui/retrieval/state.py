@@ -15,6 +15,9 @@ from coderag_tui.retrieval.vector import vector_count
 from coderag_tui.store.db import Database
 
 
+QUERY_CACHE = 256
+
+
 class RetrievalState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -23,6 +26,7 @@ class RetrievalState:
         self._model_key: tuple[object, ...] = ()
         self._graph: RepoGraph | None = None
         self._graph_key: tuple[object, ...] = ()
+        self._queries: dict[tuple[str, str], np.ndarray] = {}  # recent query vectors
 
     def model(self, settings: EmbedSettings) -> EmbeddingModel:
         """The embedding model for the settings (loaded on first use, then cached)."""
@@ -42,7 +46,15 @@ class RetrievalState:
             return None
 
         def embed(text: str) -> np.ndarray | None:
-            return self.model(settings).query(text)
+            key = (model_identity(settings), text)
+            vec = self._queries.get(key)
+            if vec is None:
+                vec = self.model(settings).query(text)
+                with self._lock:
+                    self._queries[key] = vec
+                    while len(self._queries) > QUERY_CACHE:
+                        self._queries.pop(next(iter(self._queries)))
+            return vec
 
         return embed
 

@@ -10,9 +10,10 @@ import contextlib
 import fnmatch
 import os
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pathspec
 
@@ -202,3 +203,33 @@ def classify(data: bytes, settings: IndexSettings) -> str:
 def iter_paths(result: WalkResult) -> Iterator[str]:
     for c in result.files:
         yield c.path
+
+
+def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
+               matcher: IgnoreMatcher | None = None) -> WalkResult:
+    """What walk() would say about just these paths (missing or ignored ones are left out)."""
+    root = root.resolve()
+    matcher = matcher or IgnoreMatcher(root, settings)
+    files: list[Candidate] = []
+    skips: dict[str, str] = {}
+    for rel in sorted(set(paths)):
+        if matcher.is_ignored(rel):
+            continue
+        full = root / rel
+        try:
+            st = full.lstat()
+        except OSError:
+            continue  # gone: the caller treats a known path that is not here as deleted
+        if stat.S_ISLNK(st.st_mode):
+            skips[rel] = "symlink"
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        name = PurePosixPath(rel).name
+        if any(fnmatch.fnmatchcase(name, p) for p in _GENERATED_NAMES):
+            skips[rel] = "generated"
+        elif st.st_size > settings.max_file_bytes:
+            skips[rel] = "too-large"
+        else:
+            files.append(Candidate(rel, st.st_size, st.st_mtime_ns))
+    return WalkResult(files, skips)

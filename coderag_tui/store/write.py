@@ -54,8 +54,16 @@ def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
             (file_id,),
         )
     }
+    # A file keeps its file unit id when re-indexed (see write_file), so edges into the file
+    # itself (imports, file-level tests) stay; edges into its definitions are re-resolved.
+    db.execute(  # derived edges: re-derived from the calls that resolve again
+        "DELETE FROM edges WHERE kind='TESTS' AND src_file<>? AND dst IN "
+        "(SELECT id FROM units WHERE file_id=? AND kind<>'file')",
+        (file_id, file_id),
+    )
     db.execute(
-        "UPDATE edges SET dst=NULL WHERE src_file<>? AND dst IN (SELECT id FROM units WHERE file_id=?)",
+        "UPDATE edges SET dst=NULL WHERE src_file<>? AND dst IN "
+        "(SELECT id FROM units WHERE file_id=? AND kind<>'file')",
         (file_id, file_id),
     )
     for eid, former in inbound:
@@ -73,8 +81,12 @@ def delete_file(db: Database, path: str) -> Removed | None:
     row = db.one("SELECT id FROM files WHERE path=?", (path,))
     if row is None:
         return None
+    file_unit_id = db.scalar("SELECT id FROM units WHERE file_id=? AND kind='file'", (row[0],))
     removed = remove_file_rows(db, row[0], path)
     db.execute("DELETE FROM files WHERE id=?", (row[0],))
+    # edges into the file itself: imports are re-resolved, file-level TESTS edges re-derived
+    db.execute("UPDATE edges SET dst=NULL WHERE dst=? AND kind='IMPORTS'", (file_unit_id,))
+    db.execute("DELETE FROM edges WHERE dst=? AND kind='TESTS'", (file_unit_id,))
     return removed
 
 
@@ -83,8 +95,10 @@ def write_file(db: Database, parsed: ParsedFile, meta: FileMeta) -> tuple[int, R
     row = db.one("SELECT id FROM files WHERE path=?", (meta.path,))
     removed = None
     now = time.time()
+    file_unit_id = None
     if row is not None:
         file_id = int(row[0])
+        file_unit_id = db.scalar("SELECT id FROM units WHERE file_id=? AND kind='file'", (file_id,))
         removed = remove_file_rows(db, file_id, meta.path)
         db.execute(
             "UPDATE files SET language=?, hash=?, size=?, mtime_ns=?, lines=?, structured=?, "
@@ -100,14 +114,16 @@ def write_file(db: Database, parsed: ParsedFile, meta: FileMeta) -> tuple[int, R
              int(parsed.structured), int(parsed.has_errors), meta.error, now),
         )
         file_id = int(db.conn.last_insert_rowid())
-    _insert_contents(db, file_id, parsed)
+    _insert_contents(db, file_id, parsed, file_unit_id)
     return file_id, removed
 
 
-def _insert_contents(db: Database, file_id: int, parsed: ParsedFile) -> None:
+def _insert_contents(db: Database, file_id: int, parsed: ParsedFile, file_unit_id: int | None) -> None:
     # Explicit ids (max + 1) let every table be written with one executemany.
     first_unit = int(db.scalar("SELECT coalesce(max(id), 0) FROM units", default=0)) + 1
     ids = [first_unit + u.index for u in parsed.units]
+    if file_unit_id is not None:
+        ids[0] = int(file_unit_id)
     db.executemany(
         "INSERT INTO units(id, file_id, parent_id, kind, name, qualname, signature, params, "
         "return_type, decorators, docstring, bases, start_line, end_line, is_test) "

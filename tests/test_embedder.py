@@ -1,0 +1,223 @@
+"""Embeddings with the real bundled model (all-MiniLM-L6-v2 int8, offline) into sqlite-vec."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coderag_tui.config import EmbedSettings, Settings
+from coderag_tui.errors import ModelError
+from coderag_tui.indexing import embedder
+from coderag_tui.models import Progress
+from coderag_tui.retrieval.state import RetrievalState
+from coderag_tui.retrieval.vector import knn_hashes
+from coderag_tui.service import CodeRag
+
+FILES: dict[str, str | bytes] = {
+    "geo/distance.py": '''"""Distances on the globe."""
+import math
+
+
+def haversine(lat1, lon1, lat2, lon2):
+    """Great-circle distance between two points on the earth in kilometres."""
+    r = 6371.0
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * r * math.asin(math.sqrt(a))
+''',
+    "store/cache.py": '''"""An in-memory cache with expiry."""
+import time
+
+
+class ExpiringCache:
+    """Keeps values for a number of seconds."""
+
+    def __init__(self, ttl):
+        self.ttl = ttl
+        self.data = {}
+
+    def put(self, key, value):
+        self.data[key] = (value, time.monotonic() + self.ttl)
+
+    def get(self, key):
+        value, deadline = self.data.get(key, (None, 0))
+        return value if time.monotonic() < deadline else None
+''',
+    "text/slug.py": '''"""Turn titles into URL slugs."""
+import re
+
+
+def slugify(title):
+    """Lower-case words joined by dashes, suitable for a URL."""
+    words = re.findall(r"[a-z0-9]+", title.lower())
+    return "-".join(words)
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def state() -> RetrievalState:
+    """One loaded model shared by the tests of this module (it is the real model)."""
+    return RetrievalState()
+
+
+@pytest.fixture
+def make_service(make_repo: Callable[..., Path], open_service: Callable[..., CodeRag],
+                 state: RetrievalState) -> Callable[..., CodeRag]:
+    def make(files: dict[str, str | bytes] = FILES, settings: Settings | None = None, name: str = "repo") -> CodeRag:
+        service = open_service(make_repo(files, name=name), settings)
+        service.__dict__["_retrieval_state"] = state
+        return service
+
+    return make
+
+
+def _hash_count(service: CodeRag) -> int:
+    return int(service.db.scalar("SELECT count(DISTINCT hash) FROM chunks"))
+
+
+def test_bundled_model_folder(tmp_path: Path) -> None:
+    folder = embedder.bundled_model_dir()
+    assert (folder / "model.onnx").is_file()
+    for name in embedder.TOKENIZER_FILES:
+        assert (folder / name).is_file()
+    assert embedder.bundled_model_dir() == folder  # idempotent
+
+
+def test_embed_writes_vectors_and_knn_finds_them(make_service: Callable[..., CodeRag]) -> None:
+    service = make_service()
+    events: list[Progress] = []
+    summary = service.embed(progress=events.append)
+    assert summary.embedded == _hash_count(service) > 0
+    assert summary.dim == 384 and summary.model == "sentence-transformers/all-MiniLM-L6-v2-int8"
+    assert service.status().vectors == service.status().chunks
+    assert service.db.get_meta("embed_model") == summary.model and service.db.get_meta("embed_dim") == "384"
+    embeds = [e for e in events if e.phase == "embed"]
+    assert embeds[0].done == 0 and embeds[-1].done == embeds[-1].total == summary.embedded
+    assert all(a.done <= b.done for a, b in zip(embeds, embeds[1:], strict=False))
+    assert embeds[-1].rate > 0 and events[-1].phase == "done"
+    # a chunk's own text is its nearest neighbour
+    cid, h, header, text = service.db.one("SELECT id, hash, header, text FROM chunks ORDER BY id LIMIT 1")
+    model = service._retrieval().model(service.settings.embed)
+    vec = model.embed([header + text])[0]
+    assert abs(float(np.linalg.norm(vec)) - 1.0) < 1e-3
+    nearest = knn_hashes(service.db, vec, 3)
+    assert nearest[0][0] == h and nearest[0][1] < 1e-3
+    # nothing is embedded twice
+    again = service.embed()
+    assert again.embedded == 0 and again.reused == service.status().chunks
+
+
+def test_semantic_search_uses_vectors(make_service: Callable[..., CodeRag]) -> None:
+    service = make_service()
+    before = service.search("how far apart are two places on earth")
+    assert all(not r.startswith("vector") for h in before for r in h.reasons)
+    service.embed()
+    hits = service.search("how far apart are two places on earth")
+    assert hits[0].unit.qualname == "haversine"
+    assert any(r.startswith("vector#") for r in hits[0].reasons)
+    hits = service.search("remember values for a while then forget them")
+    assert hits[0].unit.path == "store/cache.py"
+    # a pasted snippet goes mostly to vectors
+    snippet = "def make_url_part(s):\n    parts = re.findall('[a-z]+', s.lower())\n    return '_'.join(parts)\n"
+    assert service.search(snippet)[0].unit.qualname == "slugify"
+    similar = service.similar(service.symbols("slugify")[0].id, k=2)
+    assert similar and similar[0].reasons[0].startswith("vector#")
+
+
+def test_changed_file_replaces_vectors(make_service: Callable[..., CodeRag]) -> None:
+    service = make_service()
+    service.embed()
+    old = {r[0] for r in service.db.execute("SELECT c.hash FROM chunks c JOIN files f ON f.id=c.file_id "
+                                            "WHERE f.path='text/slug.py'")}
+    (service.root / "text/slug.py").write_text('''"""Turn titles into URL slugs."""
+
+
+def slugify(title, sep="_"):
+    """Lower-case words joined by a separator."""
+    return sep.join(title.lower().split())
+''')
+    (service.root / "geo/distance.py").unlink()
+    service.index()
+    summary = service.embed()
+    assert summary.removed >= len(old)
+    assert summary.embedded >= 1
+    hashes = {r[0] for r in service.db.execute("SELECT hash FROM vectors")}
+    chunk_hashes = {r[0] for r in service.db.execute("SELECT hash FROM chunks")}
+    assert hashes == chunk_hashes and not (old & hashes)
+    n_vec = service.db.scalar(f"SELECT count(*) FROM {embedder.VEC_TABLE}")
+    assert n_vec == len(hashes)  # the vec0 rows went with their hashes
+    assert service.search("distance between two points on the earth")[0].unit.path != "geo/distance.py"
+
+
+def test_changing_the_model_reembeds(make_service: Callable[..., CodeRag], tmp_path: Path) -> None:
+    service = make_service()
+    first = service.embed()
+    other = tmp_path / "other-model"
+    shutil.copytree(embedder.bundled_model_dir(), other)  # the same weights under another name
+    settings = Settings(embed=EmbedSettings(model_path=str(other)))
+    service2 = CodeRag(service.root, settings, service.db_path)
+    try:
+        summary = service2.embed()
+        assert summary.reset and summary.model != first.model and summary.model.endswith(str(other))
+        assert summary.embedded == _hash_count(service2)
+        models = {r[0] for r in service2.db.execute("SELECT DISTINCT model FROM vectors")}
+        assert models == {summary.model}
+        # the first service's model no longer matches the index: it searches without vectors
+        hits = service.search("distance on the earth")
+        assert all(not r.startswith("vector") for h in hits for r in h.reasons)
+    finally:
+        service2.close()
+
+
+def test_missing_model_is_one_clear_line(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    with pytest.raises(ModelError) as err:
+        embedder.load_model(EmbedSettings(model_path=str(empty)))
+    assert "no ONNX embedding model" in err.value.one_line() and "\n" not in err.value.one_line()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ModelError) as err:
+        embedder.load_model(EmbedSettings(model_path=str(broken)))
+    assert "cannot load the embedding model" in err.value.one_line()
+
+
+def test_search_while_embedding(make_service: Callable[..., CodeRag]) -> None:
+    """Embedding writes in small transactions (WAL): searches on another thread keep working."""
+    files = {f"pkg/m{i}.py": f"def handler_{i}(request):\n    return render(request, 'page{i}.html')\n"
+             for i in range(40)}
+    service = make_service(files, name="many")
+    errors: list[BaseException] = []
+    results: list[int] = []
+    done = threading.Event()
+
+    def searcher() -> None:
+        try:
+            while not done.is_set():
+                results.append(len(service.search("render the page for a request")))
+        except BaseException as exc:  # pragma: no cover - the failure we look for
+            errors.append(exc)
+
+    t = threading.Thread(target=searcher)
+    t.start()
+    try:
+        service.embed()
+    finally:
+        done.set()
+        t.join()
+    assert not errors and results and all(n > 0 for n in results)
+
+
+def test_stop_early(make_service: Callable[..., CodeRag]) -> None:
+    service = make_service()
+    summary = service.embed(should_stop=lambda: True)
+    assert summary.stopped and summary.embedded == 0
+    assert service.embed().embedded == _hash_count(service)
