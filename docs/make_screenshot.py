@@ -50,7 +50,10 @@ async def shoot(service: Any, question: str, size: tuple[int, int], out: Path) -
         await pilot.press("enter")
         screen: Any = app.screen
         while screen.answering:
-            await pilot.pause(0.2)
+            await pilot.pause(0.5)
+            turn = screen.chat.turns[-1]
+            print(f"\ranswer: {len(turn.answer)} characters", end="", flush=True)
+        print()
         await settle()
         await pilot.press("1")
         await settle()
@@ -66,15 +69,20 @@ def main() -> None:
     parser.add_argument("--question", default="How are the BM25 and vector results combined?")
     parser.add_argument("--size", default="140x40")
     parser.add_argument("--out", default=str(HERE / "tui-screenshot.svg"))
+    parser.add_argument("--no-embed", action="store_true", help="keyword and graph retrieval only")
     args = parser.parse_args()
     width, height = (int(n) for n in args.size.split("x"))
     with tempfile.TemporaryDirectory() as tmp:
         probe = CodeRag.open(args.repo, db_path=Path(tmp) / "index.db")
         cls = CodeRag if hasattr(probe, "ask") else StandIn
         service = cls(probe.root, probe.settings, Path(tmp) / "index.db")
-        service.index()
-        if hasattr(service, "embed") and service.settings.embed.enabled:
-            service.embed()
+        print(service.index().files_indexed, "files indexed", flush=True)
+        if hasattr(service, "embed") and service.settings.embed.enabled and not args.no_embed:
+            print(service.embed().text(), flush=True)
+        if args.no_embed:
+            from dataclasses import replace
+
+            service.settings = replace(service.settings, embed=replace(service.settings.embed, enabled=False))
         asyncio.run(shoot(service, args.question, (width, height), Path(args.out)))
     print(f"wrote {args.out}")
 

@@ -173,10 +173,18 @@ class Lookup:
     def _load_files(self, db: Database) -> None:
         for fid, path in db.execute("SELECT id, path FROM files"):
             self.file_path[fid] = path
-            self.file_stem[fid] = PurePosixPath(path).stem
+            self.file_stem[fid] = _split_path(path)[1]
+        self._stems_ready = False
+
+    def ensure_stems(self) -> None:
+        """Path suffix tables for import resolution, built on first need."""
+        if getattr(self, "_stems_ready", True):
+            return
+        self._stems_ready = True
+        for fid, path in self.file_path.items():
             for stem in _path_stems(path):
                 self.stems[stem].append(fid)
-            parent = PurePosixPath(path).parent.parts
+            parent = path.split("/")[:-1]
             for i in range(len(parent)):
                 self.dir_stems["/".join(parent[i:])].append(fid)
         for stem in self.stems:
@@ -187,6 +195,7 @@ class Lookup:
         """The file an import refers to (None when it is outside the repository)."""
         if not module:
             return None
+        self.ensure_stems()
         src = self.file_path.get(from_file, "")
         parts = _module_parts(module, src)
         if parts is None:
@@ -329,16 +338,25 @@ def _base_name(text: str) -> str:
     return _MODULE_SPLIT.split(name)[-1].strip() if name else ""
 
 
+def _split_path(path: str) -> tuple[list[str], str, str]:
+    """(folders, stem, suffix) of a POSIX path, without pathlib (this runs for every file)."""
+    parts = path.split("/")
+    name = parts[-1]
+    dot = name.rfind(".")
+    if dot > 0:
+        return parts[:-1], name[:dot], name[dot:]
+    return parts[:-1], name, ""
+
+
 def _path_stems(path: str) -> list[str]:
-    p = PurePosixPath(path)
-    parts = list(p.parent.parts) + [p.stem if p.suffix else p.name]
+    folders, stem, suffix = _split_path(path)
+    parts = [*folders, stem]
     stems = ["/".join(parts[i:]) for i in range(len(parts))]
-    if p.stem in _INDEX_STEMS and len(parts) > 1:
-        dir_parts = parts[:-1]
-        stems.extend("/".join(dir_parts[i:]) for i in range(len(dir_parts)))
+    if stem in _INDEX_STEMS and folders:
+        stems.extend("/".join(folders[i:]) for i in range(len(folders)))
     # C/C++ includes name the file with its extension
-    full = list(p.parent.parts) + [p.name]
-    if p.suffix in (".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp"):
+    if suffix in (".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp"):
+        full = [*folders, stem + suffix]
         stems.extend("/".join(full[i:]) for i in range(len(full)))
     return stems
 
@@ -404,7 +422,8 @@ def _test_target_stem(path: str) -> str | None:
 # ---------------------------------------------------------------------------- resolution
 
 
-def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], files_changed: bool = True) -> int:
+def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], files_changed: bool = True,
+            edge_ids: set[int] | None = None) -> int:
     """Re-resolve the edges whose target may have changed. Returns the number of edges updated.
 
     changed_files None means everything (a fresh build). Otherwise: edges from changed files,
@@ -443,7 +462,8 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
     base_rows = db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')")
     if not full:
         scope_files = changed | files_with_new_imports
-        base_rows = [r for r in base_rows if r[2] in scope_files or _base_name(r[3]) in names]
+        base_rows = [r for r in base_rows
+                     if r[2] in scope_files or _base_name(r[3]) in names or r[0] in (edge_ids or ())]
     base_updates: list[tuple[int | None, str, int]] = []
     new_bases: dict[int, list[int]] = defaultdict(list)
     for eid, src, _fid, name, dst, kind in base_rows:
@@ -470,6 +490,14 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
             call_rows += db.rows(
                 f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND src_file IN ({marks})",
                 tuple(scope),
+            )
+        id_list = sorted(edge_ids or ())
+        for i in range(0, len(id_list), 500):
+            part_ids = id_list[i : i + 500]
+            marks = ",".join("?" * len(part_ids))
+            call_rows += db.rows(
+                f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND id IN ({marks})",
+                tuple(part_ids),
             )
         name_list = sorted(names)
         for i in range(0, len(name_list), 500):
@@ -506,6 +534,7 @@ def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_change
         rows = db.rows("SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL")
         file_ids = list(lk.file_path)
     else:
+        files = {f for f in files if is_test_path(lk.file_path.get(f, ""))}  # only tests test
         marks = ",".join("?" * len(files))
         if files:
             db.execute(f"DELETE FROM edges WHERE kind='TESTS' AND src_file IN ({marks})", tuple(files))
@@ -526,6 +555,8 @@ def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_change
         if is_test_path(lk.file_path.get(d.file_id, "")):
             continue
         new.add((src, fid, dst, d.name, line))
+    if file_ids:
+        lk.ensure_stems()
     for fid in file_ids:
         path = lk.file_path[fid]
         if not is_test_path(path):

@@ -129,6 +129,7 @@ class Indexer:
         changed_ids: set[int] = set()
         file_set = [False]  # a file was added or removed (imports must all be re-resolved)
         names: set[str] = set()
+        inbound: set[int] = set()
         errors: list[str] = []
         indexed = failed = units = chunks = 0
         pending_writes: list[_Outcome] = []
@@ -162,9 +163,14 @@ class Indexer:
                     if removed is None:
                         file_set[0] = True
                     changed_ids.add(file_id)
-                    names.update(u.name for u in out.parsed.units[1:])
-                    if removed is not None:
-                        names.update(removed.names)
+                    layout = {(u.name, u.kind, u.qualname) for u in out.parsed.units[1:]}
+                    if removed is None:
+                        names.update(n for n, _, _ in layout)
+                    else:
+                        # only names whose definitions moved, appeared or went away can resolve
+                        # differently elsewhere; edges that pointed into the file are redone by id
+                        names.update(n for n, _, _ in layout ^ removed.layout)
+                        inbound.update(eid for eid, _ in removed.inbound_edges)
                     indexed += 1
                     units += len(out.parsed.units)
                     chunks += len(out.parsed.chunks)
@@ -212,7 +218,7 @@ class Indexer:
                 pending and not changed_ids and not deleted
             )
             with db.transaction():
-                resolve(db, changed_files=None if full else changed_ids, names=names,
+                resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
                         files_changed=bool(deleted) or file_set_changed)
                 db.set_meta("resolve_pending", "0")
                 db.set_meta("last_update", str(time.time()))

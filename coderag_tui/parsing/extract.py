@@ -7,6 +7,7 @@ Other grammars get units from named top-level nodes. Text files get line-window 
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ _TEST_PATH = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=65536)
 def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 

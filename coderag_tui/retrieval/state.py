@@ -14,7 +14,6 @@ from coderag_tui.retrieval.repo_map import RepoGraph
 from coderag_tui.retrieval.vector import vector_count
 from coderag_tui.store.db import Database
 
-
 QUERY_CACHE = 256
 
 

@@ -69,8 +69,9 @@ def exact_units(db: Database, name: str, filters: SearchFilters | None = None, l
     """Definitions whose name or qualified name is exactly `name` (last segment for dotted names)."""
     qual = name.replace("::", ".").replace("#", ".")
     last = qual.split(".")[-1]
-    rows = db.rows(read.UNIT_SELECT + " WHERE u.name = ? AND u.kind <> 'file' LIMIT 200", (last,))
-    units = [read.unit_from_row(r) for r in rows]
+    # `COLLATE NOCASE` lets SQLite use the units_name index; the case must still match
+    rows = db.rows(read.UNIT_SELECT + " WHERE u.name = ? COLLATE NOCASE AND u.kind <> 'file' LIMIT 400", (last,))
+    units = [u for u in map(read.unit_from_row, rows) if u.name == last]
     if "." in qual:
         tail = [u for u in units if u.qualname == qual or u.qualname.endswith("." + qual)]
         if tail:

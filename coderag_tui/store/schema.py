@@ -112,6 +112,11 @@ MIGRATIONS: list[str] = [
         model TEXT NOT NULL DEFAULT ''
     );
     """,
+    # 2: exact-name lookups (graph resolution) cannot use the NOCASE index
+    """
+    CREATE INDEX units_name_exact ON units(name);
+    CREATE INDEX units_file_kind ON units(file_id, kind);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

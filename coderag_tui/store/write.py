@@ -31,12 +31,15 @@ class Removed:
 
     names: set[str]
     inbound_edges: list[tuple[int, str]]  # (edge id, former target "qualname (path)")
+    layout: set[tuple[str, str, str]]  # (name, kind, qualname) of the definitions it had
     prior_targets: dict[tuple[str, str], str]  # (src qualname, called name) -> target descriptor
 
 
 def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
     """Delete every row a file owns; edges from other files into it lose their target."""
-    names = {r[0] for r in db.execute("SELECT DISTINCT name FROM units WHERE file_id=?", (file_id,))}
+    layout = {(n, k, q) for n, k, q in db.execute(
+        "SELECT name, kind, qualname FROM units WHERE file_id=? AND kind<>'file'", (file_id,))}
+    names = {n for n, _, _ in layout}
     inbound = [
         (eid, f"{qual} ({path}:{line})")
         for eid, qual, line in db.execute(
@@ -74,7 +77,7 @@ def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
     db.execute("DELETE FROM imports WHERE file_id=?", (file_id,))
     db.execute("DELETE FROM summaries WHERE unit_id IN (SELECT id FROM units WHERE file_id=?)", (file_id,))
     db.execute("DELETE FROM units WHERE file_id=?", (file_id,))
-    return Removed(names, inbound, prior)
+    return Removed(names=names, inbound_edges=inbound, layout=layout, prior_targets=prior)
 
 
 def delete_file(db: Database, path: str) -> Removed | None:

@@ -145,7 +145,7 @@ def load_turns(service: Any, conversation_id: int) -> list[Turn]:
 def model_label(service: Any) -> str:
     """The model in use, in a few words ("SmolLM2-135M (tiny default model)")."""
     if not has(service, "model_info"):
-        return "model: none yet"
+        return "model: unknown"
     info = service.model_info()
     if not getattr(info, "found", True):
         return f"model missing: {info.name}"
