@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import Any
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
 
 from coderag_tui.parsing.extract import is_test_path
 from coderag_tui.store.db import Database
@@ -52,7 +52,7 @@ class _Unit:
     is_test: bool
 
 
-class _LazyMap(dict):  # type: ignore[type-arg]
+class _LazyMap(dict):
     """A dict that loads a missing key through `loader(key)` (which stores it) on first use."""
 
     def __init__(self, loader: Callable[[Any], None], default: Callable[[], Any] | None = None) -> None:
