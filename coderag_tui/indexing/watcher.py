@@ -22,14 +22,31 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coderag_tui.models import EdgeRef, IndexSummary, Progress, WatchEvent
 from coderag_tui.sources.discovery import IGNORE_FILES, IgnoreMatcher
 from coderag_tui.store import read
 
 if TYPE_CHECKING:
-    from coderag_tui.service import CodeRag
+    from pathlib import Path
+
+    from coderag_tui.config import Settings
+    from coderag_tui.store.db import Database
+
+
+class WatchedRepository(Protocol):
+    """What the watcher needs from the service (the layer above; it is not imported here)."""
+
+    root: Path
+    settings: Settings
+    db_path: Path
+
+    @property
+    def db(self) -> Database: ...
+
+    def index(self, *, rebuild: bool = False, only: list[str] | None = None,
+              progress: Callable[[Progress], None] | None = None) -> IndexSummary: ...
 
 EventFn = Callable[[WatchEvent], None]
 ProgressFn = Callable[[Progress], None]
@@ -47,7 +64,7 @@ class Watcher:
 
     def __init__(
         self,
-        service: CodeRag,
+        service: WatchedRepository,
         on_event: EventFn | None = None,
         *,
         debounce_ms: int | None = None,
