@@ -6,8 +6,9 @@
    embed, write vectors in small transactions) against the bare model's `embed()` on the same
    texts in the same run, alternating the two to share the machine's noise.
 2. Search latency over a large index built from real code (DATA/big and DATA/django-5.1; the
-   index lives in WORK and is reused): p50/p95 per route of hybrid search with keywords, symbols
-   and vectors, after filling the vector table (see --vectors for what those vectors are).
+   index lives in WORK and is reused): p50/p95 per route, first with keywords, symbols and the
+   graph only, then hybrid with vectors (KNN by sqlite-vec's scan, then by the in-memory copy),
+   after filling the vector table (see --vectors for what those vectors are).
 3. Context composition time (search + expansion + packing) at the default budget.
 
 Prints figures; writes nothing into the repository.
@@ -38,6 +39,7 @@ from coderag_tui.indexing.embedder import (  # noqa: E402
 )
 from coderag_tui.models import Progress  # noqa: E402
 from coderag_tui.retrieval.compose import compose  # noqa: E402
+from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
 from coderag_tui.retrieval.search import Searcher  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 from coderag_tui.store.db import Database  # noqa: E402
@@ -236,11 +238,19 @@ def main() -> int:
     def embed_query(text: str) -> np.ndarray:
         return model.query(text)
 
-    hybrid = Searcher(service.db, service.settings.search, embed_query)
     st = service.status()
     log(f"hybrid over {st.chunks} chunks, {service.db.scalar('SELECT count(*) FROM vectors')} vectors")
     if "search" not in skip:
-        bench_search(service, hybrid, queries, "hybrid+vectors")
+        scan = Searcher(service.db, service.settings.search, embed_query)
+        bench_search(service, scan, queries, "hybrid, sqlite-vec KNN")
+    matrix = VectorMatrix()
+    t = time.perf_counter()
+    matrix.refresh(service.db)
+    log(f"in-memory vectors: {len(matrix.ids)} x {matrix.mat.shape[1]} float32 "
+        f"({matrix.mat.nbytes / 2**20:.0f} MiB) loaded in {time.perf_counter() - t:.1f}s")
+    hybrid = Searcher(service.db, service.settings.search, embed_query, matrix)
+    if "search" not in skip:
+        bench_search(service, hybrid, queries, "hybrid, in-memory KNN")
     if "context" not in skip:
         bench_context(service, hybrid, queries["semantic"][:30])
     service.close()

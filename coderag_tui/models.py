@@ -334,3 +334,13 @@ class WatchEvent:
     orphans: tuple[EdgeRef, ...] = ()
     seconds: float = 0.0  # indexing (and embedding) time of the batch
     full: bool = False  # a full rescan (an ignore file changed, or the first index)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """A repository file and where it is in the index: pending, indexed, embedded, skipped, error."""
+
+    path: str
+    language: str
+    state: str
+    error: str = ""

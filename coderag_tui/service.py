@@ -10,6 +10,7 @@ import hashlib
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError
 from coderag_tui.indexing.indexer import Indexer, ProgressFn
-from coderag_tui.models import EdgeRef, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.models import EdgeRef, FileState, IndexStatus, IndexSummary, UnitRef
 from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
@@ -65,7 +66,8 @@ class CodeRag:
         self.db_path = db_path or default_db_path(self.root, settings)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._all: list[Database] = []
+        # every thread's connection, held weakly: a finished thread's connection is closed with it
+        self._all: weakref.WeakSet[Database] = weakref.WeakSet()
         self.remote: CloneResult | None = None  # set when the repository was cloned from a URL
         self.display_name = str(self.root)
 
@@ -134,12 +136,12 @@ class CodeRag:
             db = open_database(self.db_path)
             self._local.db = db
             with self._lock:
-                self._all.append(db)
+                self._all.add(db)
         return db
 
     def close(self) -> None:
         with self._lock:
-            for db in self._all:
+            for db in list(self._all):
                 db.close()
             self._all.clear()
         self._local = threading.local()
@@ -183,6 +185,41 @@ class CodeRag:
     def tests_for(self, name: str) -> list[EdgeRef]:
         units = self._definitions(name)
         return read.callers(self.db, [u.id for u in units], kinds=("TESTS",))
+
+    def files(self) -> list[FileState]:
+        """Every file discovery finds, with its index state (one walk and one query)."""
+        from coderag_tui.parsing.languages import detect_language
+        from coderag_tui.sources.discovery import walk
+
+        db = self.db
+        model = db.get_meta("embed_model")
+        indexed = {
+            path: (language, chunks, vectors)
+            for path, language, chunks, vectors in db.execute(
+                "SELECT f.path, f.language, count(c.id), count(v.id) FROM files f "
+                "LEFT JOIN chunks c ON c.file_id = f.id "
+                "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? GROUP BY f.id", (model,))
+        }
+        skipped = dict(db.rows("SELECT path, reason FROM skips"))
+        out = []
+        walked = walk(self.root, self.settings.index)
+        own = {p.name for p in (self.db_path, Path(f"{self.db_path}-wal"), Path(f"{self.db_path}-shm"))}
+        for path in sorted({c.path for c in walked.files} | set(walked.skips)):
+            if path.rsplit("/", 1)[-1] in own and (self.root / path).resolve().parent == self.db_path.resolve().parent:
+                continue  # the index itself
+            if path in indexed:
+                language, chunks, vectors = indexed[path]
+                state = "embedded" if model and chunks and vectors >= chunks else "indexed"
+                out.append(FileState(path, language, state))
+            elif path in skipped or path in walked.skips:
+                reason = skipped.get(path) or walked.skips[path]
+                spec = detect_language(path)
+                out.append(FileState(path, spec.name if spec else "", "error" if reason == "error" else "skipped",
+                                     reason))
+            else:
+                spec = detect_language(path)
+                out.append(FileState(path, spec.name if spec else "", "pending"))
+        return out
 
     def outline(self, path: str) -> list[UnitRef]:
         return read.file_outline(self.db, path)
@@ -235,8 +272,9 @@ class CodeRag:
     def searcher(self) -> _Searcher:
         from coderag_tui.retrieval.search import Searcher
 
-        embed_query = self._retrieval().query_embedder(self.db, self.settings.embed)
-        return Searcher(self.db, self.settings.search, embed_query)
+        state = self._retrieval()
+        embed_query = state.query_embedder(self.db, self.settings.embed)
+        return Searcher(self.db, self.settings.search, embed_query, state.matrix if embed_query else None)
 
     def search(self, query: str, k: int | None = None,
                filters: _SearchFilters | None = None) -> list[_SearchHit]:

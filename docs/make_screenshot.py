@@ -11,28 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.models import AnswerEvent
 from coderag_tui.service import CodeRag
 from coderag_tui.tui.app import create_app
 
 HERE = Path(__file__).resolve().parent
-
-
-class StandIn(CodeRag):
-    """Answers with the answering package directly, for builds whose service has no `ask` yet."""
-
-    def ask(self, question: str, conversation_id: int | None = None) -> Iterator[AnswerEvent]:
-        from coderag_tui.answering import Answerer, ProviderOptions, create_llm
-        from coderag_tui.paths import models_dir
-
-        provider = create_llm(self.settings.llm, ProviderOptions(models_dir=models_dir()))
-        answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens)
-        context = self.context(question)
-        yield from answerer.ask(question, context, self.repo_map(query=question), conversation_id)
 
 
 async def shoot(service: Any, question: str, size: tuple[int, int], out: Path) -> None:
@@ -57,6 +42,8 @@ async def shoot(service: Any, question: str, size: tuple[int, int], out: Path) -
         await settle()
         await pilot.press("1")
         await settle()
+        turn = screen.chat.current  # show the question and the start of its answer
+        screen.chat.query_one("#transcript").scroll_to_widget(turn, top=True, animate=False)
         for widget in app.screen.query("Input"):
             widget.cursor_blink = False  # type: ignore[attr-defined]
         await pilot.pause()
@@ -73,9 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     width, height = (int(n) for n in args.size.split("x"))
     with tempfile.TemporaryDirectory() as tmp:
-        probe = CodeRag.open(args.repo, db_path=Path(tmp) / "index.db")
-        cls = CodeRag if hasattr(probe, "ask") else StandIn
-        service = cls(probe.root, probe.settings, Path(tmp) / "index.db")
+        service = CodeRag.open(args.repo, db_path=Path(tmp) / "index.db")
         print(service.index().files_indexed, "files indexed", flush=True)
         if hasattr(service, "embed") and service.settings.embed.enabled and not args.no_embed:
             print(service.embed().text(), flush=True)

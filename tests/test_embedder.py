@@ -14,6 +14,7 @@ from coderag_tui.config import EmbedSettings, Settings
 from coderag_tui.errors import ModelError
 from coderag_tui.indexing import embedder
 from coderag_tui.models import Progress
+from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.state import RetrievalState
 from coderag_tui.retrieval.vector import knn_hashes
 from coderag_tui.service import CodeRag
@@ -221,3 +222,19 @@ def test_stop_early(make_service: Callable[..., CodeRag]) -> None:
     summary = service.embed(should_stop=lambda: True)
     assert summary.stopped and summary.embedded == 0
     assert service.embed().embedded == _hash_count(service)
+
+
+def test_in_memory_knn_matches_sqlite_vec(make_service: Callable[..., CodeRag]) -> None:
+    service = make_service()
+    service.embed()
+    matrix = VectorMatrix()
+    model = service._retrieval().model(service.settings.embed)
+    q = model.query("distance between two cities")
+    assert [h for h, _ in knn_hashes(service.db, q, 5, matrix)] == [h for h, _ in knn_hashes(service.db, q, 5)]
+    # the copy follows the index: a changed file's vectors come and go
+    (service.root / "text/slug.py").write_text("def slugify(title):\n    return title.replace(' ', '-')\n")
+    service.index()
+    service.embed()
+    got = {h for h, _ in knn_hashes(service.db, q, 100, matrix)}
+    assert got == {r[0] for r in service.db.execute("SELECT hash FROM vectors")}
+    assert len(matrix.ids) == service.db.scalar("SELECT count(*) FROM vectors")

@@ -280,3 +280,45 @@ def test_settings_excludes_and_location(make_repo, tmp_path):
     assert {r[0] for r in s.db.rows("SELECT path FROM files")} == {"a.py"}
     s.close()
     shutil.rmtree(repo / ".coderag")
+
+
+def test_file_states(repo, open_service):
+    s = open_service(repo, index=False)
+    assert {f.state for f in s.files()} == {"pending"}
+    (repo / "blob.bin").write_bytes(b"\x00\x01\x02" * 10)
+    s.index()
+    states = {f.path: f for f in s.files()}
+    assert states["pkg/core.py"].state == "indexed" and states["pkg/core.py"].language == "python"
+    assert states["blob.bin"].state == "skipped" and states["blob.bin"].error == "binary"
+    (repo / "pkg/new.py").write_text("def new(): pass\n")
+    assert {f.path: f.state for f in s.files()}["pkg/new.py"] == "pending"
+
+
+def test_threads_share_nothing_and_leak_nothing(make_repo, tmp_path):
+    import gc
+    import threading
+
+    repo = make_repo({"a.py": "def a():\n    return 1\n"})
+    service = CodeRag(repo, Settings(), tmp_path / "fresh.db")  # a brand-new index file
+    errors: list[Exception] = []
+
+    def use() -> None:
+        try:
+            service.symbols("a")
+        except Exception as exc:  # pragma: no cover - what the test looks for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []  # concurrent first opens: one migrates, the others wait
+    fds = len(os.listdir("/proc/self/fd"))
+    for _ in range(30):
+        t = threading.Thread(target=use)
+        t.start()
+        t.join()
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= fds + 2  # a finished thread's connection is closed
+    service.close()

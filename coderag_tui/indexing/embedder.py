@@ -15,7 +15,6 @@ between batches, so the indexer and searches keep running meanwhile (WAL).
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import shutil
 import threading
@@ -347,6 +346,3 @@ def vectors_for_hashes(db: Database, hashes: Iterable[str]) -> dict[str, np.ndar
             out[str(h)] = np.frombuffer(blob, dtype=np.float32)
     return out
 
-
-def estimate_seconds(chunks: int, rate: float) -> float:
-    return math.inf if rate <= 0 else chunks / rate

@@ -1,7 +1,7 @@
 """BM25 over the FTS5 table `chunks_fts(names, path, signature, doc, code)`.
 
 Query words are split like the indexed text (`parseURL` -> parseurl parse url; `a_b` -> a b),
-stop words and words found in a large share of the chunks are dropped, each word is quoted (so
+stop words and words found in a large share of the chunks (or in very many) are dropped, each word is quoted (so
 no query text is read as FTS5 syntax) and the words are OR-ed; bm25() weighs the columns.
 """
 
@@ -25,6 +25,7 @@ from coderag_tui.store.db import Database
 COLUMN_WEIGHTS = (6.0, 3.0, 3.0, 2.0, 1.0)
 MAX_TERMS = 200
 COMMON_SHARE = 0.25  # a word in more than this share of the chunks carries little: drop it
+MAX_DF = 15_000  # nor a word in more chunks than this (BM25 time grows with the postings read)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)
 _STOP = (
@@ -75,7 +76,7 @@ def informative_terms(db: Database, terms: Sequence[str], limit: int | None = No
     df = {str(t): int(n) for t, n in db.execute(
         f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", tuple(terms))}
     total = int(db.scalar("SELECT count(*) FROM chunks", default=0)) or 1
-    kept = [t for t in terms if t in df and (df[t] <= COMMON_SHARE * total or total < 50)]
+    kept = [t for t in terms if t in df and (total < 50 or df[t] <= min(COMMON_SHARE * total, MAX_DF))]
     if len(kept) > limit:
         rarest = set(sorted(kept, key=lambda t: (df[t], kept.index(t)))[:limit])
         kept = [t for t in kept if t in rarest]

@@ -9,11 +9,11 @@ well; when no inner unit beats the chunk's own unit, the match stays put.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from coderag_tui.retrieval.common import ChunkMatch
-from coderag_tui.retrieval.lexical import query_terms
 from coderag_tui.store.db import Database
 
 NAME_WEIGHT = 3.0
@@ -21,8 +21,13 @@ EXTRA_UNITS = 2  # other units of the same chunk that score nearly as well follo
 SHARE_OF_BEST = 0.75
 
 
+_ALNUM = re.compile(r"[^\W_]+")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
 def _words(text: str) -> set[str]:
-    return set(query_terms(text, limit=1_000_000))
+    """Lower-cased words and camelCase parts (what lexical.query_terms yields, stop words kept)."""
+    return {w.lower() for w in _ALNUM.findall(text)} | {w.lower() for w in _PARTS.findall(text)}
 
 
 def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], limit: int = 200) -> list[ChunkMatch]:
@@ -37,24 +42,37 @@ def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], li
         marks = ",".join("?" * len(part))
         texts.update((int(cid), str(t)) for cid, t in db.execute(
             f"SELECT id, text FROM chunks WHERE id IN ({marks})", tuple(part)))
+    # every unit of the matched files, in one indexed query
+    by_file: dict[int, list[tuple[int, str, str, str, int, int, str]]] = {}
+    fids = sorted({m.file_id for m in head})
+    for i in range(0, len(fids), 400):
+        part = fids[i : i + 400]
+        marks = ",".join("?" * len(part))
+        for row in db.execute(
+            f"SELECT file_id, id, name, signature, docstring, start_line, end_line, kind FROM units "
+            f"WHERE file_id IN ({marks}) ORDER BY end_line - start_line, start_line", tuple(part)):
+            by_file.setdefault(int(row[0]), []).append(tuple(row[1:]))
     out: list[ChunkMatch] = []
     for m in head:
-        inner = db.rows(
-            "SELECT id, name, signature, docstring, start_line, end_line FROM units WHERE file_id = ? "
-            "AND start_line >= ? AND end_line <= ? AND kind <> 'file' AND id <> ? "
-            "ORDER BY end_line - start_line, start_line",
-            (m.file_id, m.start_line, m.end_line, m.unit_id))
+        units = by_file.get(m.file_id, [])
+        inner = [u for u in units if u[6] != "file" and u[0] != m.unit_id
+                 and u[4] >= m.start_line and u[5] <= m.end_line]
         if not inner:
             out.append(m)
             continue
         lines = texts.get(m.chunk_id, "").split("\n")
-        owner = db.one("SELECT name, kind FROM units WHERE id = ?", (m.unit_id,))
-        owner_score = NAME_WEIGHT * len(_words(owner[0]) & wanted) if owner and owner[1] != "file" else 0.0
+        line_words: dict[int, set[str]] = {}  # words per line, shared by nested units
+        owner = next((u for u in units if u[0] == m.unit_id), None)
+        owner_score = NAME_WEIGHT * len(_words(owner[1]) & wanted) if owner and owner[6] != "file" else 0.0
         scored: list[tuple[float, int, int, int]] = []
-        for uid, name, sig, doc, start, end in inner:  # smallest first: it wins ties
-            body = "\n".join(lines[start - m.start_line : end - m.start_line + 1])
+        for uid, name, sig, doc, start, end, _kind in inner:  # smallest first: it wins ties
             in_name = _words(name) & wanted
-            other = _words(f"{sig}\n{doc}\n{body}") & wanted
+            other = _words(f"{sig}\n{doc}") & wanted
+            for i in range(max(start - m.start_line, 0), min(end - m.start_line + 1, len(lines))):
+                words = line_words.get(i)
+                if words is None:
+                    words = line_words[i] = _words(lines[i]) & wanted
+                other |= words
             score = NAME_WEIGHT * len(in_name) + len(other - in_name)
             if score > owner_score:
                 scored.append((score, int(uid), int(start), int(end)))

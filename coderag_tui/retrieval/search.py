@@ -7,16 +7,20 @@ unit; a unit ranks at its best chunk. With no vectors the search is keywords + s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from coderag_tui.config import SearchSettings
 from coderag_tui.models import SearchFilters, SearchHit, UnitRef
+from coderag_tui.parsing.extract import is_test_path
 from coderag_tui.retrieval import lexical, router, structural, symbols, vector
 from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
-from coderag_tui.retrieval.fusion import rrf
+from coderag_tui.retrieval.fusion import Fused, rrf
+from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.refine import refine
 from coderag_tui.retrieval.router import Route
 from coderag_tui.store import read
@@ -25,6 +29,19 @@ from coderag_tui.store.db import Database
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
 LABELS = {"symbol": "symbol", "fuzzy": "symbol~"}
+TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
+_ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
+K = TypeVar("K", bound=Hashable)
+
+
+def demote_tests(fused: list[Fused[K]], path_of: Callable[[K], str], query: str) -> list[Fused[K]]:
+    """Scale the scores of test code by TEST_WEIGHT (unless the query is about tests): a
+    question about behaviour is answered by the implementation first, its tests second."""
+    if TEST_WEIGHT >= 1.0 or _ABOUT_TESTS.search(query):
+        return fused
+    scaled = [Fused(f.key, f.score * TEST_WEIGHT, f.reasons) if is_test_path(path_of(f.key)) else f
+              for f in fused]
+    return sorted(scaled, key=lambda f: -f.score)
 
 
 @dataclass
@@ -46,10 +63,12 @@ class Searcher:
     """Searches one index. `embed_query` returns the query's vector, or None when the index has
     no vectors for the configured model (then search runs on keywords, symbols and the graph)."""
 
-    def __init__(self, db: Database, settings: SearchSettings, embed_query: QueryEmbedder | None = None) -> None:
+    def __init__(self, db: Database, settings: SearchSettings, embed_query: QueryEmbedder | None = None,
+                 matrix: VectorMatrix | None = None) -> None:
         self.db = db
         self.settings = settings
         self.embed_query = embed_query
+        self.matrix = matrix  # an in-memory copy of the vectors (fast KNN), when one is kept
 
     # ------------------------------------------------------------------ retrievers
     def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
@@ -64,7 +83,7 @@ class Searcher:
         if vec is None:
             return []
         fetch = n * (8 if filters is not None and filters.kind else 3)
-        matches = vector.knn_chunks(self.db, vec, limit=fetch, filters=filters)
+        matches = vector.knn_chunks(self.db, vec, limit=fetch, filters=filters, matrix=self.matrix)
         return keep_kind(self.db, refine(self.db, matches, terms), filters)
 
     # ------------------------------------------------------------------ search
@@ -90,7 +109,8 @@ class Searcher:
                 return SearchResult(route, graph_hits)
         ranked = self._rank(query, route, n, filters, mode)
         fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
-        units = read.get_units(self.db, [f.key for f in fused[:k]])
+        units = read.get_units(self.db, [f.key for f in fused[: k * 3]])
+        fused = demote_tests(fused[: k * 3], lambda key: units[key].path if key in units else "", query)
         hits = []
         for f in fused[:k]:
             u = units.get(f.key)
@@ -149,7 +169,8 @@ class Searcher:
                     paths.append(u.path)
                     top_unit.setdefault(u.path, u)
             file_lists[name] = paths
-        fused = rrf(file_lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
+        fused = demote_tests(rrf(file_lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS),
+                             lambda path: path, query)
         out: list[SearchHit] = []
         for f in fused[:k]:
             fu = read.file_unit(self.db, f.key)
@@ -180,7 +201,7 @@ class Searcher:
             mean = np.mean(np.stack(vecs), axis=0)
             mean = mean / (np.linalg.norm(mean) or 1.0)
             matches = vector.knn_chunks(self.db, mean, limit=k * 4, filters=filters,
-                                        exclude_units=sorted(related))
+                                        exclude_units=sorted(related), matrix=self.matrix)
         else:
             reason = "bm25"
             text = " ".join(x for x in (unit.name, unit.signature, unit.docstring) if x)

@@ -10,6 +10,7 @@ import numpy as np
 
 from coderag_tui.config import EmbedSettings
 from coderag_tui.indexing.embedder import EmbeddingModel, load_model, model_identity
+from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.repo_map import RepoGraph
 from coderag_tui.retrieval.vector import vector_count
 from coderag_tui.store.db import Database
@@ -26,6 +27,7 @@ class RetrievalState:
         self._graph: RepoGraph | None = None
         self._graph_key: tuple[object, ...] = ()
         self._queries: dict[tuple[str, str], np.ndarray] = {}  # recent query vectors
+        self.matrix = VectorMatrix()  # the index's vectors in memory, for fast KNN
 
     def model(self, settings: EmbedSettings) -> EmbeddingModel:
         """The embedding model for the settings (loaded on first use, then cached)."""

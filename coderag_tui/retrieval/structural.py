@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coderag_tui.models import SearchFilters, UnitRef
-from coderag_tui.retrieval.symbols import passes
+from coderag_tui.retrieval.symbols import passes, symbol_units
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
 
@@ -20,11 +20,8 @@ class Answer:
 
 def definitions(db: Database, name: str) -> list[UnitRef]:
     """The units a name denotes: exact matches when there are any, else the best fuzzy one."""
-    q = name.strip().strip("`").rstrip("()")
-    qual = q.replace("::", ".").replace("#", ".")
-    found = read.find_symbols(db, q, limit=50)
-    exact = [u for u in found if u.name == q or u.qualname == qual or u.qualname.endswith("." + qual)]
-    return exact or found[:1]
+    exact, fuzzy = symbol_units(db, name, limit=50)
+    return exact or fuzzy[:1]
 
 
 def files_for_module(db: Database, target: str) -> list[UnitRef]:

@@ -11,6 +11,7 @@ from coderag_tui.store.db import Database
 
 _TOKEN = re.compile(r"`?[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?`?")
 MAX_NAMES = 16
+FEW = 5
 
 
 def passes(u: UnitRef, filters: SearchFilters | None) -> bool:
@@ -39,14 +40,55 @@ def is_exact(u: UnitRef, target: str) -> bool:
     return u.name.lower() == last.lower()
 
 
+_KIND_RANK = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 1, "function": 1,
+              "method": 2, "constant": 3, "file": 4}
+
+
+def _order(u: UnitRef, target_last: str) -> tuple[int, int, int, int, str, int]:
+    return (0 if u.name == target_last else 1, 1 if "test" in u.path.lower() else 0,
+            _KIND_RANK.get(u.kind, 2), len(u.path), u.path, u.start_line)
+
+
 def symbol_units(db: Database, target: str, limit: int,
                  filters: SearchFilters | None = None) -> tuple[list[UnitRef], list[UnitRef]]:
     """Definitions for a symbol query (`QuerySet`, `Foo.bar`, `parse_url()`, `pkg/auth`), best
-    first: those it names exactly, and the fuzzy matches (prefix, substring, subsequence)."""
-    found = [u for u in read.find_symbols(db, target, limit=limit * 2) if passes(u, filters)]
-    exact = [u for u in found if is_exact(u, target)]
-    fuzzy = [u for u in found if not is_exact(u, target)]
+    first: those it names exactly, and fuzzy matches (name prefix, then substring). Every query
+    here uses an index or stops at a LIMIT, so it stays fast on large indexes."""
+    t = target.strip().strip("`")
+    t = t[:-2] if t.endswith("()") else t
+    qual = t.replace("::", ".").replace("#", ".")
+    last = qual.split(".")[-1].split("/")[-1]
+    if not last:
+        return [], []
+    found: dict[int, UnitRef] = {}
+
+    def add(sql: str, params: tuple[object, ...]) -> None:
+        for row in db.execute(read.UNIT_SELECT + " WHERE " + sql, params):
+            u = read.unit_from_row(row)
+            if u.id not in found and passes(u, filters):
+                found[u.id] = u
+
+    if "/" in t:
+        stem = t.rstrip("/")
+        add("u.kind = 'file' AND (f.path = ? OR f.path LIKE ? OR f.path LIKE ?) LIMIT 200",
+            (stem, stem + "/%", stem + ".%"))
+    add("u.name = ? COLLATE NOCASE LIMIT 400", (last,))
+    exact = sorted((u for u in found.values() if is_exact(u, t)), key=lambda u: _order(u, last))
+    fuzzy: list[UnitRef] = []
+    if len(exact) < limit:
+        add("u.name LIKE ? ESCAPE '\\' AND u.kind <> 'file' LIMIT 200", (_like(last) + "%",))
+        if not exact and len(found) < FEW and len(last) >= 4:  # a substring scan reads every unit: only when needed
+            add("u.name LIKE ? ESCAPE '\\' AND u.kind <> 'file' LIMIT 100", ("%" + _like(last) + "%",))
+        if "/" in t and len(found) < FEW:
+            add("u.kind = 'file' AND f.path LIKE ? ESCAPE '\\' LIMIT 100", ("%" + _like(t) + "%",))
+        seen = {u.id for u in exact}
+        fuzzy = sorted((u for u in found.values() if u.id not in seen),
+                       key=lambda u: (len(u.name), _order(u, last)))
     return exact[:limit], fuzzy[:limit]
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def mentioned_names(text: str, limit: int = MAX_NAMES) -> list[str]:

@@ -20,6 +20,7 @@ from coderag_tui.retrieval.common import (
     has_filters,
     match_from_row,
 )
+from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.store.db import Database
 
 MAX_K = 4096  # sqlite-vec's limit on k
@@ -31,10 +32,18 @@ def vector_count(db: Database) -> int:
     return int(db.scalar("SELECT count(*) FROM vectors", default=0))
 
 
-def knn_hashes(db: Database, vec: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """(chunk hash, cosine distance) of the k nearest vectors."""
+def knn_hashes(db: Database, vec: np.ndarray, k: int, matrix: VectorMatrix | None = None) -> list[tuple[str, float]]:
+    """(chunk hash, cosine distance) of the k nearest vectors (in memory when `matrix` can hold
+    the index's vectors, else a sqlite-vec scan)."""
     if not db.has_table(VEC_TABLE) or k <= 0:
         return []
+    nearest = matrix.knn(db, vec, k) if matrix is not None else None
+    if nearest is not None:
+        if not nearest:
+            return []
+        marks = ",".join("?" * len(nearest))
+        hashes = dict(db.execute(f"SELECT id, hash FROM vectors WHERE id IN ({marks})", [i for i, _ in nearest]))
+        return [(str(hashes[i]), d) for i, d in nearest if i in hashes]
     rows = db.rows(
         f"SELECT v.hash, n.distance FROM (SELECT rowid, distance FROM {VEC_TABLE} "
         f"WHERE embedding MATCH ? AND k = ?) n JOIN vectors v ON v.id = n.rowid ORDER BY n.distance",
@@ -49,10 +58,11 @@ def knn_chunks(
     limit: int = 60,
     filters: SearchFilters | None = None,
     exclude_units: Sequence[int] = (),
+    matrix: VectorMatrix | None = None,
 ) -> list[ChunkMatch]:
     """Chunks nearest to the vector (best first), at most `limit` of them."""
-    fetch = limit * (8 if has_filters(filters) else 2) + len(exclude_units) * 2
-    hashes = knn_hashes(db, vec, fetch)
+    fetch = int(limit * (8 if has_filters(filters) else 1.5)) + len(exclude_units) * 2
+    hashes = knn_hashes(db, vec, fetch, matrix)
     if not hashes:
         return []
     order = {h: i for i, (h, _) in enumerate(hashes)}
@@ -75,14 +85,3 @@ def knn_chunks(
                 break
     return out
 
-
-def unit_vectors(db: Database, unit_id: int) -> list[np.ndarray]:
-    """The stored vectors of a unit's chunks."""
-    if not db.has_table(VEC_TABLE):
-        return []
-    rows = db.rows(
-        f"SELECT t.embedding FROM chunks c JOIN vectors v ON v.hash = c.hash JOIN {VEC_TABLE} t "
-        f"ON t.rowid = v.id WHERE c.unit_id = ? ORDER BY c.start_line",
-        (unit_id,),
-    )
-    return [np.frombuffer(r[0], dtype=np.float32) for r in rows]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,9 @@ class Database:
         with contextlib.suppress(apsw.Error):
             self.conn.close()
 
+    def __del__(self) -> None:  # a thread's connection goes with the thread
+        self.close()
+
 
 def _migrate(db: Database) -> None:
     version = db.schema_version
@@ -129,13 +133,36 @@ def _migrate(db: Database) -> None:
             "upgrade coderag or delete the index",
         )
     for number in range(version + 1, SCHEMA_VERSION + 1):
-        with db.transaction():
+        with db.transaction():  # BEGIN IMMEDIATE: one migrator at a time
+            if db.schema_version >= number:
+                continue  # another connection migrated it meanwhile
             db.conn.execute(MIGRATIONS[number - 1])
             db.conn.execute(f"PRAGMA user_version={number}")
 
 
+_OPEN_LOCK = threading.Lock()
+
+
 def open_database(path: Path, readonly: bool = False) -> Database:
-    """Open (creating and migrating when needed) the index file at `path`."""
+    """Open (creating and migrating when needed) the index file at `path`.
+
+    Threads of one process open one at a time (setting WAL mode and migrating need the file to
+    themselves); other processes are waited for through SQLite's busy timeout and retries.
+    """
+    with _OPEN_LOCK:
+        for attempt in range(50):
+            try:
+                return _open(path, readonly)
+            except StoreError as exc:
+                if "locked" not in exc.message and "busy" not in exc.message.lower():
+                    raise
+                if attempt == 49:
+                    raise
+                time.sleep(0.1)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _open(path: Path, readonly: bool) -> Database:
     path = Path(path)
     if readonly and not path.exists():
         raise IndexError_(f"no index at {path}", "run `coderag index` first")

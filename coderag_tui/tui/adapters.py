@@ -7,6 +7,7 @@ so the app runs on any build of the service. Everything here runs in worker thre
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -79,11 +80,15 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{2,}")
 _STOP = frozenset(["the", "and", "for", "how", "what", "where", "which", "does", "who", "why", "when", "with", "this", "that", "from", "into", "are", "is", "was", "its", "use", "used", "uses", "call", "calls", "called", "function", "class", "method", "file"])
 
 
-def ask(service: Any, question: str, conversation_id: int | None) -> Iterator[AnswerEvent]:
+def ask(service: Any, question: str, conversation_id: int | None,
+        should_stop: Callable[[], bool] | None = None) -> Iterator[AnswerEvent]:
     """Answer events for a question: the service's own answer when it can give one, else the
     best matching code (search, or symbols named in the question) as sources."""
     if has(service, "ask"):
-        yield from service.ask(question, conversation_id=conversation_id)
+        kwargs: dict[str, Any] = {}
+        if should_stop is not None and "should_stop" in inspect.signature(service.ask).parameters:
+            kwargs["should_stop"] = should_stop
+        yield from service.ask(question, conversation_id=conversation_id, **kwargs)
         return
     yield AnswerEvent("status", "no answering model in this build: showing the matching code")
     found: dict[tuple[str, int, int], UnitRef] = {}

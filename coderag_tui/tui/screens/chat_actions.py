@@ -81,7 +81,7 @@ class ChatActions(MainBase):
     @work(thread=True, exclusive=True, group="ask", exit_on_error=False)
     def ask_worker(self, turn: int, question: str, conversation_id: int | None) -> None:
         worker = get_current_worker()
-        events = adapters.ask(self.service, question, conversation_id)
+        events = adapters.ask(self.service, question, conversation_id, lambda: worker.is_cancelled)
         try:
             for event in events:
                 if worker.is_cancelled:
