@@ -76,7 +76,7 @@ def bench_embedding(corpus: Path, work: Path, model: EmbeddingModel, chunks: int
     n_hashes = int(db.scalar("SELECT count(DISTINCT hash) FROM chunks"))
     tokens = model.raw.model.tokenizer.encode_batch(texts) if hasattr(model.raw, "model") else None
     if tokens is not None:
-        lens = [min(len(e.ids), 256) for e in tokens]
+        lens = [sum(e.attention_mask) for e in tokens]  # the batch is padded: count real tokens
         log(f"embedding sample: {len(texts)} chunks ({n_hashes} distinct), tokens per chunk (capped at 256): "
             f"mean {statistics.mean(lens):.0f}, median {statistics.median(lens):.0f}")
     list(model.raw.embed(texts[:32], batch_size=model.batch_size))  # warm up

@@ -14,6 +14,7 @@ from coderag_tui.config import EmbedSettings, Settings
 from coderag_tui.errors import ModelError
 from coderag_tui.indexing import embedder
 from coderag_tui.models import Progress
+from coderag_tui.retrieval import matrix as matrix_module
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.state import RetrievalState
 from coderag_tui.retrieval.vector import knn_hashes
@@ -224,7 +225,9 @@ def test_stop_early(make_service: Callable[..., CodeRag]) -> None:
     assert service.embed().embedded == _hash_count(service)
 
 
-def test_in_memory_knn_matches_sqlite_vec(make_service: Callable[..., CodeRag]) -> None:
+def test_in_memory_knn_matches_sqlite_vec(make_service: Callable[..., CodeRag],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matrix_module, "RECHECK_S", 0.0)
     service = make_service()
     service.embed()
     matrix = VectorMatrix()

@@ -9,6 +9,7 @@ report before committing new baselines.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from coderag_tui.models import IndexStatus, LanguageCount
+from coderag_tui.models import FileState, IndexStatus, LanguageCount
 from coderag_tui.tui.app import create_app
 from tests.tui_fixtures import ScriptedAnswers, make_service
 
@@ -31,6 +32,10 @@ class SnapshotService(ScriptedAnswers):
             chunks=12, edges=20, vectors=12, embed_model="all-MiniLM-L6-v2",
             languages=(LanguageCount("python", 4, 16, 11), LanguageCount("markdown", 1, 1, 1)),
             skips={}, errors=0, index_bytes=0, last_update=0.0)
+
+    def files(self) -> list[FileState]:
+        """As status() says: every indexed file is embedded (no slow embedding in snapshots)."""
+        return [replace(f, state="embedded") if f.state == "indexed" else f for f in super().files()]
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ dimensions) the copy is not kept and sqlite-vec scans instead.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from coderag_tui.indexing.embedder import VEC_TABLE
 from coderag_tui.store.db import Database
 
 MAX_VECTORS = 300_000  # ~440 MB at 384 dimensions
+RECHECK_S = 2.0  # searches within this time of the last check trust the copy (counting is a scan)
 
 
 class VectorMatrix:
@@ -26,6 +28,7 @@ class VectorMatrix:
         self.ids: np.ndarray = np.zeros(0, dtype=np.int64)
         self.mat: np.ndarray = np.zeros((0, 0), dtype=np.float32)
         self._seen: tuple[str, int, int] = ("", -1, -1)  # (model, count, max id) the copy reflects
+        self._checked = 0.0  # when the index was last compared with the copy
 
     def _rows(self, db: Database, after: int) -> tuple[np.ndarray, np.ndarray]:
         ids: list[int] = []
@@ -44,10 +47,15 @@ class VectorMatrix:
 
     def refresh(self, db: Database) -> bool:
         """Bring the copy up to date. False when the index has too many vectors to keep."""
+        now = time.monotonic()
+        if self._seen[1] >= 0 and now - self._checked < RECHECK_S:
+            return self._seen[1] <= MAX_VECTORS
+        self._checked = now
         model = db.get_meta("embed_model")
         count, top = db.one("SELECT count(*), coalesce(max(id), 0) FROM vectors") or (0, 0)
         if count > MAX_VECTORS or not db.has_table(VEC_TABLE):
             self._reset("")
+            self._seen = (model, count, top)
             return False
         if (model, count, top) == self._seen:
             return True

@@ -72,7 +72,7 @@ class Searcher:
 
     # ------------------------------------------------------------------ retrievers
     def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
-        fetch = n * (8 if filters is not None and filters.kind else 3)
+        fetch = n * (8 if filters is not None and filters.kind else 2)
         matches = lexical.bm25_chunks(self.db, "", limit=fetch, filters=filters, terms=terms)
         return keep_kind(self.db, refine(self.db, matches, terms), filters)
 
@@ -82,7 +82,7 @@ class Searcher:
         vec = self.embed_query(text)
         if vec is None:
             return []
-        fetch = n * (8 if filters is not None and filters.kind else 3)
+        fetch = n * (8 if filters is not None and filters.kind else 2)
         matches = vector.knn_chunks(self.db, vec, limit=fetch, filters=filters, matrix=self.matrix)
         return keep_kind(self.db, refine(self.db, matches, terms), filters)
 
