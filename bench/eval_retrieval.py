@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from coderag_tui.config import Settings  # noqa: E402
 from coderag_tui.indexing.embedder import (  # noqa: E402
     ensure_model_table,
+    model_identity,
     vectors_for_hashes,
     write_vectors,
 )
@@ -80,6 +81,14 @@ def open_service(case: Case, args: argparse.Namespace) -> CodeRag:
     return CodeRag(root, settings, Path(args.work) / f"{case.id}.db")
 
 
+def complete_vectors(service: CodeRag) -> bool:
+    db = service.db
+    if db.get_meta("embed_model") != model_identity(service.settings.embed):
+        return False
+    return not db.scalar("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
+                         "(SELECT 1 FROM vectors v WHERE v.hash = c.hash)", default=0)
+
+
 def log(msg: str) -> None:
     print(time.strftime("%H:%M:%S"), msg, file=sys.stderr, flush=True)
 
@@ -92,7 +101,9 @@ def main() -> int:
     p.add_argument("--include", action="append", help="index only these globs (repeatable), e.g. '*.py'")
     p.add_argument("--phase", choices=("all", "index", "eval"), default="all")
     p.add_argument("--no-embed", action="store_true", help="keywords only (vector-only scores 0)")
-    p.add_argument("--only", help="only cases whose id contains this text")
+    p.add_argument("--only", help="only cases whose id contains this text (comma-separated: any of them)")
+    p.add_argument("--require-vectors", action="store_true",
+                   help="evaluate only checkouts whose every chunk has a vector")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--results", help="write per-case ranks as JSON here")
     args = p.parse_args()
@@ -100,7 +111,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     cases = load_cases(Path(args.jsonl))
     if args.only:
-        cases = [c for c in cases if args.only in c.id]
+        cases = [c for c in cases if any(part in c.id for part in args.only.split(","))]
     cases.sort(key=lambda c: (c.repo, c.id))  # checkouts of one project in a row share vectors
     modes = [m for m in args.modes.split(",") if m]
     cache = None
@@ -123,7 +134,9 @@ def main() -> int:
                 cache.absorb(service)
                 log(f"[{n}/{len(cases)}] {case.id}: {reused} vectors from the cache, embedded {e.embedded} "
                     f"in {time.perf_counter() - t:.1f}s ({e.rate:.1f}/s)")
-        if args.phase in ("all", "eval"):
+        if args.phase in ("all", "eval") and args.require_vectors and not complete_vectors(service):
+            log(f"[{n}/{len(cases)}] {case.id}: skipped (its vectors are not complete)")
+        elif args.phase in ("all", "eval"):
             t = time.perf_counter()
             searcher = service.searcher()
             if args.no_embed:  # keywords, symbols and the graph only, even where vectors exist

@@ -21,11 +21,14 @@ def split_identifier(name: str) -> tuple[str, ...]:
 
 
 def expand_identifiers(text: str) -> str:
-    """Sub-words of the compound identifiers in text (to append to it for FTS)."""
+    """Sub-words of the camelCase identifiers in text (to append to it for FTS).
+
+    FTS5's unicode61 tokenizer already splits snake_case at `_`; only case changes need help.
+    """
     extra: list[str] = []
     for ident in set(_IDENT.findall(text)):
-        # plain words (lower, UPPER, Capitalized) have no sub-words: skip them cheaply
-        if "_" not in ident and (ident.islower() or ident.isupper() or ident[1:].islower()):
+        # no case change inside (lower, UPPER, Capitalized, snake_case): the tokenizer copes
+        if ident.islower() or ident.isupper() or ident[1:].islower():
             continue
         words = split_identifier(ident)
         if len(words) > 1:
