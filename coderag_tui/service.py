@@ -264,8 +264,11 @@ class CodeRag:
     def embed(self, progress: ProgressFn | None = None,
               should_stop: Callable[[], bool] | None = None) -> _EmbedSummary:
         """Embed the chunks that have no vector for the configured model (after `index`)."""
-        from coderag_tui.indexing.embedder import embed_index
+        from coderag_tui.indexing.embedder import embed_index, up_to_date
 
+        done = up_to_date(self.db, self.settings.embed)  # then the model is not even loaded
+        if done is not None:
+            return done
         model = self._retrieval().model(self.settings.embed)
         return embed_index(self.db, model, progress, should_stop)
 

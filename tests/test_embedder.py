@@ -241,3 +241,15 @@ def test_in_memory_knn_matches_sqlite_vec(make_service: Callable[..., CodeRag],
     got = {h for h, _ in knn_hashes(service.db, q, 100, matrix)}
     assert got == {r[0] for r in service.db.execute("SELECT hash FROM vectors")}
     assert len(matrix.ids) == service.db.scalar("SELECT count(*) FROM vectors")
+
+
+def test_nothing_to_embed_does_not_load_the_model(make_service: Callable[..., CodeRag]) -> None:
+    service = make_service()
+    service.embed()
+    fresh = CodeRag(service.root, service.settings, service.db_path)
+    try:
+        summary = fresh.embed()
+        assert summary.embedded == 0 and summary.reused == fresh.status().chunks
+        assert fresh._retrieval()._model is None  # the index was complete: no model loaded
+    finally:
+        fresh.close()

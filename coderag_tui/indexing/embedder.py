@@ -278,6 +278,20 @@ def write_vectors(db: Database, hashes: Sequence[str], vecs: np.ndarray, model_i
     return written
 
 
+def up_to_date(db: Database, settings: EmbedSettings) -> EmbedSummary | None:
+    """A summary of nothing to do when every chunk has a vector of the configured model and no
+    stale vector is left (so the model need not even be loaded), else None."""
+    model_id = model_identity(settings)
+    if not vec_ready(db, model_id):
+        return None
+    if db.scalar("SELECT 1 FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) LIMIT 1"):
+        return None
+    if db.scalar("SELECT 1 FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash) LIMIT 1"):
+        return None
+    chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
+    return EmbedSummary(model_id, int(db.get_meta("embed_dim") or 0), chunks, 0, chunks, 0, False, 0.0, 0.0)
+
+
 def embed_index(
     db: Database,
     model: EmbeddingModel,

@@ -29,9 +29,20 @@ from coderag_tui.store.db import Database
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
 LABELS = {"symbol": "symbol", "fuzzy": "symbol~"}
+FILE_VARIANT = "A"
+FILE_VECTOR = 0.5
+MODEL_CHARS = 900
+MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
 _ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
 K = TypeVar("K", bound=Hashable)
+
+
+def vector_share(query: str) -> float:
+    """How much of the query the embedding model reads (it stops at ~256 tokens, about
+    MODEL_CHARS characters): the vector list's weight is scaled by the square root of that share,
+    so a long issue text, whose tail only BM25 and the symbols see, leans on them more."""
+    return min(1.0, MODEL_CHARS / max(len(query), 1)) ** 0.5
 
 
 def demote_tests(fused: list[Fused[K]], path_of: Callable[[K], str], query: str) -> list[Fused[K]]:
@@ -50,6 +61,7 @@ class Ranked:
     weights: dict[str, float]
     best: dict[int, ChunkMatch]  # unit -> its best chunk
     vectors_used: bool = False
+    bm25_chunks: list[ChunkMatch] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,11 +135,14 @@ class Searcher:
     def _rank(self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str) -> Ranked:
         """The ranked unit lists of the retrievers that fit the route and mode, with their weights."""
         s = self.settings
-        out = Ranked({}, {"bm25": s.weight_bm25, "vector": s.weight_vector, "symbol": s.weight_symbol}, {})
+        out = Ranked({}, {"bm25": s.weight_bm25, "vector": s.weight_vector * vector_share(query),
+                          "symbol": s.weight_symbol}, {})
         text = route.target if route.kind == router.SYMBOL else query
         terms = lexical.informative_terms(self.db, lexical.query_terms(text))
         if mode in ("hybrid", "bm25"):
-            order, best = unit_ranking(self._bm25(terms, n, filters))
+            bm = self._bm25(terms, n, filters)
+            out.bm25_chunks = bm
+            order, best = unit_ranking(bm)
             out.lists["bm25"] = order[:n]
             out.best.update(best)
         if mode in ("hybrid", "vector"):
@@ -147,8 +162,9 @@ class Searcher:
             elif route.kind == router.SIMILARITY:
                 out.weights["vector"] = s.weight_vector * 2
                 out.weights["bm25"] = s.weight_bm25 * 0.5
-            else:
+            else:  # names mentioned in free text (stack traces, snippets) are weaker evidence
                 out.lists["symbol"] = [u.id for u in symbols.mentioned_units(self.db, query, filters, n)]
+                out.weights["symbol"] = s.weight_symbol * MENTION_SHARE
         return out
 
     def search_files(
@@ -169,8 +185,42 @@ class Searcher:
                     paths.append(u.path)
                     top_unit.setdefault(u.path, u)
             file_lists[name] = paths
-        fused = demote_tests(rrf(file_lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS),
+        weights = dict(ranked.weights)
+        if FILE_VARIANT == "B":
+            weights["vector"] = weights.get("vector", 1.0) * FILE_VECTOR
+        if FILE_VARIANT in ("C", "D") and ranked.bm25_chunks:
+            per: dict[int, list[float]] = {}
+            seen_chunk: set[int] = set()
+            for m in ranked.bm25_chunks:
+                if m.chunk_id in seen_chunk:
+                    continue
+                seen_chunk.add(m.chunk_id)
+                per.setdefault(m.file_id, []).append(m.score)
+            agg = {fid: sum(sorted(v, reverse=True)[:3]) for fid, v in per.items()}
+            fids = sorted(agg, key=lambda f: -agg[f])
+            paths_of = dict(self.db.rows(f"SELECT id, path FROM files WHERE id IN ({','.join('?' * len(fids))})", fids)) if fids else {}
+            lst = [paths_of[f] for f in fids if f in paths_of]
+            if FILE_VARIANT == "C":
+                file_lists["bm25"] = lst
+            else:
+                file_lists["bm25files"] = lst
+                weights["bm25files"] = weights.get("bm25", 1.0)
+        fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS),
                              lambda path: path, query)
+        if FILE_VARIANT in ("E", "F"):
+            ufused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
+            ufused = demote_tests(ufused, lambda key: units[key].path if key in units else "", query)
+            agg: dict[str, list[float]] = {}
+            reasons: dict[str, tuple[str, ...]] = {}
+            for f in ufused:
+                u = units.get(f.key)
+                if u is None:
+                    continue
+                agg.setdefault(u.path, []).append(f.score)
+                reasons.setdefault(u.path, f.reasons)
+            decay = (1.0,) if FILE_VARIANT == "E" else (1.0, 0.5, 0.25)
+            sc = {p: sum(d * x for d, x in zip(decay, v)) for p, v in agg.items()}
+            fused = [Fused(p, sc[p], reasons[p]) for p in sorted(sc, key=lambda p: -sc[p])]
         out: list[SearchHit] = []
         for f in fused[:k]:
             fu = read.file_unit(self.db, f.key)
