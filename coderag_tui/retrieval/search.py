@@ -29,8 +29,6 @@ from coderag_tui.store.db import Database
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
 LABELS = {"symbol": "symbol", "fuzzy": "symbol~"}
-FILE_VARIANT = "A"
-FILE_VECTOR = 0.5
 MODEL_CHARS = 900
 MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
@@ -61,7 +59,6 @@ class Ranked:
     weights: dict[str, float]
     best: dict[int, ChunkMatch]  # unit -> its best chunk
     vectors_used: bool = False
-    bm25_chunks: list[ChunkMatch] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,9 +137,7 @@ class Searcher:
         text = route.target if route.kind == router.SYMBOL else query
         terms = lexical.informative_terms(self.db, lexical.query_terms(text))
         if mode in ("hybrid", "bm25"):
-            bm = self._bm25(terms, n, filters)
-            out.bm25_chunks = bm
-            order, best = unit_ranking(bm)
+            order, best = unit_ranking(self._bm25(terms, n, filters))
             out.lists["bm25"] = order[:n]
             out.best.update(best)
         if mode in ("hybrid", "vector"):
@@ -186,41 +181,8 @@ class Searcher:
                     top_unit.setdefault(u.path, u)
             file_lists[name] = paths
         weights = dict(ranked.weights)
-        if FILE_VARIANT == "B":
-            weights["vector"] = weights.get("vector", 1.0) * FILE_VECTOR
-        if FILE_VARIANT in ("C", "D") and ranked.bm25_chunks:
-            per: dict[int, list[float]] = {}
-            seen_chunk: set[int] = set()
-            for m in ranked.bm25_chunks:
-                if m.chunk_id in seen_chunk:
-                    continue
-                seen_chunk.add(m.chunk_id)
-                per.setdefault(m.file_id, []).append(m.score)
-            agg = {fid: sum(sorted(v, reverse=True)[:3]) for fid, v in per.items()}
-            fids = sorted(agg, key=lambda f: -agg[f])
-            paths_of = dict(self.db.rows(f"SELECT id, path FROM files WHERE id IN ({','.join('?' * len(fids))})", fids)) if fids else {}
-            lst = [paths_of[f] for f in fids if f in paths_of]
-            if FILE_VARIANT == "C":
-                file_lists["bm25"] = lst
-            else:
-                file_lists["bm25files"] = lst
-                weights["bm25files"] = weights.get("bm25", 1.0)
         fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS),
                              lambda path: path, query)
-        if FILE_VARIANT in ("E", "F"):
-            ufused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
-            ufused = demote_tests(ufused, lambda key: units[key].path if key in units else "", query)
-            agg: dict[str, list[float]] = {}
-            reasons: dict[str, tuple[str, ...]] = {}
-            for f in ufused:
-                u = units.get(f.key)
-                if u is None:
-                    continue
-                agg.setdefault(u.path, []).append(f.score)
-                reasons.setdefault(u.path, f.reasons)
-            decay = (1.0,) if FILE_VARIANT == "E" else (1.0, 0.5, 0.25)
-            sc = {p: sum(d * x for d, x in zip(decay, v)) for p, v in agg.items()}
-            fused = [Fused(p, sc[p], reasons[p]) for p in sorted(sc, key=lambda p: -sc[p])]
         out: list[SearchHit] = []
         for f in fused[:k]:
             fu = read.file_unit(self.db, f.key)
