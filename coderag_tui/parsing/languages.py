@@ -26,6 +26,7 @@ class LanguageSpec:
     extensions: tuple[str, ...]
     filenames: tuple[str, ...]
     shebang: tuple[str, ...]
+    query: str = ""  # the query file it shares with another grammar (tsx -> typescript)
 
     @property
     def parseable(self) -> bool:
@@ -58,6 +59,7 @@ def registry() -> dict[str, LanguageSpec]:
             extensions=tuple(entry.get("extensions", ())),
             filenames=tuple(entry.get("filenames", ())),
             shebang=tuple(entry.get("shebang", ())),
+            query=entry.get("query", ""),
         )
     return specs
 
@@ -101,7 +103,8 @@ def detect_language(path: str, head: bytes = b"") -> LanguageSpec | None:
 
 def query_source(language: str) -> str | None:
     """The tag query for a language, or None when it has none."""
-    return _query_sources().get(language)
+    spec = registry().get(language)
+    return _query_sources().get(spec.query if spec is not None and spec.query else language)
 
 
 @functools.cache
