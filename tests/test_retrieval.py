@@ -161,6 +161,9 @@ def shop(make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -
         ("def foo(x):\n    return bar(x) + 1\n", "similarity", "", ""),
         ("for (let i = 0; i < n; i++) {\n  total += a[i];\n}", "similarity", "", ""),
         ("Why does login fail?\nIt worked yesterday.", "semantic", "", ""),
+        ("```python\ndef f(x):\n    return g(x)\n```", "similarity", "", ""),
+        ("Crash in the parser when the input is empty\n```python\nparse('')\n```\nTraceback: ...",
+         "semantic", "", ""),
     ],
 )
 def test_router(query: str, kind: str, op: str, target: str) -> None:

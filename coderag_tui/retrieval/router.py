@@ -43,7 +43,9 @@ _CODE_LINE = re.compile(
     r"^\s*(?:def |class |async def |function |fn |func |pub |impl |import |from \S+ import |return\b|"
     r"if\s*\(|for\s*\(|while\s*\(|const |let |var |public |private |#include|@\w+)"
 )
+_WORDS = re.compile(r"\b[A-Za-z]{2,}\b")
 _CODE_CHARS = set("(){}[];=<>:.,'\"")
+_PROSE = re.compile(r"^(?:[A-Za-z][a-z']*[,;]?\s+){5,}.*[.?!]$|^(?:[A-Za-z][\w'-]*[,;]?\s+){8,}")
 
 
 @dataclass(frozen=True)
@@ -67,15 +69,29 @@ def looks_like_symbol(token: str) -> bool:
 
 
 def looks_like_code(text: str) -> bool:
-    """Several lines with code punctuation (a pasted snippet)."""
+    """A pasted snippet: several lines, most of them code, few of them sentences. (A bug report
+    that quotes code or a traceback among its sentences is a semantic question.)"""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) < 2:
         return False
+    if any(ln.lstrip().startswith("```") for ln in lines):  # markdown: a report quoting code
+        inside, words = False, 0
+        for ln in lines:
+            if ln.lstrip().startswith("```"):
+                inside = not inside
+            elif not inside:
+                words += len(_WORDS.findall(ln))
+        if words >= 4:
+            return False
+        lines = [ln for ln in lines if not ln.lstrip().startswith("```")]
+        if not lines:
+            return False
+    codey = sum(1 for ln in lines if _CODE_LINE.match(ln) or ln.startswith(("    ", "\t"))
+                or ln.rstrip().endswith((":", "{", "}", ";", ")", ",", "(", "[", "]")))
+    prose = sum(1 for ln in lines if _PROSE.match(ln.strip()))
     body = "".join(lines)
     punct = sum(1 for c in body if c in _CODE_CHARS) / max(len(body), 1)
-    codey = sum(1 for ln in lines if _CODE_LINE.match(ln) or ln.rstrip().endswith((":", "{", "}", ";", ")")))
-    indented = sum(1 for ln in lines if ln.startswith(("    ", "\t")))
-    return codey >= max(2, len(lines) // 3) or (punct > 0.06 and (codey + indented) >= len(lines) // 2)
+    return codey >= 0.6 * len(lines) and prose <= 0.2 * len(lines) and punct > 0.03
 
 
 def classify(query: str) -> Route:

@@ -30,6 +30,8 @@ QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
 LABELS = {"symbol": "symbol", "fuzzy": "symbol~"}
 MODEL_CHARS = 900
+SHARE_POWER = 0.5
+FILE_VECTOR_SHARE = 0.5
 MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
 _ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
@@ -40,7 +42,7 @@ def vector_share(query: str) -> float:
     """How much of the query the embedding model reads (it stops at ~256 tokens, about
     MODEL_CHARS characters): the vector list's weight is scaled by the square root of that share,
     so a long issue text, whose tail only BM25 and the symbols see, leans on them more."""
-    return min(1.0, MODEL_CHARS / max(len(query), 1)) ** 0.5
+    return min(1.0, MODEL_CHARS / max(len(query), 1)) ** SHARE_POWER
 
 
 def demote_tests(fused: list[Fused[K]], path_of: Callable[[K], str], query: str) -> list[Fused[K]]:
@@ -165,7 +167,10 @@ class Searcher:
     def search_files(
         self, query: str, k: int | None = None, filters: SearchFilters | None = None, mode: str = "hybrid"
     ) -> list[SearchHit]:
-        """Files ranked by RRF over each retriever's files, a file ranking at its best unit."""
+        """Files ranked by RRF over each retriever's files, a file ranking at its best unit.
+
+        The nearest chunks of a query spread over many files, so the vector list counts
+        FILE_VECTOR_SHARE of its weight here."""
         k = k or self.settings.k
         n = max(self.settings.candidates * 2, k * 4)
         ranked = self._rank(query, router.classify(query), n, filters, mode)
@@ -181,6 +186,8 @@ class Searcher:
                     top_unit.setdefault(u.path, u)
             file_lists[name] = paths
         weights = dict(ranked.weights)
+        if "vector" in weights:
+            weights["vector"] *= FILE_VECTOR_SHARE
         fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS),
                              lambda path: path, query)
         out: list[SearchHit] = []
