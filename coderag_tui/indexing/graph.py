@@ -12,6 +12,7 @@ edge whose answer could have changed gives the same graph as a fresh build.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -30,6 +31,7 @@ CALLABLE_KINDS = frozenset(
 TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "record", "object",
                         "protocol", "type", "impl"})
 INTERFACE_KINDS = frozenset({"interface", "trait", "protocol"})
+_MISS = object()
 _INDEX_STEMS = frozenset({"__init__", "index", "mod", "main", "lib"})
 _MODULE_SPLIT = re.compile(r"::|[./\\]")
 _GENERIC = re.compile(r"<.*>|\[.*\]|\(.*\)")
@@ -99,6 +101,9 @@ class Lookup:
     dir_stems: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     file_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = field(default_factory=dict)
     bases: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+    # resolve_call answers for calls without a self receiver: (file, name, receiver) -> target;
+    # valid once imports and bases are resolved (resolve() fills it in its call step only)
+    _calls: dict[tuple[int, str, str], int | None] = field(default_factory=dict)
 
     @classmethod
     def load(cls, db: Database) -> Lookup:
@@ -222,7 +227,6 @@ class Lookup:
         unit = self.units.get(src)
         if unit is None:
             return None
-        fid = unit.file_id
         if receiver in SELF_NAMES or receiver.startswith(("self.", "this.")):
             cls_id = self._enclosing_type(unit)
             if cls_id is not None:
@@ -235,6 +239,14 @@ class Lookup:
                     hit = self._member(cls_id, name, depth=0)
                     if hit is not None:
                         return hit
+        # the rest depends on the file, the name and the receiver only: many calls repeat
+        key = (unit.file_id, name, receiver)
+        found = self._calls.get(key, _MISS)
+        if found is _MISS:
+            found = self._calls[key] = self._resolve_in_file(unit.file_id, name, receiver)
+        return found  # type: ignore[return-value]
+
+    def _resolve_in_file(self, fid: int, name: str, receiver: str) -> int | None:
         heads, named, unnamed = self._import_maps(fid)
         if receiver and receiver not in SELF_NAMES:
             # `module.func()` where module is an import of this file
@@ -365,7 +377,7 @@ def _module_parts(module: str, src_path: str) -> list[str] | None:
     m = module.strip().strip("\"'<>")
     if not m:
         return None
-    src_dir = list(PurePosixPath(src_path).parent.parts)
+    src_dir = list(_parts(src_path)[:-1])
     if m.startswith("."):
         if m.startswith("./") or m.startswith("../"):
             parts = src_dir[:]
@@ -392,13 +404,19 @@ def _module_parts(module: str, src_path: str) -> list[str] | None:
     return segs or None
 
 
+@functools.lru_cache(maxsize=65536)
+def _parts(path: str) -> tuple[str, ...]:
+    """PurePosixPath(path).parts for the relative POSIX paths of the index, without pathlib."""
+    return tuple(p for p in path.split("/") if p and p != ".")
+
+
 def _closest(files: list[int], src_path: str, paths: dict[int, str]) -> int:
     if len(files) == 1:
         return files[0]
-    src_parts = PurePosixPath(src_path).parts
+    src_parts = _parts(src_path)
 
     def shared(fid: int) -> tuple[int, int, str]:
-        parts = PurePosixPath(paths[fid]).parts
+        parts = _parts(paths[fid])
         n = 0
         for a, b in zip(src_parts, parts, strict=False):
             if a != b:

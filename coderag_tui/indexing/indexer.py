@@ -16,16 +16,26 @@ from pathlib import Path
 
 from coderag_tui.config import ChunkSettings, IndexSettings, Settings
 from coderag_tui.indexing.graph import resolve
-from coderag_tui.models import IndexSummary, ParsedFile, Progress
+from coderag_tui.models import IndexSummary, Progress
 from coderag_tui.parsing.extract import content_hash, parse_source
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.sources.discovery import classify, stat_paths, walk
 from coderag_tui.store.db import Database
-from coderag_tui.store.write import FileMeta, delete_file, write_file
+from coderag_tui.store.write import (
+    FileMeta,
+    FileRows,
+    delete_file,
+    file_rows,
+    tune_keyword_index,
+    write_file,
+)
 
 ProgressFn = Callable[[Progress], None]
-_BATCH_FILES = 64
-_BATCH_SECONDS = 0.5
+# Files per write transaction: few commits (each one flushes FTS5's pending terms into a new
+# segment and may checkpoint the WAL, so small transactions cost far more than their rows).
+_BATCH_FILES = 1000
+_BATCH_SECONDS = 2.0
+_IDLE_BATCH_FILES = 256  # while waiting for parse workers, write once this many files are pending
 _PARALLEL_MIN_FILES = 300
 
 
@@ -42,7 +52,7 @@ class _Job:
 class _Outcome:
     job: _Job
     kind: str  # parsed, unchanged, skip, error
-    parsed: ParsedFile | None = None
+    rows: FileRows | None = None  # plain tuples: cheap to pickle back from a worker
     hash: str = ""
     reason: str = ""
 
@@ -62,10 +72,10 @@ def _process(job: _Job, index: IndexSettings, chunk: ChunkSettings) -> _Outcome:
         return _Outcome(job, "unchanged", hash=digest)
     spec = detect_language(job.path, data[:256])
     try:
-        parsed = parse_source(job.path, data, spec, chunk)
+        rows = file_rows(parse_source(job.path, data, spec, chunk))
     except Exception as exc:  # a grammar bug must not stop the index
         return _Outcome(job, "error", hash=digest, reason=f"parse failed: {type(exc).__name__}: {exc}")
-    return _Outcome(job, "parsed", parsed=parsed, hash=digest)
+    return _Outcome(job, "parsed", rows=rows, hash=digest)
 
 
 def _process_batch(jobs: list[_Job], index: IndexSettings, chunk: ChunkSettings) -> list[_Outcome]:
@@ -139,6 +149,7 @@ class Indexer:
         if jobs or deleted:
             with db.transaction():
                 db.set_meta("resolve_pending", "1")
+                tune_keyword_index(db)
             if deleted:
                 with db.transaction():
                     for path in deleted:
@@ -150,6 +161,7 @@ class Indexer:
             nonlocal indexed, units, chunks, last_flush
             if not pending_writes:
                 return
+            next_ids = [0, 0]  # next unit and chunk ids, tracked through the transaction
             with db.transaction():
                 for out in pending_writes:
                     job = out.job
@@ -157,27 +169,32 @@ class Indexer:
                         db.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?",
                                    (job.size, job.mtime_ns, job.path))
                         continue
-                    assert out.parsed is not None
+                    rows = out.rows
+                    assert rows is not None
                     meta = FileMeta(job.path, out.hash, job.size, job.mtime_ns)
-                    file_id, removed = write_file(db, out.parsed, meta)
+                    file_id, removed = write_file(db, rows, meta, next_ids)
                     if removed is None:
                         file_set[0] = True
                     changed_ids.add(file_id)
-                    layout = {(u.name, u.kind, u.qualname) for u in out.parsed.units[1:]}
                     if removed is None:
-                        names.update(n for n, _, _ in layout)
+                        names.update(r[3] for r in rows.units[1:])  # unit rows: (index, parent, kind, name, ...)
                     else:
                         # only names whose definitions moved, appeared or went away can resolve
                         # differently elsewhere; edges that pointed into the file are redone by id
+                        layout = {(r[3], r[2], r[4]) for r in rows.units[1:]}  # (name, kind, qualname)
                         names.update(n for n, _, _ in layout ^ removed.layout)
                         inbound.update(eid for eid, _ in removed.inbound_edges)
                     indexed += 1
-                    units += len(out.parsed.units)
-                    chunks += len(out.parsed.chunks)
+                    units += len(rows.units)
+                    chunks += len(rows.chunks)
             pending_writes.clear()
             last_flush = time.perf_counter()
 
-        for done, out in enumerate(self._outcomes(jobs), start=1):
+        def idle() -> None:  # waiting for the parse workers: write what has come back
+            if len(pending_writes) >= _IDLE_BATCH_FILES:
+                flush()
+
+        for done, out in enumerate(self._outcomes(jobs, idle), start=1):
             job = out.job
             if out.kind == "skip":
                 skips[job.path] = (out.reason, job.size, job.mtime_ns)
@@ -245,9 +262,9 @@ class Indexer:
         emit(Progress("done", total, total, f"{indexed} files indexed", units, chunks))
         return summary
 
-    def _outcomes(self, jobs: list[_Job]) -> Iterable[_Outcome]:
+    def _outcomes(self, jobs: list[_Job], idle: Callable[[], None]) -> Iterable[_Outcome]:
         s = self.settings
-        workers = s.index.workers or (os.cpu_count() or 1)
+        workers = s.index.workers or _usable_cores()
         if len(jobs) < _PARALLEL_MIN_FILES or workers <= 1:
             for job in jobs:
                 yield _process(job, s.index, s.chunk)
@@ -255,15 +272,28 @@ class Indexer:
         size = 32
         batches = [jobs[i : i + size] for i in range(0, len(jobs), size)]
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for outcomes in pool.map(_process_batch, batches, [s.index] * len(batches),
-                                     [s.chunk] * len(batches)):
-                yield from outcomes
+            futures = [pool.submit(_process_batch, batch, s.index, s.chunk) for batch in batches]
+            try:
+                for future in futures:  # in order, like pool.map
+                    if not future.done():
+                        idle()
+                    yield from future.result()
+            finally:
+                for future in futures:
+                    future.cancel()
 
     def _clear(self) -> None:
         with self.db.transaction():
             for table in ("files", "units", "chunks", "imports", "edges", "skips", "summaries"):
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute("DELETE FROM chunks_fts")
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def _count(reasons: Iterable[str]) -> dict[str, int]:

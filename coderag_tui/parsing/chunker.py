@@ -15,17 +15,23 @@ import numpy as np
 
 from coderag_tui.config import ChunkSettings
 
-_WS = np.zeros(256, dtype=bool)
-for _c in b" \t\r\n\f\v":
-    _WS[_c] = True
+_NWS_TABLE = bytes(0 if c in b" \t\r\n\f\v" else 1 for c in range(256))  # byte -> is non-whitespace
 
 
 def nws_prefix(source: bytes) -> np.ndarray:
     """prefix[i] = number of non-whitespace bytes in source[:i]."""
-    arr = np.frombuffer(source, dtype=np.uint8)
+    arr = np.frombuffer(source.translate(_NWS_TABLE), dtype=np.uint8)
     out = np.zeros(len(arr) + 1, dtype=np.int64)
-    np.cumsum(~_WS[arr], out=out[1:])
+    np.cumsum(arr, out=out[1:])
     return out
+
+
+def line_bounds(source: bytes) -> tuple[list[int], list[int]]:
+    """(start, end) byte offsets of each line of source.split(b"\\n"), without the newline."""
+    newlines = np.flatnonzero(np.frombuffer(source, dtype=np.uint8) == 10)
+    starts = [0, *(newlines + 1).tolist()]
+    ends = [*newlines.tolist(), len(source)]
+    return starts, ends
 
 
 @dataclass
@@ -58,21 +64,18 @@ class CastChunker:
         self.source = source
         self.settings = settings
         self.prefix = nws_prefix(source)
+        self._nws = self.prefix.data  # a memoryview: indexing it gives Python ints, much faster than numpy's
         self._line_sizes: list[int] | None = None
 
     def size(self, node: Any) -> int:
-        return int(self.prefix[node.end_byte] - self.prefix[node.start_byte])
+        nws = self._nws
+        return int(nws[node.end_byte] - nws[node.start_byte])
 
     @property
     def line_sizes(self) -> list[int]:
         if self._line_sizes is None:
-            sizes = []
-            pos = 0
-            for line in self.source.split(b"\n"):
-                end = pos + len(line)
-                sizes.append(int(self.prefix[end] - self.prefix[pos]))
-                pos = end + 1
-            self._line_sizes = sizes
+            starts, ends = line_bounds(self.source)
+            self._line_sizes = (self.prefix[ends] - self.prefix[starts]).tolist()
         return self._line_sizes
 
     def chunk_tree(self, root: Any) -> list[Span]:
@@ -91,12 +94,17 @@ class CastChunker:
     # ---------------------------------------------------------------- internals
     def _pack(self, nodes: Sequence[Any]) -> list[Span]:
         target, maximum = self.settings.target, self.settings.max
+        nws = self._nws
         out: list[Span] = []
         cur: Span | None = None
-        for node in nodes:
-            size = self.size(node)
+        for node in nodes:  # hot: one read of each node attribute
+            size = nws[node.end_byte] - nws[node.start_byte]
             if size == 0:
                 continue
+            start_row = node.start_point[0]
+            end_row, end_col = node.end_point
+            if end_col == 0 and end_row > start_row:  # _end_row, inlined
+                end_row -= 1
             if size > maximum:
                 if cur is not None:
                     out.append(cur)
@@ -105,21 +113,22 @@ class CastChunker:
                 if children:
                     out.extend(self._pack(children))
                 else:
-                    out.extend(
-                        _line_spans(self.line_sizes, node.start_point[0], _end_row(node), target, node.type)
-                    )
+                    out.extend(_line_spans(self.line_sizes, start_row, end_row, target, node.type))
                 continue
-            start, end = node.start_point[0], _end_row(node)
             if cur is not None and cur.size + size > target:
                 out.append(cur)
                 cur = None
             if cur is None:
-                cur = Span(start, end, size, [node.type])
+                cur = Span(start_row, end_row, size, [node.type])
             else:
-                cur.end_row = max(cur.end_row, end)
+                if end_row > cur.end_row:
+                    cur.end_row = end_row
                 cur.size += size
-                if len(cur.kinds) < 6 and node.type not in cur.kinds:
-                    cur.kinds.append(node.type)
+                kinds = cur.kinds
+                if len(kinds) < 6:
+                    kind = node.type
+                    if kind not in kinds:
+                        kinds.append(kind)
         if cur is not None:
             out.append(cur)
         return out

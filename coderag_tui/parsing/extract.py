@@ -16,7 +16,7 @@ from typing import Any
 
 from coderag_tui.config import ChunkSettings
 from coderag_tui.models import CallSite, ImportRef, ParsedChunk, ParsedFile, ParsedUnit
-from coderag_tui.parsing.chunker import CastChunker, Span, _end_row
+from coderag_tui.parsing.chunker import CastChunker, Span, _end_row, line_bounds
 from coderag_tui.parsing.languages import LanguageSpec, get_parser, get_query
 
 CLASS_LIKE = frozenset(
@@ -166,11 +166,14 @@ class _Extractor:
         body = node.child_by_field_name("body")
         if body is not None and body.start_byte > start:
             end = start
+            body_start = body.start_byte
             for child in node.children:
-                if child.start_byte >= body.start_byte:
+                if child.start_byte >= body_start:
                     break
                 if "comment" not in child.type:
-                    end = max(end, child.end_byte)
+                    child_end = child.end_byte
+                    if child_end > end:
+                        end = child_end
             sig = self.source[start:end].decode("utf-8", "replace")
         else:
             sig = self.source[start : node.end_byte].decode("utf-8", "replace").lstrip().split("\n", 1)[0]
@@ -366,28 +369,39 @@ def _attach_calls(ex: _Extractor, units: list[_UnitBuild], call_caps: list[tuple
         return
     starts = [u.start_byte for u in units]
     seen: set[tuple[int, str]] = set()
-    for node, caps in call_caps:
+    source = ex.source
+    bisect_right = bisect.bisect_right
+    for node, caps in call_caps:  # the hottest loop of extraction: locals, one read per attribute
         names = caps.get("call.name")
         if not names:
             continue
-        name = ex.text(names[-1])
-        key = (node.start_byte, name)
+        name_node = names[-1]
+        name = source[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
+        pos = node.start_byte
+        key = (pos, name)
         if key in seen:
             continue
         seen.add(key)
-        receiver = ex.text(caps["call.receiver"][0]) if "call.receiver" in caps else ""
+        receivers = caps.get("call.receiver")
+        if receivers:
+            r = receivers[0]
+            receiver = source[r.start_byte : r.end_byte].decode("utf-8", "replace")
+        else:
+            receiver = ""
         argc = -1
-        if "call.args" in caps:
-            args = caps["call.args"][0]
+        args_caps = caps.get("call.args")
+        if args_caps:
+            args = args_caps[0]
             # an argument list counts its items; anything else (a bare generator) is one argument
             argc = args.named_child_count if "argument" in args.type else 1
-        pos = node.start_byte
-        i = bisect.bisect_right(starts, pos) - 1
-        while i > 0 and not (units[i].start_byte <= pos < units[i].end_byte):
-            parent = units[i].parent
-            i = parent if parent is not None else 0
-        units[max(i, 0)].calls.append(
-            CallSite(_collapse(name, 120), _collapse(receiver, 80), node.start_point[0] + 1, argc)
+        i = bisect_right(starts, pos) - 1
+        while i > 0:
+            u = units[i]
+            if u.start_byte <= pos < u.end_byte:
+                break
+            i = u.parent if u.parent is not None else 0
+        units[i if i > 0 else 0].calls.append(
+            CallSite(_collapse(name, 120), _collapse(receiver, 80) if receiver else "", node.start_point[0] + 1, argc)
         )
 
 
@@ -454,16 +468,21 @@ def _make_chunks(
 ) -> list[ParsedChunk]:
     if not spans:
         return []
-    blines = source.split(b"\n")
+    line_starts, line_ends = line_bounds(source)  # of source.split(b"\n"), without the copies
+    n_lines = len(line_starts)
     starts = [u.start_line for u in units]
     import_lines = []
     for imp in imports[:5]:
-        if 0 < imp.line <= len(blines):
-            import_lines.append(_collapse(blines[imp.line - 1].decode("utf-8", "replace"), 160))
+        if 0 < imp.line <= n_lines:
+            line = source[line_starts[imp.line - 1] : line_ends[imp.line - 1]]
+            import_lines.append(_collapse(line.decode("utf-8", "replace"), 160))
     out: list[ParsedChunk] = []
     for span in spans:
         start, end = span.start_row + 1, span.end_row + 1
-        text = b"\n".join(blines[span.start_row : span.end_row + 1]).decode("utf-8", "replace")
+        # the lines start_row..end_row (clamped like a list slice), joined by their newlines
+        last = min(span.end_row, n_lines - 1)
+        raw = source[line_starts[span.start_row] : line_ends[last]] if span.start_row <= last else b""
+        text = raw.decode("utf-8", "replace")
         if not text.strip():
             continue
         ui = _innermost(starts, units, start, end)

@@ -26,14 +26,28 @@ def expand_identifiers(text: str) -> str:
     FTS5's unicode61 tokenizer already splits snake_case at `_`; only case changes need help.
     """
     extra: list[str] = []
+    cache = _SUB_WORDS
     for ident in set(_IDENT.findall(text)):
-        # no case change inside (lower, UPPER, Capitalized, snake_case): the tokenizer copes
-        if ident.islower() or ident.isupper() or ident[1:].islower():
-            continue
-        words = split_identifier(ident)
-        if len(words) > 1:
+        words = cache.get(ident)
+        if words is None:
+            words = cache[ident] = _sub_words(ident)
+        if words:
             extra.extend(words)
+    if len(cache) > 200_000:
+        cache.clear()
     return " ".join(extra)
+
+
+_SUB_WORDS: dict[str, tuple[str, ...]] = {}
+
+
+def _sub_words(ident: str) -> tuple[str, ...]:
+    """The words expand_identifiers adds for one identifier (none for most)."""
+    # no case change inside (lower, UPPER, Capitalized, snake_case): the tokenizer copes
+    if ident.islower() or ident.isupper() or ident[1:].islower():
+        return ()
+    words = split_identifier(ident)
+    return words if len(words) > 1 else ()
 
 
 def name_words(*names: str) -> str:

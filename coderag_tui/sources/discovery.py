@@ -39,6 +39,8 @@ _GENERATED_NAMES = (
     "*_pb2.py", "*_pb2_grpc.py", "*.pb.go", "*.pb.cc", "*.pb.h", "*.designer.cs", "go.sum",
     "*.pyc", "*.so", "*.dylib", "*.dll", "*.exe", "*.o", "*.a", "*.class", "*.jar",
 )
+# the same test as any(fnmatch.fnmatchcase(name, p) for p in _GENERATED_NAMES), in one regex
+_GENERATED_RE = re.compile("|".join(fnmatch.translate(p) for p in _GENERATED_NAMES))
 _GENERATED_MARK = re.compile(rb"@generated|DO NOT EDIT|Code generated .* DO NOT EDIT|auto-generated", re.I)
 
 
@@ -119,7 +121,7 @@ def walk(root: Path, settings: IndexSettings) -> WalkResult:
                     continue
                 if include is not None and not include.match_file(rel):
                     continue
-                if any(fnmatch.fnmatchcase(entry.name, p) for p in _GENERATED_NAMES):
+                if _GENERATED_RE.match(entry.name):
                     skips[rel] = "generated"
                     continue
                 st = entry.stat(follow_symlinks=False)
@@ -226,7 +228,7 @@ def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
         if not stat.S_ISREG(st.st_mode):
             continue
         name = PurePosixPath(rel).name
-        if any(fnmatch.fnmatchcase(name, p) for p in _GENERATED_NAMES):
+        if _GENERATED_RE.match(name):
             skips[rel] = "generated"
         elif st.st_size > settings.max_file_bytes:
             skips[rel] = "too-large"

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from coderag_tui.models import ParsedFile, ParsedUnit
 from coderag_tui.parsing.identifiers import expand_identifiers, name_words, path_words
@@ -33,6 +34,17 @@ class Removed:
     inbound_edges: list[tuple[int, str]]  # (edge id, former target "qualname (path)")
     layout: set[tuple[str, str, str]]  # (name, kind, qualname) of the definitions it had
     prior_targets: dict[tuple[str, str], str]  # (src qualname, called name) -> target descriptor
+
+
+# FTS5 keeps new terms in memory and writes a segment whenever they pass `hashsize` (1 MB by
+# default): more segments, more merging. 16 MB holds a whole write batch (one segment each).
+_FTS_HASHSIZE = 16 * 1024 * 1024
+
+
+def tune_keyword_index(db: Database) -> None:
+    """Set FTS5's pending-terms budget (a setting stored in the index; done once)."""
+    if db.scalar("SELECT v FROM chunks_fts_config WHERE k='hashsize'") != _FTS_HASHSIZE:
+        db.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', ?)", (_FTS_HASHSIZE,))
 
 
 def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
@@ -93,104 +105,151 @@ def delete_file(db: Database, path: str) -> Removed | None:
     return removed
 
 
-def write_file(db: Database, parsed: ParsedFile, meta: FileMeta) -> tuple[int, Removed | None]:
-    """Replace a file's rows with a fresh parse. Returns its file id and what was removed."""
+class FileRows(NamedTuple):
+    """One parsed file as plain row tuples, built in the parse workers (cheap to pickle).
+
+    Ids are relative: a unit is its index in the file (0 = the file unit), a chunk its index.
+    """
+
+    language: str
+    lines: int
+    structured: bool
+    has_errors: bool
+    # (index, parent index, kind, name, qualname, signature, params, return type, decorators,
+    #  docstring, bases, start line, end line, is_test)
+    units: list[tuple[Any, ...]]
+    # (src index, dst index or None, kind, name, receiver, line, argc)
+    edges: list[tuple[Any, ...]]
+    imports: list[tuple[str, str, int]]  # (module, names JSON, line)
+    # (unit index, start line, end line, node kinds, scope, hash, header, text)
+    chunks: list[tuple[Any, ...]]
+    # (names, path words, signatures, docstrings, code sub-words): each chunk's keyword row
+    fts: list[tuple[str, str, str, str, str]]
+
+
+def file_rows(parsed: ParsedFile) -> FileRows:
+    """Every row a parsed file will write, with file-relative ids (runs in parse workers)."""
+    units = parsed.units
+    unit_rows = [
+        (u.index, u.parent, u.kind, u.name, u.qualname, u.signature, _json_list(u.params), u.return_type,
+         _json_list(u.decorators), u.docstring, _json_list(u.bases), u.start_line, u.end_line, int(u.is_test))
+        for u in units
+    ]
+    edges: list[tuple[Any, ...]] = []
+    for u in units:
+        i = u.index
+        if u.parent is not None:
+            parent = units[u.parent]
+            kind = "DEFINES" if parent.kind not in ("file", "module") and u.kind == "method" else "CONTAINS"
+            edges.append((u.parent, i, kind, u.name, "", u.start_line, -1))
+        for call in u.calls:
+            edges.append((i, None, "CALLS", call.name, call.receiver, call.line, call.argc))
+        for base in u.bases:
+            edges.append((i, None, "INHERITS", base, "", u.start_line, -1))
+    for imp in parsed.imports:
+        edges.append((0, None, "IMPORTS", imp.module, ",".join(imp.names), imp.line, -1))
+    import_rows = [(i.module, _json_list(i.names), i.line) for i in parsed.imports]
+    chunk_rows: list[tuple[Any, ...]] = []
+    fts_rows: list[tuple[str, str, str, str, str]] = []
+    if parsed.chunks:
+        pwords = path_words(parsed.path)
+        starts = [u.start_line for u in units]
+        for c in parsed.chunks:
+            chunk_rows.append(
+                (c.unit_index, c.start_line, c.end_line, ",".join(c.node_kinds), " > ".join(c.scope), c.hash,
+                 c.context_text[: len(c.context_text) - len(c.text)], c.text)
+            )
+            inside = _units_in(units, starts, c.unit_index, c.start_line, c.end_line)
+            fts_rows.append(
+                (
+                    name_words(*(u.name for u in inside), *c.scope),
+                    pwords,
+                    " ".join(u.signature for u in inside if u.signature),
+                    " ".join(u.docstring for u in inside if u.docstring),
+                    expand_identifiers(c.text),  # the code column is the chunk text, then these
+                )
+            )
+    return FileRows(parsed.language, parsed.lines, parsed.structured, parsed.has_errors, unit_rows, edges,
+                    import_rows, chunk_rows, fts_rows)
+
+
+def write_file(db: Database, parsed: ParsedFile | FileRows, meta: FileMeta,
+               next_ids: list[int] | None = None) -> tuple[int, Removed | None]:
+    """Replace a file's rows with a fresh parse. Returns its file id and what was removed.
+
+    `next_ids`: [next unit id, next chunk id] kept by a caller writing many files in one
+    transaction (0 = look it up); it saves two queries per file.
+    """
+    rows = parsed if isinstance(parsed, FileRows) else file_rows(parsed)
     row = db.one("SELECT id FROM files WHERE path=?", (meta.path,))
     removed = None
     now = time.time()
     file_unit_id = None
+    if next_ids is None:
+        next_ids = [0, 0]
     if row is not None:
         file_id = int(row[0])
         file_unit_id = db.scalar("SELECT id FROM units WHERE file_id=? AND kind='file'", (file_id,))
         removed = remove_file_rows(db, file_id, meta.path)
+        next_ids[0] = next_ids[1] = 0  # the highest ids may have gone
         db.execute(
             "UPDATE files SET language=?, hash=?, size=?, mtime_ns=?, lines=?, structured=?, "
             "has_errors=?, error=?, indexed_at=? WHERE id=?",
-            (parsed.language, meta.hash, meta.size, meta.mtime_ns, parsed.lines, int(parsed.structured),
-             int(parsed.has_errors), meta.error, now, file_id),
+            (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, int(rows.structured),
+             int(rows.has_errors), meta.error, now, file_id),
         )
     else:
         db.execute(
             "INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, has_errors, "
             "error, indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-            (meta.path, parsed.language, meta.hash, meta.size, meta.mtime_ns, parsed.lines,
-             int(parsed.structured), int(parsed.has_errors), meta.error, now),
+            (meta.path, rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines,
+             int(rows.structured), int(rows.has_errors), meta.error, now),
         )
         file_id = int(db.conn.last_insert_rowid())
-    _insert_contents(db, file_id, parsed, file_unit_id)
+    _insert_rows(db, file_id, rows, file_unit_id, next_ids)
     return file_id, removed
 
 
-def _insert_contents(db: Database, file_id: int, parsed: ParsedFile, file_unit_id: int | None) -> None:
+def _insert_rows(db: Database, file_id: int, rows: FileRows, file_unit_id: int | None,
+                 next_ids: list[int]) -> None:
     # Explicit ids (max + 1) let every table be written with one executemany.
-    first_unit = int(db.scalar("SELECT coalesce(max(id), 0) FROM units", default=0)) + 1
-    ids = [first_unit + u.index for u in parsed.units]
-    if file_unit_id is not None:
+    if not next_ids[0]:
+        next_ids[0] = int(db.scalar("SELECT coalesce(max(id), 0) FROM units", default=0)) + 1
+    first_unit = next_ids[0]
+    ids = list(range(first_unit, first_unit + len(rows.units)))
+    if file_unit_id is not None and ids:
         ids[0] = int(file_unit_id)
+    next_ids[0] = max(next_ids[0], max(ids, default=0) + 1)
     db.executemany(
         "INSERT INTO units(id, file_id, parent_id, kind, name, qualname, signature, params, "
         "return_type, decorators, docstring, bases, start_line, end_line, is_test) "
         "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [
-            (ids[u.index], file_id, ids[u.parent] if u.parent is not None else None, u.kind, u.name,
-             u.qualname, u.signature, _json_list(u.params), u.return_type, _json_list(u.decorators),
-             u.docstring, _json_list(u.bases), u.start_line, u.end_line, int(u.is_test))
-            for u in parsed.units
-        ],
+        [(ids[r[0]], file_id, None if r[1] is None else ids[r[1]], *r[2:]) for r in rows.units],
     )
-    edges: list[tuple[int, int, int | None, str, str, str, int, int]] = []
-    for u in parsed.units:
-        uid = ids[u.index]
-        if u.parent is not None:
-            parent = parsed.units[u.parent]
-            kind = "DEFINES" if parent.kind not in ("file", "module") and u.kind == "method" else "CONTAINS"
-            edges.append((ids[u.parent], file_id, uid, kind, u.name, "", u.start_line, -1))
-        for call in u.calls:
-            edges.append((uid, file_id, None, "CALLS", call.name, call.receiver, call.line, call.argc))
-        for base in u.bases:
-            edges.append((uid, file_id, None, "INHERITS", base, "", u.start_line, -1))
-    for imp in parsed.imports:
-        edges.append((ids[0], file_id, None, "IMPORTS", imp.module, ",".join(imp.names), imp.line, -1))
     db.executemany(
         "INSERT INTO edges(src, src_file, dst, kind, name, receiver, line, argc) VALUES(?,?,?,?,?,?,?,?)",
-        edges,
+        [(ids[s], file_id, None if d is None else ids[d], k, n, r, ln, a) for s, d, k, n, r, ln, a in rows.edges],
     )
-    db.executemany(
-        "INSERT INTO imports(file_id, module, names, line) VALUES(?,?,?,?)",
-        [(file_id, i.module, _json_list(i.names), i.line) for i in parsed.imports],
-    )
-    if not parsed.chunks:
+    if rows.imports:
+        db.executemany(
+            "INSERT INTO imports(file_id, module, names, line) VALUES(?,?,?,?)",
+            [(file_id, *i) for i in rows.imports],
+        )
+    if not rows.chunks:
         return
-    first_chunk = int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks", default=0)) + 1
-    pwords = path_words(parsed.path)
-    units = parsed.units
-    starts = [u.start_line for u in units]
-    chunk_rows = []
-    fts_rows = []
-    for n, c in enumerate(parsed.chunks):
-        chunk_id = first_chunk + n
-        chunk_rows.append(
-            (chunk_id, file_id, ids[c.unit_index], c.start_line, c.end_line, ",".join(c.node_kinds),
-             " > ".join(c.scope), c.hash, c.context_text[: len(c.context_text) - len(c.text)], c.text)
-        )
-        inside = _units_in(units, starts, c.unit_index, c.start_line, c.end_line)
-        fts_rows.append(
-            (
-                chunk_id,
-                name_words(*(u.name for u in inside), *c.scope),
-                pwords,
-                " ".join(u.signature for u in inside if u.signature),
-                " ".join(u.docstring for u in inside if u.docstring),
-                c.text + "\n" + expand_identifiers(c.text),
-            )
-        )
+    if not next_ids[1]:
+        next_ids[1] = int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks", default=0)) + 1
+    first_chunk = next_ids[1]
+    next_ids[1] = first_chunk + len(rows.chunks)
     db.executemany(
         "INSERT INTO chunks(id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text) "
         "VALUES(?,?,?,?,?,?,?,?,?,?)",
-        chunk_rows,
+        [(first_chunk + n, file_id, ids[c[0]], *c[1:]) for n, c in enumerate(rows.chunks)],
     )
     db.executemany(
-        "INSERT INTO chunks_fts(rowid, names, path, signature, doc, code) VALUES(?,?,?,?,?,?)", fts_rows
+        "INSERT INTO chunks_fts(rowid, names, path, signature, doc, code) VALUES(?,?,?,?,?,?)",
+        [(first_chunk + n, names, path, sig, doc, c[7] + "\n" + extra)
+         for n, (c, (names, path, sig, doc, extra)) in enumerate(zip(rows.chunks, rows.fts, strict=True))],
     )
 
 
