@@ -203,6 +203,18 @@ def bench_context(service: CodeRag, searcher: Searcher, queries: list[str]) -> N
           f"(budget {service.settings.context.max_tokens}, mean {statistics.mean(tokens):.0f} tokens used)")
 
 
+def knn_recall(service: CodeRag, matrix: VectorMatrix, qvecs: list[np.ndarray], k: int) -> None:
+    """Recall of the in-memory KNN (binary codes + int8 re-scoring) against exact float32 KNN."""
+    ids, exact = matrix._rows(service.db, 0)
+    found = []
+    for q in qvecs:
+        want = set(ids[np.argpartition(-(exact @ q), k - 1)[:k]].tolist())
+        got = {i for i, _ in matrix.knn(service.db, q, k) or []}
+        found.append(len(want & got) / k)
+    print(f"KNN recall@{k} of the in-memory copy vs exact: mean {statistics.mean(found):.3f}, "
+          f"min {min(found):.3f} over {len(found)} queries")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default="/work/data")
@@ -246,8 +258,11 @@ def main() -> int:
     matrix = VectorMatrix()
     t = time.perf_counter()
     matrix.refresh(service.db)
-    log(f"in-memory vectors: {len(matrix.ids)} x {matrix.mat.shape[1]} float32 "
-        f"({matrix.mat.nbytes / 2**20:.0f} MiB) loaded in {time.perf_counter() - t:.1f}s")
+    log(f"in-memory vectors: {len(matrix.ids)} x {matrix.mat.shape[1]} {matrix.mat.dtype}"
+        f"{'' if matrix.exact else ' + binary codes'} ({(matrix.mat.nbytes + matrix.codes.nbytes) / 2**20:.0f} MiB) "
+        f"loaded in {time.perf_counter() - t:.1f}s")
+    if not matrix.exact:
+        knn_recall(service, matrix, [embed_query(q) for q in queries["semantic"][:50]], 180)
     hybrid = Searcher(service.db, service.settings.search, embed_query, matrix)
     if "search" not in skip:
         bench_search(service, hybrid, queries, "hybrid, in-memory KNN")

@@ -266,10 +266,12 @@ class CodeRag:
         """Embed the chunks that have no vector for the configured model (after `index`)."""
         from coderag_tui.indexing.embedder import embed_index, up_to_date
 
-        done = up_to_date(self.db, self.settings.embed)  # then the model is not even loaded
-        if done is not None:
-            return done
-        model = self._retrieval().model(self.settings.embed)
+        state = self._retrieval()
+        if not state.model_loaded(self.settings.embed):  # then, when nothing is to do, it never is
+            done = up_to_date(self.db, self.settings.embed)
+            if done is not None:
+                return done
+        model = state.model(self.settings.embed)
         return embed_index(self.db, model, progress, should_stop)
 
     def searcher(self) -> _Searcher:

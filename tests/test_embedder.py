@@ -13,6 +13,7 @@ import pytest
 from coderag_tui.config import EmbedSettings, Settings
 from coderag_tui.errors import ModelError
 from coderag_tui.indexing import embedder
+from coderag_tui.indexing.embedder import vectors_for_hashes
 from coderag_tui.models import Progress
 from coderag_tui.retrieval import matrix as matrix_module
 from coderag_tui.retrieval.matrix import VectorMatrix
@@ -227,7 +228,6 @@ def test_stop_early(make_service: Callable[..., CodeRag]) -> None:
 
 def test_in_memory_knn_matches_sqlite_vec(make_service: Callable[..., CodeRag],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(matrix_module, "RECHECK_S", 0.0)
     service = make_service()
     service.embed()
     matrix = VectorMatrix()
@@ -241,6 +241,58 @@ def test_in_memory_knn_matches_sqlite_vec(make_service: Callable[..., CodeRag],
     got = {h for h, _ in knn_hashes(service.db, q, 100, matrix)}
     assert got == {r[0] for r in service.db.execute("SELECT hash FROM vectors")}
     assert len(matrix.ids) == service.db.scalar("SELECT count(*) FROM vectors")
+
+
+def test_binary_coded_knn_finds_stored_vectors(make_service: Callable[..., CodeRag],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above EXACT_MAX the copy ranks by binary codes, then re-scores a few candidates from int8
+    rows: a stored vector used as the query comes back first, at a distance near 0, and the
+    copy still follows the index as vectors are added."""
+    monkeypatch.setattr(matrix_module, "EXACT_MAX", 0)
+    monkeypatch.setattr(matrix_module, "RERANK", 1)
+    monkeypatch.setattr(matrix_module, "MIN_RERANK", 1)  # one candidate: the nearest code
+    service = make_service()
+    service.embed()
+    matrix = VectorMatrix()
+    stored = vectors_for_hashes(service.db, [r[0] for r in service.db.execute("SELECT hash FROM vectors")])
+    assert len(stored) >= 3
+    for h, vec in stored.items():
+        nearest = knn_hashes(service.db, vec, 1, matrix)
+        assert not matrix.exact and matrix.mat.dtype == np.int8
+        assert nearest[0][0] == h and nearest[0][1] < 0.01
+    (service.root / "text/slug.py").write_text("def slugify(title):\n    return title.replace(' ', '-')\n")
+    service.index()
+    service.embed()
+    added = [r[0] for r in service.db.execute("SELECT hash FROM vectors") if r[0] not in stored]
+    fresh = vectors_for_hashes(service.db, added)
+    assert fresh
+    h, vec = next(iter(fresh.items()))
+    assert knn_hashes(service.db, vec, 1, matrix)[0][0] == h
+    assert len(matrix.ids) == service.db.scalar("SELECT count(*) FROM vectors")
+
+
+def test_copy_drops_replaced_vectors(make_service: Callable[..., CodeRag]) -> None:
+    """Replacing the newest vector gives it a new id (ids are never reused), and the in-memory
+    copy drops the old row and reads the new one, without reloading the rest."""
+    service = make_service()
+    service.embed()
+    matrix = VectorMatrix()
+    knn_hashes(service.db, np.ones(int(service.db.get_meta("embed_dim")), np.float32), 1, matrix)
+    kept_before = len(matrix.ids)
+    path = service.root / "text/slug.py"
+    for version in ("def slugify(title):\n    return title.lower()\n",
+                    "def slugify(title):\n    return title.replace(' ', '_').upper()\n"):
+        top = service.db.scalar("SELECT max(id) FROM vectors")
+        path.write_text(version)
+        service.index()
+        service.embed()
+        assert service.db.scalar("SELECT min(id) FROM vectors WHERE id > ?", (top,)) is not None
+        live = {r[0]: r[1] for r in service.db.execute("SELECT hash, id FROM vectors")}
+        vec = vectors_for_hashes(service.db, list(live))
+        for h, v in vec.items():
+            assert knn_hashes(service.db, v, 1, matrix)[0][0] == h
+        assert sorted(matrix.ids.tolist()) == sorted(live.values())
+    assert kept_before > 0
 
 
 def test_nothing_to_embed_does_not_load_the_model(make_service: Callable[..., CodeRag]) -> None:

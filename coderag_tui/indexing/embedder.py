@@ -33,6 +33,7 @@ from coderag_tui.paths import cache_dir, models_dir
 from coderag_tui.store.db import Database
 
 VEC_TABLE = "vec_chunks"
+REMOVALS_KEY = "vector_removals"  # meta: how many times vectors were removed
 BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_FOLDER = "all-minilm-l6-v2"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
@@ -228,7 +229,14 @@ def ensure_model_table(db: Database, model_id: str, dim: int) -> bool:
         )
         db.set_meta("embed_model", model_id)
         db.set_meta("embed_dim", str(dim))
+        note_removal(db)
     return had and not same
+
+
+def note_removal(db: Database) -> None:
+    """Count a removal of vectors (inside the removing transaction): readers that keep a copy of
+    the vectors compare this count to know when to drop rows (added rows have larger ids)."""
+    db.set_meta(REMOVALS_KEY, str(int(db.get_meta(REMOVALS_KEY) or 0) + 1))
 
 
 def collect_garbage(db: Database) -> int:
@@ -243,19 +251,22 @@ def collect_garbage(db: Database) -> int:
             marks = ",".join("?" * len(part))
             db.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({marks})", part)
             db.execute(f"DELETE FROM vectors WHERE id IN ({marks})", part)
+        if stale:
+            note_removal(db)
     return len(stale)
 
 
-def pending_chunks(db: Database) -> list[tuple[int, str]]:
-    """(chunk id, hash) of one chunk per hash that has no vector, shortest text first.
+def pending_chunks(db: Database) -> tuple[list[tuple[int, str]], int]:
+    """(chunk id, hash) of one chunk per hash that has no vector, shortest text first, and how
+    many chunks have no vector (one scan for both).
 
     Sorting by length puts texts of similar size in a batch, so the model pads less.
     """
     rows = db.rows(
-        "SELECT min(c.id), c.hash, length(c.header) + length(c.text) AS n FROM chunks c "
+        "SELECT min(c.id), c.hash, length(c.header) + length(c.text) AS n, count(*) FROM chunks c "
         "WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) GROUP BY c.hash ORDER BY n"
     )
-    return [(int(r[0]), str(r[1])) for r in rows]
+    return [(int(r[0]), str(r[1])) for r in rows], sum(int(r[3]) for r in rows)
 
 
 def chunk_texts(db: Database, ids: Sequence[int]) -> dict[int, str]:
@@ -304,11 +315,9 @@ def embed_index(
     reset = ensure_model_table(db, model.id, model.dim)
     removed = collect_garbage(db)
     total_chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
-    pending = pending_chunks(db)
+    pending, without = pending_chunks(db)
     todo = len(pending)
-    reused = total_chunks - int(db.scalar(
-        "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash)",
-        default=0))
+    reused = total_chunks - without
     emit(Progress("embed", 0, todo, f"{todo} chunks to embed with {model.id}"))
     group = max(model.batch_size, 1) * 4
     done = written = 0

@@ -8,6 +8,7 @@ no query text is read as FTS5 syntax) and the words are OR-ed; bm25() weighs the
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Sequence
 
 from coderag_tui.models import SearchFilters
@@ -26,6 +27,9 @@ COLUMN_WEIGHTS = (6.0, 3.0, 3.0, 2.0, 1.0)
 MAX_TERMS = 200
 COMMON_SHARE = 0.25  # a word in more than this share of the chunks carries little: drop it
 MAX_DF = 15_000  # nor a word in more chunks than this (BM25 time grows with the postings read)
+MAX_POSTINGS = 20_000  # the rarest words of a long query, up to this many postings in all
+DF_CACHE_TERMS = 100_000
+_DF_CACHE: weakref.WeakKeyDictionary[Database, tuple[tuple[int, int], dict[str, int]]] = weakref.WeakKeyDictionary()
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)
 _STOP = (
@@ -66,21 +70,49 @@ def _vocab_ready(db: Database) -> None:
         db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)")
 
 
+def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+    """How many chunks hold each term (terms absent from the index left out), and the number of
+    chunks. fts5vocab counts a term by reading its whole doclist, so counts are remembered per
+    index state (number and largest id of the chunks) and looked up once per term."""
+    count, top = db.one("SELECT count(*), coalesce(max(id), 0) FROM chunks") or (0, 0)
+    state = (int(count), int(top))
+    cached = _DF_CACHE.get(db)
+    if cached is None or cached[0] != state or len(cached[1]) > DF_CACHE_TERMS:
+        cached = (state, {})
+        _DF_CACHE[db] = cached
+    known = cached[1]
+    missing = [t for t in dict.fromkeys(terms) if t not in known]
+    if missing:
+        _vocab_ready(db)
+        found: dict[str, int] = {}
+        for i in range(0, len(missing), 500):
+            part = missing[i : i + 500]
+            marks = ",".join("?" * len(part))
+            found.update((str(t), int(n)) for t, n in db.execute(
+                f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", tuple(part)))
+        for t in missing:
+            known[t] = found.get(t, 0)
+    return {t: known[t] for t in terms if known.get(t)}, state[0]
+
+
 def informative_terms(db: Database, terms: Sequence[str], limit: int | None = None) -> list[str]:
-    """Drop words absent from the index or present in most chunks; keep the rarest `limit`."""
+    """Drop words absent from the index or present in most chunks; keep the rarest `limit`, and
+    no more than MAX_POSTINGS postings in all (BM25 time grows with the postings it reads)."""
     limit = MAX_TERMS if limit is None else limit
     if not terms:
         return []
-    _vocab_ready(db)
-    marks = ",".join("?" * len(terms))
-    df = {str(t): int(n) for t, n in db.execute(
-        f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", tuple(terms))}
-    total = int(db.scalar("SELECT count(*) FROM chunks", default=0)) or 1
+    df, total = doc_freqs(db, terms)
+    total = total or 1
     kept = [t for t in terms if t in df and (total < 50 or df[t] <= min(COMMON_SHARE * total, MAX_DF))]
-    if len(kept) > limit:
-        rarest = set(sorted(kept, key=lambda t: (df[t], kept.index(t)))[:limit])
-        kept = [t for t in kept if t in rarest]
-    return kept
+    position = {t: i for i, t in enumerate(kept)}
+    rarest: set[str] = set()
+    postings = 0
+    for t in sorted(kept, key=lambda t: (df[t], position[t]))[:limit]:
+        if rarest and postings + df[t] > MAX_POSTINGS:
+            break
+        rarest.add(t)
+        postings += df[t]
+    return [t for t in kept if t in rarest]
 
 
 def fts_expression(terms: Sequence[str]) -> str:

@@ -19,7 +19,6 @@ from coderag_tui.retrieval.common import ChunkMatch
 from coderag_tui.store.db import Database
 
 NAME_WEIGHT = 3.0
-_BIG = 1 << 62
 EXTRA_UNITS = 2  # other units of the same chunk that score nearly as well follow the best one
 SHARE_OF_BEST = 0.75
 
@@ -34,6 +33,12 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _ALNUM.findall(text)) | {w.lower() for w in _PARTS.findall(text)}
 
 
+def _present(text: str, wanted: set[str]) -> set[str]:
+    """The wanted words that occur in the text as substrings (a cheap superset of its words)."""
+    low = text.lower()
+    return {w for w in wanted if w in low}
+
+
 def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], limit: int = 200) -> list[ChunkMatch]:
     wanted = set(terms)
     if not wanted or not matches:
@@ -46,23 +51,20 @@ def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], li
         marks = ",".join("?" * len(part))
         texts.update((int(cid), str(t)) for cid, t in db.execute(
             f"SELECT id, text FROM chunks WHERE id IN ({marks})", tuple(part)))
-    # the spans of every unit of the matched files (one indexed query), sorted by start line
-    spans: dict[int, list[tuple[int, int, int, str]]] = {}  # file -> (start, end, id, kind)
-    fids = sorted({m.file_id for m in head})
-    for i in range(0, len(fids), 400):
-        part = fids[i : i + 400]
-        marks = ",".join("?" * len(part))
-        for fid, uid, start, end, kind in db.execute(
-            f"SELECT file_id, id, start_line, end_line, kind FROM units WHERE file_id IN ({marks}) "
-            f"ORDER BY file_id, start_line", tuple(part)):
-            spans.setdefault(int(fid), []).append((int(start), int(end), int(uid), str(kind)))
-    inner_of: dict[int, list[tuple[int, int, int, str]]] = {}
-    for m in head:
-        units = spans.get(m.file_id, [])
-        first = bisect.bisect_left(units, (m.start_line, -1, -1, ""))
-        last = bisect.bisect_right(units, (m.end_line, _BIG, _BIG, "~"))
-        inner_of[m.chunk_id] = [u for u in units[first:last]
-                                if u[1] <= m.end_line and u[3] != "file" and u[2] != m.unit_id]
+    # the units wholly inside each matched chunk (one query joining the chunks' spans to units)
+    inner_of: dict[int, list[tuple[int, int, int, str]]] = {m.chunk_id: [] for m in head}
+    unit_of = {m.chunk_id: m.unit_id for m in head}
+    spans = list({m.chunk_id: m for m in head}.values())
+    for i in range(0, len(spans), 200):
+        batch = spans[i : i + 200]
+        values = ",".join(["(?,?,?,?)"] * len(batch))
+        params = [x for m in batch for x in (m.chunk_id, m.file_id, m.start_line, m.end_line)]
+        for cid, uid, start, end, kind in db.execute(
+            f"WITH m(cid, fid, s, e) AS (VALUES {values}) SELECT m.cid, u.id, u.start_line, u.end_line, u.kind "
+            f"FROM m JOIN units u ON u.file_id = m.fid WHERE u.start_line >= m.s AND u.end_line <= m.e "
+            f"AND u.kind <> 'file'", params):
+            if uid != unit_of[cid]:
+                inner_of[int(cid)].append((int(start), int(end), int(uid), str(kind)))
     # names, signatures and docstrings only of the units that matter
     wanted_ids = sorted({u[2] for us in inner_of.values() for u in us} | {m.unit_id for m in head})
     info: dict[int, tuple[str, str, str, str]] = {}
@@ -80,16 +82,21 @@ def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], li
             continue
         # the lines (0-based, in the chunk) where each query word occurs
         where: dict[str, list[int]] = {}
-        for i, line in enumerate(texts.get(m.chunk_id, "").split("\n")):
-            for w in _words(line) & wanted:
-                where.setdefault(w, []).append(i)
+        text = texts.get(m.chunk_id, "")
+        present = _present(text, wanted)
+        if present:
+            for i, line in enumerate(text.split("\n")):
+                low = line.lower()
+                if any(w in low for w in present):
+                    for w in _words(line) & present:
+                        where.setdefault(w, []).append(i)
         owner = info.get(m.unit_id)
         owner_score = NAME_WEIGHT * len(_words(owner[0]) & wanted) if owner and owner[3] != "file" else 0.0
         scored: list[tuple[float, int, int, int]] = []
         for start, end, uid, _kind in inner:  # smallest first: it wins ties
             name, sig, doc, _ = info.get(uid, ("", "", "", ""))
             in_name = _words(name) & wanted
-            other = set(_words(f"{sig}\n{doc}") & wanted)
+            other = set(_words(f"{sig}\n{doc}") & wanted) if _present(sig + doc, wanted) else set()
             a, b = start - m.start_line, end - m.start_line
             other.update(w for w, rows in where.items() if bisect.bisect_right(rows, b) > bisect.bisect_left(rows, a))
             score = NAME_WEIGHT * len(in_name) + len(other - in_name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -36,6 +37,7 @@ MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text 
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
 _ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
 K = TypeVar("K", bound=Hashable)
+_EMBEDDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coderag-query-embed")
 
 
 def vector_share(query: str) -> float:
@@ -85,17 +87,15 @@ class Searcher:
     def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
         fetch = n * (8 if filters is not None and filters.kind else 2)
         matches = lexical.bm25_chunks(self.db, "", limit=fetch, filters=filters, terms=terms)
-        return keep_kind(self.db, refine(self.db, matches, terms), filters)
+        return keep_kind(self.db, refine(self.db, matches, terms, limit=n), filters)
 
-    def _vector(self, text: str, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
-        if self.embed_query is None:
-            return []
-        vec = self.embed_query(text)
+    def _vector(self, vec: np.ndarray | None, terms: list[str], n: int,
+                filters: SearchFilters | None) -> list[ChunkMatch]:
         if vec is None:
             return []
         fetch = n * (8 if filters is not None and filters.kind else 2)
         matches = vector.knn_chunks(self.db, vec, limit=fetch, filters=filters, matrix=self.matrix)
-        return keep_kind(self.db, refine(self.db, matches, terms), filters)
+        return keep_kind(self.db, refine(self.db, matches, terms, limit=n), filters)
 
     # ------------------------------------------------------------------ search
     def search(
@@ -137,13 +137,16 @@ class Searcher:
         out = Ranked({}, {"bm25": s.weight_bm25, "vector": s.weight_vector * vector_share(query),
                           "symbol": s.weight_symbol}, {})
         text = route.target if route.kind == router.SYMBOL else query
+        # the query's vector is computed on another core while BM25 runs (both release the GIL)
+        vec = (_EMBEDDER.submit(self.embed_query, query)
+               if self.embed_query is not None and mode in ("hybrid", "vector") else None)
         terms = lexical.informative_terms(self.db, lexical.query_terms(text))
         if mode in ("hybrid", "bm25"):
             order, best = unit_ranking(self._bm25(terms, n, filters))
             out.lists["bm25"] = order[:n]
             out.best.update(best)
         if mode in ("hybrid", "vector"):
-            matches = self._vector(query, terms, n, filters)
+            matches = self._vector(vec.result() if vec is not None else None, terms, n, filters)
             out.vectors_used = bool(matches)
             order, best = unit_ranking(matches)
             out.lists["vector"] = order[:n]

@@ -29,9 +29,16 @@ class RetrievalState:
         self._queries: dict[tuple[str, str], np.ndarray] = {}  # recent query vectors
         self.matrix = VectorMatrix()  # the index's vectors in memory, for fast KNN
 
+    @staticmethod
+    def _key(settings: EmbedSettings) -> tuple[object, ...]:
+        return (settings.model, settings.model_path, settings.threads, settings.max_length, settings.batch_size)
+
+    def model_loaded(self, settings: EmbedSettings) -> bool:
+        return self._model is not None and self._model_key == self._key(settings)
+
     def model(self, settings: EmbedSettings) -> EmbeddingModel:
         """The embedding model for the settings (loaded on first use, then cached)."""
-        key = (settings.model, settings.model_path, settings.threads, settings.max_length, settings.batch_size)
+        key = self._key(settings)
         with self._lock:
             if self._model is None or self._model_key != key:
                 self._model = load_model(settings)

@@ -117,6 +117,23 @@ MIGRATIONS: list[str] = [
     CREATE INDEX units_name_exact ON units(name);
     CREATE INDEX units_file_kind ON units(file_id, kind);
     """,
+    # 3: the units inside a line range of a file (search points chunk matches at inner units);
+    # units(file_id) alone is then a prefix of two other indexes: one index less to write
+    """
+    CREATE INDEX units_file_span ON units(file_id, start_line, end_line);
+    DROP INDEX units_file;
+    """,
+    # 4: vector ids are never reused (an in-memory copy of the vectors follows the index by id)
+    """
+    CREATE TABLE vectors_new(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        hash TEXT NOT NULL UNIQUE,
+        model TEXT NOT NULL
+    );
+    INSERT INTO vectors_new(id, hash, model) SELECT id, hash, model FROM vectors;
+    DROP TABLE vectors;
+    ALTER TABLE vectors_new RENAME TO vectors;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
