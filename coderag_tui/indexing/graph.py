@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -42,6 +42,10 @@ _TEST_NAME = [
     (re.compile(r"^(.+?)Tests?$"), r"\1"),
     (re.compile(r"^tests?_?(.+)$"), r"\1"),
 ]
+
+
+# the last path suffix tables built (import resolution), keyed by the files they were built from
+_STEMS_CACHE: dict[int, tuple[dict[str, list[int]], dict[str, list[int]]]] = {}
 
 
 @dataclass
@@ -104,6 +108,8 @@ class Lookup:
     # resolve_call answers for calls without a self receiver: (file, name, receiver) -> target;
     # valid once imports and bases are resolved (resolve() fills it in its call step only)
     _calls: dict[tuple[int, str, str], int | None] = field(default_factory=dict)
+    _preload_names: Callable[[Iterable[str]], None] = lambda names: None
+    _preload_imports: Callable[[Iterable[int]], None] = lambda fids: None
 
     @classmethod
     def load(cls, db: Database) -> Lookup:
@@ -131,21 +137,43 @@ class Lookup:
         lk = cls()
         loaded: set[str] = set()
 
+        def load_names(names: Iterable[str]) -> None:
+            todo = sorted({n for n in names if n not in loaded})
+            loaded.update(todo)
+            for i in range(0, len(todo), 500):
+                part = todo[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for uid, fid, pid, kind, uname, is_test in db.execute(
+                    f"SELECT id, file_id, parent_id, kind, name, is_test FROM units WHERE name IN ({marks}) "
+                    f"ORDER BY id", part
+                ):
+                    dict.setdefault(lk.units, uid, _Unit(uid, fid, pid, kind, uname, bool(is_test)))
+                    if kind == "file":
+                        continue
+                    dict.setdefault(lk.by_file_name, (fid, uname), []).append(uid)
+                    if kind in CALLABLE_KINDS:
+                        dict.setdefault(lk.by_name, uname, []).append(uid)
+                    if pid is not None:
+                        dict.setdefault(lk.children, (pid, uname), []).append(uid)
+
         def load_name(name: str) -> None:
-            if name in loaded:
-                return
-            loaded.add(name)
-            for uid, fid, pid, kind, uname, is_test in db.execute(
-                "SELECT id, file_id, parent_id, kind, name, is_test FROM units WHERE name=?", (name,)
-            ):
-                lk.units.setdefault(uid, _Unit(uid, fid, pid, kind, uname, bool(is_test)))
-                if kind == "file":
-                    continue
-                dict.setdefault(lk.by_file_name, (fid, uname), []).append(uid)
-                if kind in CALLABLE_KINDS:
-                    dict.setdefault(lk.by_name, uname, []).append(uid)
-                if pid is not None:
-                    dict.setdefault(lk.children, (pid, uname), []).append(uid)
+            load_names((name,))
+
+        def load_imports_of(fids: Iterable[int]) -> None:
+            todo = sorted({f for f in fids if not dict.__contains__(lk.file_imports, f)})
+            found: dict[int, list[tuple[int | None, tuple[str, ...]]]] = {f: [] for f in todo}
+            for i in range(0, len(todo), 500):
+                part = todo[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for fid, names, target in db.execute(
+                        f"SELECT e.src_file, e.receiver, t.file_id FROM edges e LEFT JOIN units t ON t.id = e.dst "
+                        f"WHERE e.src_file IN ({marks}) AND e.kind='IMPORTS' ORDER BY e.id", part):
+                    found[fid].append((target, tuple(n for n in names.split(",") if n)))
+            for fid, entries in found.items():
+                dict.__setitem__(lk.file_imports, fid, entries)
+
+        lk._preload_names = load_names
+        lk._preload_imports = load_imports_of
 
         def load_unit(uid: int) -> None:
             row = db.one("SELECT id, file_id, parent_id, kind, name, is_test FROM units WHERE id=?", (uid,))
@@ -182,18 +210,51 @@ class Lookup:
         self._stems_ready = False
 
     def ensure_stems(self) -> None:
-        """Path suffix tables for import resolution, built on first need."""
+        """Path suffix tables for import resolution, built on first need (and kept for the
+        next lookup over the same files: a watcher's incremental updates reuse them)."""
         if getattr(self, "_stems_ready", True):
             return
         self._stems_ready = True
+        key = hash(tuple(self.file_path.items()))
+        cached = _STEMS_CACHE.get(key)
+        if cached is not None:
+            self.stems, self.dir_stems = cached
+            return
+        stems: dict[str, list[int]] = defaultdict(list)
+        dir_stems: dict[str, list[int]] = defaultdict(list)
         for fid, path in self.file_path.items():
             for stem in _path_stems(path):
-                self.stems[stem].append(fid)
+                stems[stem].append(fid)
             parent = path.split("/")[:-1]
             for i in range(len(parent)):
-                self.dir_stems["/".join(parent[i:])].append(fid)
-        for stem in self.stems:
-            self.stems[stem].sort(key=lambda f: self.file_path[f])
+                dir_stems["/".join(parent[i:])].append(fid)
+        for stem in stems:
+            stems[stem].sort(key=lambda f: self.file_path[f])
+        self.stems, self.dir_stems = stems, dir_stems
+        _STEMS_CACHE.clear()  # one repository's tables at a time
+        _STEMS_CACHE[key] = (stems, dir_stems)
+
+    def preload_calls(self, db: Database, rows: Sequence[tuple[Any, ...]]) -> None:
+        """For a lazy lookup, read what resolving these call rows (id, src, src_file, name, ...)
+        needs in a few queries instead of one or two per call."""
+        if not isinstance(self.units, _LazyMap):
+            return
+        self.preload_units((r[1] for r in rows), db)
+        self._preload_names(r[3] for r in rows)
+        self._preload_imports(r[2] for r in rows)
+
+    def preload_units(self, ids: Iterable[int], db: Database) -> None:
+        """Read the given units in a few queries (a lazy lookup would read them one by one)."""
+        if not isinstance(self.units, _LazyMap):
+            return
+        missing = sorted({i for i in ids if i is not None and not dict.__contains__(self.units, i)})
+        for i in range(0, len(missing), 500):
+            part = missing[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for uid, fid, pid, kind, name, is_test in db.execute(
+                    f"SELECT id, file_id, parent_id, kind, name, is_test FROM units WHERE id IN ({marks})", part):
+                dict.__setitem__(self.units, uid, _Unit(uid, fid, pid, kind, name, bool(is_test)))
+            self.units._tried.update(part)
 
     # ---------------------------------------------------------------- imports
     def resolve_module(self, module: str, names: tuple[str, ...], from_file: int) -> int | None:
@@ -527,26 +588,58 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
             )
     seen: set[int] = set()
     call_updates: list[tuple[int | None, int]] = []
-    touched_files: set[int] = set(scope)
-    for eid, src, fid, name, receiver, dst in call_rows:
+    lk.preload_calls(db, call_rows)
+    for eid, src, _fid, name, receiver, dst in call_rows:
         if eid in seen:
             continue
         seen.add(eid)
         target = lk.resolve_call(src, name, receiver)
         if target != dst:
             call_updates.append((target, eid))
-            touched_files.add(fid)
     db.executemany("UPDATE edges SET dst=? WHERE id=?", call_updates)
-    db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
+    if full:
+        db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
+    else:  # only an edge that was just resolved can stop being an orphan
+        resolved = [(u[-1],) for u in (*import_updates, *base_updates, *call_updates) if u[0] is not None]
+        db.executemany("UPDATE edges SET orphan='' WHERE id=? AND orphan<>''", resolved)
 
-    # 4. derived TESTS edges
-    _derive_tests(db, lk, None if full else touched_files, files_changed)
+    # 4. derived TESTS edges: redone for the changed test files, and where a call of another
+    # test file now resolves differently
+    _derive_tests(db, lk, None if full else scope, files_changed,
+                  updated_calls=[eid for _, eid in call_updates])
     return len(import_updates) + len(base_updates) + len(call_updates)
 
 
-def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_changed: bool = True) -> None:
-    """TESTS edges: from test units to the code they call (for `files`), and from test files to
-    the file their name points at (for every test file when files were added or removed)."""
+def _retest_calls(db: Database, lk: Lookup, done_files: set[int],
+                  updated_calls: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """The TESTS edges of test-file calls whose target changed (outside `done_files`, which are
+    redone whole): delete those at each such (unit, line) and return every call there to derive
+    them again."""
+    spots: set[tuple[int, int]] = set()
+    ids = list(updated_calls)
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        marks = ",".join("?" * len(part))
+        for src, fid, line in db.execute(f"SELECT src, src_file, line FROM edges WHERE id IN ({marks})", part):
+            if fid not in done_files and is_test_path(lk.file_path.get(fid, "")):
+                spots.add((src, line))
+    if not spots:
+        return []
+    db.executemany("DELETE FROM edges WHERE kind='TESTS' AND src=? AND line=? AND NOT EXISTS "
+                   "(SELECT 1 FROM units u WHERE u.id = edges.dst AND u.kind = 'file')",  # file-level TESTS stay
+                   sorted(spots))
+    rows: list[tuple[int, int, int, int]] = []
+    for src, line in sorted(spots):
+        rows += db.rows("SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL "
+                        "AND src=? AND line=?", (src, line))
+    return rows
+
+
+def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_changed: bool = True,
+                  updated_calls: Sequence[int] = ()) -> None:
+    """TESTS edges: from test units to the code they call (for `files`, and for the calls of
+    `updated_calls` elsewhere), and from test files to the file their name points at (for every
+    test file when files were added or removed)."""
     if files is None:
         db.execute("DELETE FROM edges WHERE kind='TESTS'")
         rows = db.rows("SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL")
@@ -562,12 +655,15 @@ def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_change
             tuple(files),
         ) if files else []
         file_ids = [f for f in files if f in lk.file_path]
+        rows += _retest_calls(db, lk, files, updated_calls)
         if files_changed:
             db.execute("DELETE FROM edges WHERE kind='TESTS' AND src IN (SELECT id FROM units WHERE kind='file')")
             file_ids = list(lk.file_path)
     new: set[tuple[int, int, int, str, int]] = set()
+    lk.preload_units((x for r in rows for x in (r[0], r[2])), db)
+    unit = dict.get  # preloaded: skip the lazy map's per-key check
     for src, fid, dst, line in rows:
-        s, d = lk.units.get(src), lk.units.get(dst)
+        s, d = unit(lk.units, src), unit(lk.units, dst)
         if s is None or d is None or d.is_test or not is_test_path(lk.file_path.get(fid, "")):
             continue
         if is_test_path(lk.file_path.get(d.file_id, "")):
