@@ -11,7 +11,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -262,8 +262,10 @@ class CodeRag:
         return state
 
     def embed(self, progress: ProgressFn | None = None,
-              should_stop: Callable[[], bool] | None = None) -> _EmbedSummary:
-        """Embed the chunks that have no vector for the configured model (after `index`)."""
+              should_stop: Callable[[], bool] | None = None,
+              paths: Sequence[str] | None = None) -> _EmbedSummary:
+        """Embed the chunks that have no vector for the configured model (after `index`); with
+        `paths`, only those of these files (stale vectors wait for the next full run)."""
         from coderag_tui.indexing.embedder import embed_index, up_to_date
 
         state = self._retrieval()
@@ -272,7 +274,7 @@ class CodeRag:
             if done is not None:
                 return done
         model = state.model(self.settings.embed)
-        return embed_index(self.db, model, progress, should_stop)
+        return embed_index(self.db, model, progress, should_stop, paths)
 
     def searcher(self) -> _Searcher:
         from coderag_tui.retrieval.search import Searcher

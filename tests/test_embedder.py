@@ -295,6 +295,27 @@ def test_copy_drops_replaced_vectors(make_service: Callable[..., CodeRag]) -> No
     assert kept_before > 0
 
 
+def test_embed_only_the_given_files(make_service: Callable[..., CodeRag]) -> None:
+    """A watcher batch embeds the chunks of its files only and leaves stale vectors for the next
+    full run, which removes them."""
+    service = make_service()
+    service.embed()
+    before = set(vectors_for_hashes(service.db, [r[0] for r in service.db.execute("SELECT hash FROM vectors")]))
+    (service.root / "text/slug.py").write_text("def slugify(title):\n    return title.strip().lower()\n")
+    (service.root / "text/extra.py").write_text("def shout(word):\n    return word.upper() + '!'\n")
+    service.index()
+    summary = service.embed(paths=["text/slug.py"])
+    assert summary.embedded >= 1 and summary.removed == 0
+    def has_vector(path: str) -> bool:
+        return all(service.db.scalar("SELECT count(*) FROM vectors WHERE hash=?", (h,)) for (h,) in
+                   service.db.execute("SELECT c.hash FROM chunks c JOIN files f ON f.id=c.file_id WHERE f.path=?", (path,)))
+    assert has_vector("text/slug.py") and not has_vector("text/extra.py")
+    stale = before - {r[0] for r in service.db.execute("SELECT hash FROM chunks")}
+    assert stale and all(service.db.scalar("SELECT count(*) FROM vectors WHERE hash=?", (h,)) for h in stale)
+    full = service.embed()
+    assert full.removed == len(stale) and has_vector("text/extra.py")
+
+
 def test_nothing_to_embed_does_not_load_the_model(make_service: Callable[..., CodeRag]) -> None:
     service = make_service()
     service.embed()

@@ -256,15 +256,23 @@ def collect_garbage(db: Database) -> int:
     return len(stale)
 
 
-def pending_chunks(db: Database) -> tuple[list[tuple[int, str]], int]:
+def pending_chunks(db: Database, paths: Sequence[str] | None = None) -> tuple[list[tuple[int, str]], int]:
     """(chunk id, hash) of one chunk per hash that has no vector, shortest text first, and how
-    many chunks have no vector (one scan for both).
+    many chunks have no vector (one scan for both); only among the files `paths` when given.
 
     Sorting by length puts texts of similar size in a batch, so the model pads less.
     """
+    where = ""
+    params: tuple[str, ...] = ()
+    if paths is not None:
+        if not paths:
+            return [], 0
+        where = f"c.file_id IN (SELECT id FROM files WHERE path IN ({','.join('?' * len(paths))})) AND "
+        params = tuple(paths)
     rows = db.rows(
-        "SELECT min(c.id), c.hash, length(c.header) + length(c.text) AS n, count(*) FROM chunks c "
-        "WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) GROUP BY c.hash ORDER BY n"
+        f"SELECT min(c.id), c.hash, length(c.header) + length(c.text) AS n, count(*) FROM chunks c "
+        f"WHERE {where}NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) GROUP BY c.hash ORDER BY n",
+        params,
     )
     return [(int(r[0]), str(r[1])) for r in rows], sum(int(r[3]) for r in rows)
 
@@ -308,14 +316,25 @@ def embed_index(
     model: EmbeddingModel,
     progress: ProgressFn | None = None,
     should_stop: Callable[[], bool] | None = None,
+    paths: Sequence[str] | None = None,
 ) -> EmbedSummary:
-    """Embed every chunk hash that has no vector for the model; collect stale vectors first."""
+    """Embed every chunk hash that has no vector for the model; collect stale vectors first.
+
+    With `paths` (a watcher's batch of changed files) only the chunks of those files are looked
+    at and stale vectors are left for the next full run: two scans of the whole index less."""
     started = time.perf_counter()
     emit = progress or (lambda p: None)
     reset = ensure_model_table(db, model.id, model.dim)
-    removed = collect_garbage(db)
-    total_chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
-    pending, without = pending_chunks(db)
+    if reset:
+        paths = None  # a new model: everything is to embed
+    removed = collect_garbage(db) if paths is None else 0
+    if paths is None:
+        total_chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
+    else:
+        marks = ",".join("?" * len(paths)) or "NULL"
+        total_chunks = int(db.scalar(f"SELECT count(*) FROM chunks WHERE file_id IN "
+                                     f"(SELECT id FROM files WHERE path IN ({marks}))", tuple(paths), default=0))
+    pending, without = pending_chunks(db, paths)
     todo = len(pending)
     reused = total_chunks - without
     emit(Progress("embed", 0, todo, f"{todo} chunks to embed with {model.id}"))

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -52,6 +52,7 @@ EventFn = Callable[[WatchEvent], None]
 ProgressFn = Callable[[Progress], None]
 
 _FS_CHANGES = frozenset({"created", "modified", "deleted", "moved"})
+_FULL_EMBED_EVERY = 20  # watcher batches embed their own files; every 20th is a full run
 _MAX_DELAY_FACTOR = 30  # a batch starts at the latest this many debounce periods after its first change
 _MAX_DELAY_MIN_S = 5.0
 _ORPHANS_LISTED = 50
@@ -83,6 +84,7 @@ class Watcher:
         self.batches = 0  # batches run so far
         self.last_event: WatchEvent | None = None
         self.embed_error = ""  # why vectors are no longer refreshed, when embedding failed
+        self._targeted = 0  # batches since the last full embedding run
 
         self._matcher = IgnoreMatcher(self.root, service.settings.index)
         self._own_files = _index_files(self.root, Path(service.db_path))
@@ -272,7 +274,7 @@ class Watcher:
             before = _orphan_keys(read.orphans(db, _ORPHANS_COUNTED))
             progress = self.progress if rescan else None
             summary = self.service.index(only=None if rescan else list(paths), progress=progress)
-            note = self._refresh_vectors(progress)
+            note = self._refresh_vectors(progress, paths)
             orphans = read.orphans(db, _ORPHANS_COUNTED)
         except Exception as exc:  # keep watching: report and retry the batch once
             self._emit(WatchEvent("error", paths, batch, message=f"{type(exc).__name__}: {exc}",
@@ -311,14 +313,20 @@ class Watcher:
         with self._cond:
             return self._matcher.is_ignored(rel, is_dir)
 
-    def _refresh_vectors(self, progress: ProgressFn | None) -> str:
+    def _refresh_vectors(self, progress: ProgressFn | None, paths: Sequence[str] = ()) -> str:
         embed = getattr(self.service, "embed", None)
         if embed is None or not self.embed or self.embed_error or not self.service.settings.embed.enabled:
             return ""
         kwargs: dict[str, Any] = {"progress": progress}
         with contextlib.suppress(TypeError, ValueError):
-            if "should_stop" in inspect.signature(embed).parameters:
+            params = inspect.signature(embed).parameters
+            if "should_stop" in params:
                 kwargs["should_stop"] = lambda: self._stopping
+            # the batch's files only (two scans of the whole index less), with a full run,
+            # which also drops stale vectors, every _FULL_EMBED_EVERY batches
+            self._targeted = (self._targeted + 1) % _FULL_EMBED_EVERY if paths else 0
+            if "paths" in params and paths and self._targeted:
+                kwargs["paths"] = list(paths)
         try:
             embed(**kwargs)
         except Exception as exc:  # the structural update stands; stop trying until restarted

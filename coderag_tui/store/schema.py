@@ -134,6 +134,10 @@ MIGRATIONS: list[str] = [
     DROP TABLE vectors;
     ALTER TABLE vectors_new RENAME TO vectors;
     """,
+    # 5: orphaned calls (listed by status and after every watcher batch) without scanning edges
+    """
+    CREATE INDEX edges_orphan ON edges(src_file, line) WHERE orphan<>'' AND dst IS NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
