@@ -223,12 +223,19 @@ def test_kill_mid_index_then_resume(make_repo, tmp_path):
     if reader is not None:
         reader.close()
     assert 0 < written < 3000, "the index was not caught mid-way"
+    killed = apsw.Connection(str(db_path))
+    assert list(killed.execute("SELECT value FROM meta WHERE key='deferred_indexes'"))  # indexes still to build
+    killed.close()
     resumed = CodeRag(repo, Settings(), db_path)
     summary = resumed.index()
     assert summary.files_unchanged >= written and summary.files_indexed == 3000 - summary.files_unchanged
     fresh = CodeRag(repo, Settings(), tmp_path / "fresh.db")
     fresh.index()
     assert dump(resumed.db) == dump(fresh.db)
+    # a fresh build creates its secondary indexes last: the resumed run brought them back
+    indexes = "SELECT name, sql FROM sqlite_master WHERE type='index' ORDER BY name"
+    assert resumed.db.rows(indexes) == fresh.db.rows(indexes)
+    assert not resumed.db.get_meta("deferred_indexes") and not fresh.db.get_meta("deferred_indexes")
     resumed.close()
     fresh.close()
 

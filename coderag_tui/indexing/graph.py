@@ -501,6 +501,77 @@ def _test_target_stem(path: str) -> str | None:
 # ---------------------------------------------------------------------------- resolution
 
 
+@dataclass
+class FullPlan:
+    """A whole-graph resolve, computed from the index without writing (see `plan_full`)."""
+
+    imports: list[tuple[int | None, int]]  # (dst, edge id)
+    bases: list[tuple[int | None, str, int]]  # (dst, kind, edge id)
+    calls: list[tuple[int | None, int]]  # (dst, edge id)
+    tests: list[tuple[int, int, int, str, int]]  # TESTS rows (src, src_file, dst, name, line)
+
+    @property
+    def changes(self) -> int:
+        return len(self.imports) + len(self.bases) + len(self.calls)
+
+
+def plan_full(db: Database) -> FullPlan:
+    """Resolve every edge, reading only: it can run on its own connection while the writer is
+    busy (a fresh build creates its indexes meanwhile). `apply_full` writes the answer."""
+    lk = Lookup.load(db)
+    import_updates: list[tuple[int | None, int]] = []
+    fresh_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = {}
+    for eid, fid, module, names_csv, dst in db.execute(
+        "SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'"
+    ):
+        imported = tuple(n for n in names_csv.split(",") if n)
+        target_file = lk.resolve_module(module, imported, fid)
+        fresh_imports.setdefault(fid, []).append((target_file, imported))
+        new_dst = lk.file_unit.get(target_file) if target_file is not None else None
+        if new_dst != dst:
+            import_updates.append((new_dst, eid))
+    lk.file_imports = fresh_imports
+    base_updates, lk.bases = _resolve_bases(
+        lk, db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')"))
+    call_updates: list[tuple[int | None, int]] = []
+    resolved: list[tuple[int, int, int, int]] = []  # every call's answer: the rows TESTS are derived from
+    for eid, src, fid, name, receiver, dst, line in db.execute(
+        "SELECT id, src, src_file, name, receiver, dst, line FROM edges WHERE kind='CALLS'"
+    ):
+        target = lk.resolve_call(src, name, receiver)
+        if target != dst:
+            call_updates.append((target, eid))
+        if target is not None:
+            resolved.append((src, fid, target, line))
+    return FullPlan(import_updates, base_updates, call_updates, _tests_rows(lk, resolved, list(lk.file_path)))
+
+
+def apply_full(db: Database, plan: FullPlan) -> int:
+    """Write a `plan_full` answer (in the caller's transaction). Returns the edges updated."""
+    db.executemany("UPDATE edges SET dst=? WHERE id=?", plan.imports)
+    db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", plan.bases)
+    db.executemany("UPDATE edges SET dst=? WHERE id=?", plan.calls)
+    db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
+    db.execute("DELETE FROM edges WHERE kind='TESTS'")
+    db.executemany("INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?,?,?,'TESTS',?,?)", plan.tests)
+    return plan.changes
+
+
+def _resolve_bases(lk: Lookup, base_rows: Iterable[tuple[Any, ...]]
+                   ) -> tuple[list[tuple[int | None, str, int]], dict[int, list[int]]]:
+    """(edge updates, resolved bases by type) for INHERITS/IMPLEMENTS rows."""
+    base_updates: list[tuple[int | None, str, int]] = []
+    new_bases: dict[int, list[int]] = defaultdict(list)
+    for eid, src, _fid, name, dst, kind in base_rows:
+        target = lk.resolve_base(src, name)
+        if target is not None:
+            new_bases[src].append(target)
+        new_kind = "IMPLEMENTS" if target is not None and lk.units[target].kind in INTERFACE_KINDS else "INHERITS"
+        if target != dst or new_kind != kind:
+            base_updates.append((target, new_kind, eid))
+    return base_updates, new_bases
+
+
 def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], files_changed: bool = True,
             edge_ids: set[int] | None = None) -> int:
     """Re-resolve the edges whose target may have changed. Returns the number of edges updated.
@@ -509,12 +580,13 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
     edges that name one of `names` (defined in changed files before or after), and, when the
     set of files changed (`files_changed`: files added or deleted), every import.
     """
-    full = changed_files is None
-    changed = changed_files or set()
-    lk = Lookup.load(db) if full else Lookup.lazy(db)
+    if changed_files is None:
+        return apply_full(db, plan_full(db))
+    changed = changed_files
+    lk = Lookup.lazy(db)
 
     # 1. imports (they feed call resolution)
-    if full or files_changed:
+    if files_changed:
         import_rows = db.rows("SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'")
     else:
         marks = ",".join("?" * len(changed))
@@ -539,53 +611,38 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
 
     # 2. bases (they feed self-call resolution through inherited members)
     base_rows = db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')")
-    if not full:
-        scope_files = changed | files_with_new_imports
-        base_rows = [r for r in base_rows
-                     if r[2] in scope_files or _base_name(r[3]) in names or r[0] in (edge_ids or ())]
-    base_updates: list[tuple[int | None, str, int]] = []
-    new_bases: dict[int, list[int]] = defaultdict(list)
-    for eid, src, _fid, name, dst, kind in base_rows:
-        target = lk.resolve_base(src, name)
-        if target is not None:
-            new_bases[src].append(target)
-        new_kind = "IMPLEMENTS" if target is not None and lk.units[target].kind in INTERFACE_KINDS else "INHERITS"
-        if target != dst or new_kind != kind:
-            base_updates.append((target, new_kind, eid))
+    scope_files = changed | files_with_new_imports
+    base_rows = [r for r in base_rows
+                 if r[2] in scope_files or _base_name(r[3]) in names or r[0] in (edge_ids or ())]
+    base_updates, _ = _resolve_bases(lk, base_rows)
     db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", base_updates)
-    if full:
-        lk.bases = new_bases
-    else:
-        lk.bases.clear()  # reloaded from the updated rows on use
+    lk.bases.clear()  # reloaded from the updated rows on use
 
     # 3. calls
     scope = changed | files_with_new_imports
-    if full:
-        call_rows = db.rows("SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS'")
-    else:
-        call_rows = []
-        if scope:
-            marks = ",".join("?" * len(scope))
-            call_rows += db.rows(
-                f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND src_file IN ({marks})",
-                tuple(scope),
-            )
-        id_list = sorted(edge_ids or ())
-        for i in range(0, len(id_list), 500):
-            part_ids = id_list[i : i + 500]
-            marks = ",".join("?" * len(part_ids))
-            call_rows += db.rows(
-                f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND id IN ({marks})",
-                tuple(part_ids),
-            )
-        name_list = sorted(names)
-        for i in range(0, len(name_list), 500):
-            part = name_list[i : i + 500]
-            marks = ",".join("?" * len(part))
-            call_rows += db.rows(
-                f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND name IN ({marks})",
-                tuple(part),
-            )
+    call_rows = []
+    if scope:
+        marks = ",".join("?" * len(scope))
+        call_rows += db.rows(
+            f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND src_file IN ({marks})",
+            tuple(scope),
+        )
+    id_list = sorted(edge_ids or ())
+    for i in range(0, len(id_list), 500):
+        part_ids = id_list[i : i + 500]
+        marks = ",".join("?" * len(part_ids))
+        call_rows += db.rows(
+            f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND id IN ({marks})",
+            tuple(part_ids),
+        )
+    name_list = sorted(names)
+    for i in range(0, len(name_list), 500):
+        part = name_list[i : i + 500]
+        marks = ",".join("?" * len(part))
+        call_rows += db.rows(
+            f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND name IN ({marks})",
+            tuple(part),
+        )
     seen: set[int] = set()
     call_updates: list[tuple[int | None, int]] = []
     lk.preload_calls(db, call_rows)
@@ -597,15 +654,13 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
         if target != dst:
             call_updates.append((target, eid))
     db.executemany("UPDATE edges SET dst=? WHERE id=?", call_updates)
-    if full:
-        db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
-    else:  # only an edge that was just resolved can stop being an orphan
-        resolved = [(u[-1],) for u in (*import_updates, *base_updates, *call_updates) if u[0] is not None]
-        db.executemany("UPDATE edges SET orphan='' WHERE id=? AND orphan<>''", resolved)
+    # only an edge that was just resolved can stop being an orphan
+    resolved = [(u[-1],) for u in (*import_updates, *base_updates, *call_updates) if u[0] is not None]
+    db.executemany("UPDATE edges SET orphan='' WHERE id=? AND orphan<>''", resolved)
 
     # 4. derived TESTS edges: redone for the changed test files, and where a call of another
     # test file now resolves differently
-    _derive_tests(db, lk, None if full else scope, files_changed,
+    _derive_tests(db, lk, scope, files_changed,
                   updated_calls=[eid for _, eid in call_updates])
     return len(import_updates) + len(base_updates) + len(call_updates)
 
@@ -659,10 +714,20 @@ def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_change
         if files_changed:
             db.execute("DELETE FROM edges WHERE kind='TESTS' AND src IN (SELECT id FROM units WHERE kind='file')")
             file_ids = list(lk.file_path)
-    new: set[tuple[int, int, int, str, int]] = set()
     lk.preload_units((x for r in rows for x in (r[0], r[2])), db)
-    unit = dict.get  # preloaded: skip the lazy map's per-key check
-    for src, fid, dst, line in rows:
+    db.executemany(
+        "INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?,?,?,'TESTS',?,?)",
+        _tests_rows(lk, rows, file_ids),
+    )
+
+
+def _tests_rows(lk: Lookup, calls: Iterable[tuple[int, int, int, int]], file_ids: list[int]
+                ) -> list[tuple[int, int, int, str, int]]:
+    """TESTS rows from resolved calls (src, src_file, dst, line; their units loaded) and from
+    the names of the test files among `file_ids`."""
+    new: set[tuple[int, int, int, str, int]] = set()
+    unit = dict.get  # loaded: skip a lazy map's per-key check
+    for src, fid, dst, line in calls:
         s, d = unit(lk.units, src), unit(lk.units, dst)
         if s is None or d is None or d.is_test or not is_test_path(lk.file_path.get(fid, "")):
             continue
@@ -682,7 +747,4 @@ def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_change
         if targets:
             target = _closest(targets, path, lk.file_path)
             new.add((lk.file_unit[fid], fid, lk.file_unit[target], lk.file_path[target], 1))
-    db.executemany(
-        "INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?,?,?,'TESTS',?,?)",
-        sorted(new),
-    )
+    return sorted(new)

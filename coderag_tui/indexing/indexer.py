@@ -8,6 +8,7 @@ the graph if a run died between writing files and resolving edges.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -15,17 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coderag_tui.config import ChunkSettings, IndexSettings, Settings
-from coderag_tui.indexing.graph import resolve
+from coderag_tui.indexing.graph import FullPlan, apply_full, plan_full, resolve
 from coderag_tui.models import IndexSummary, Progress
 from coderag_tui.parsing.extract import content_hash, parse_source
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.sources.discovery import classify, stat_paths, walk
-from coderag_tui.store.db import Database
+from coderag_tui.store.db import Database, open_database
 from coderag_tui.store.write import (
     FileMeta,
     FileRows,
+    defer_indexes,
     delete_file,
     file_rows,
+    restore_indexes,
     tune_keyword_index,
     write_file,
 )
@@ -37,6 +40,7 @@ _BATCH_FILES = 1000
 _BATCH_SECONDS = 2.0
 _IDLE_BATCH_FILES = 256  # while waiting for parse workers, write once this many files are pending
 _PARALLEL_MIN_FILES = 300
+_BULK_MIN_FILES = 200  # a build into an empty index this big creates its secondary indexes last
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,9 @@ class Indexer:
         emit = progress or (lambda p: None)
         db = self.db
         emit(Progress("discover", 0, 0, "scanning files"))
+        if db.get_meta("deferred_indexes"):  # a bulk build was killed before its indexes came back
+            with db.transaction():
+                restore_indexes(db)
         if rebuild:
             self._clear()
         only_set = set(only) if only is not None else None
@@ -146,10 +153,13 @@ class Indexer:
         last_flush = time.perf_counter()
         parse_started = time.perf_counter()
 
+        bulk = not known and len(jobs) >= _BULK_MIN_FILES
         if jobs or deleted:
             with db.transaction():
                 db.set_meta("resolve_pending", "1")
                 tune_keyword_index(db)
+                if bulk:
+                    defer_indexes(db)
             if deleted:
                 with db.transaction():
                     for path in deleted:
@@ -234,9 +244,14 @@ class Indexer:
             full = rebuild or not known or len(changed_ids) > 0.5 * max(len(known), 1) or (
                 pending and not changed_ids and not deleted
             )
+            plan = self._plan_beside_indexes() if bulk and full else None
             with db.transaction():
-                resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
-                        files_changed=bool(deleted) or file_set_changed)
+                if plan is not None:
+                    apply_full(db, plan)
+                    restore_indexes(db)
+                else:
+                    resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
+                            files_changed=bool(deleted) or file_set_changed)
                 db.set_meta("resolve_pending", "0")
                 db.set_meta("last_update", str(time.time()))
                 db.set_meta("repo_root", str(self.root))
@@ -245,6 +260,9 @@ class Indexer:
             with db.transaction():
                 db.set_meta("last_update", str(time.time()))
                 db.set_meta("repo_root", str(self.root))
+        if db.get_meta("deferred_indexes"):
+            with db.transaction():
+                restore_indexes(db)
         edges = int(db.scalar("SELECT count(*) FROM edges", default=0))
         summary = IndexSummary(
             files_seen=len(candidates) + (unchanged_others if only_set is not None else 0),
@@ -281,6 +299,36 @@ class Indexer:
             finally:
                 for future in futures:
                     future.cancel()
+
+    def _plan_beside_indexes(self) -> FullPlan:
+        """A fresh build: resolve the graph on a second, read-only connection while this one
+        creates the deferred indexes (the resolve is Python; SQLite builds indexes without the
+        GIL, so the two use two cores)."""
+        plans: list[FullPlan] = []
+        failures: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                reader = open_database(self.db.path, readonly=True)
+                try:
+                    reader.execute("BEGIN")  # one snapshot for all the reads
+                    plans.append(plan_full(reader))
+                    reader.execute("COMMIT")
+                finally:
+                    reader.close()
+            except BaseException as exc:  # re-raised on the caller's thread
+                failures.append(exc)
+
+        thread = threading.Thread(target=work, name="coderag-resolve", daemon=True)
+        thread.start()
+        try:
+            with self.db.transaction():
+                restore_indexes(self.db, skip_tables=("edges",))  # the resolve updates edges
+        finally:
+            thread.join()
+        if failures:
+            raise failures[0]
+        return plans[0]
 
     def _clear(self) -> None:
         with self.db.transaction():

@@ -132,6 +132,11 @@ def _migrate(db: Database) -> None:
             f"the index {db.path} was written by a newer coderag (schema {version})",
             "upgrade coderag or delete the index",
         )
+    if 1 <= version < SCHEMA_VERSION and db.get_meta("deferred_indexes"):
+        from coderag_tui.store.write import restore_indexes  # (write imports this module)
+
+        with db.transaction():  # a killed fresh build's indexes first: a migration may name them
+            restore_indexes(db)
     for number in range(version + 1, SCHEMA_VERSION + 1):
         with db.transaction():  # BEGIN IMMEDIATE: one migrator at a time
             if db.schema_version >= number:

@@ -47,6 +47,47 @@ def tune_keyword_index(db: Database) -> None:
         db.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', ?)", (_FTS_HASHSIZE,))
 
 
+# Secondary indexes of the tables a build fills. A build into an empty index drops them and
+# creates them once at the end (one sort per index beats growing the B-trees row by row); their SQL
+# waits in meta, so a build killed in between gets them back at the start of the next run.
+_BULK_TABLES = ("units", "edges", "chunks", "imports")
+_DEFERRED_META = "deferred_indexes"
+
+
+def defer_indexes(db: Database) -> None:
+    """Drop the bulk tables' secondary indexes until `restore_indexes` (call in a transaction)."""
+    marks = ",".join("?" * len(_BULK_TABLES))
+    found = db.rows(f"SELECT name, tbl_name, sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL "
+                    f"AND tbl_name IN ({marks}) ORDER BY name", _BULK_TABLES)
+    if not found:
+        return
+    pending = json.loads(db.get_meta(_DEFERRED_META) or "[]")
+    db.set_meta(_DEFERRED_META, json.dumps(pending + [list(row) for row in found]))
+    for name, _table, _sql in found:
+        db.execute(f'DROP INDEX "{name}"')
+
+
+def restore_indexes(db: Database, skip_tables: Sequence[str] = ()) -> None:
+    """Create the indexes `defer_indexes` dropped, but those of `skip_tables` (call in a
+    transaction)."""
+    stored = db.get_meta(_DEFERRED_META)
+    if not stored:
+        return
+    existing = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    left = []
+    for name, table, sql in json.loads(stored):
+        if name in existing:
+            continue
+        if table in skip_tables:
+            left.append([name, table, sql])
+        else:
+            db.execute(sql)
+    if left:
+        db.set_meta(_DEFERRED_META, json.dumps(left))
+    else:
+        db.execute("DELETE FROM meta WHERE key=?", (_DEFERRED_META,))
+
+
 def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
     """Delete every row a file owns; edges from other files into it lose their target."""
     layout = {(n, k, q) for n, k, q in db.execute(
