@@ -405,20 +405,22 @@ class Lookup:
         return best
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _base_name(text: str) -> str:
     """`pkg.Base[T]` -> Base: the name a base class text refers to."""
     name = _GENERIC.sub("", text).strip()
     return _MODULE_SPLIT.split(name)[-1].strip() if name else ""
 
 
-def _split_path(path: str) -> tuple[list[str], str, str]:
-    """(folders, stem, suffix) of a POSIX path, without pathlib (this runs for every file)."""
+@functools.lru_cache(maxsize=1 << 17)
+def _split_path(path: str) -> tuple[tuple[str, ...], str, str]:
+    """(folders, stem, suffix) of a POSIX path, without pathlib (this runs for every file; cached)."""
     parts = path.split("/")
     name = parts[-1]
     dot = name.rfind(".")
     if dot > 0:
-        return parts[:-1], name[:dot], name[dot:]
-    return parts[:-1], name, ""
+        return tuple(parts[:-1]), name[:dot], name[dot:]
+    return tuple(parts[:-1]), name, ""
 
 
 def _path_stems(path: str) -> list[str]:
