@@ -517,21 +517,30 @@ class FullPlan:
         return len(self.imports) + len(self.bases) + len(self.calls)
 
 
+def _resolve_imports(lk: Lookup, rows: Iterable[tuple[Any, ...]]) -> tuple[
+        list[tuple[int | None, int]], dict[int, list[tuple[int | None, tuple[str, ...]]]], set[int]]:
+    """Resolve import rows (id, src_file, module, names, dst): the (new dst, id) updates, every
+    file's imports as (target file, names), and the files whose imports now resolve differently."""
+    updates: list[tuple[int | None, int]] = []
+    fresh: dict[int, list[tuple[int | None, tuple[str, ...]]]] = {}
+    moved: set[int] = set()
+    for eid, fid, module, names_csv, dst in rows:
+        imported = tuple(n for n in names_csv.split(",") if n)
+        target_file = lk.resolve_module(module, imported, fid)
+        fresh.setdefault(fid, []).append((target_file, imported))
+        new_dst = lk.file_unit.get(target_file) if target_file is not None else None
+        if new_dst != dst:
+            updates.append((new_dst, eid))
+            moved.add(fid)
+    return updates, fresh, moved
+
+
 def plan_full(db: Database) -> FullPlan:
     """Resolve every edge, reading only: it can run on its own connection while the writer is
     busy (a fresh build creates its indexes meanwhile). `apply_full` writes the answer."""
     lk = Lookup.load(db)
-    import_updates: list[tuple[int | None, int]] = []
-    fresh_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = {}
-    for eid, fid, module, names_csv, dst in db.execute(
-        "SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'"
-    ):
-        imported = tuple(n for n in names_csv.split(",") if n)
-        target_file = lk.resolve_module(module, imported, fid)
-        fresh_imports.setdefault(fid, []).append((target_file, imported))
-        new_dst = lk.file_unit.get(target_file) if target_file is not None else None
-        if new_dst != dst:
-            import_updates.append((new_dst, eid))
+    import_updates, fresh_imports, _ = _resolve_imports(
+        lk, db.execute("SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'"))
     lk.file_imports = fresh_imports
     base_updates, lk.bases = _resolve_bases(
         lk, db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')"))
@@ -594,17 +603,7 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
         marks = ",".join("?" * len(changed))
         import_rows = db.rows(f"SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS' "
                               f"AND src_file IN ({marks}) ORDER BY id", tuple(changed)) if changed else []
-    import_updates: list[tuple[int | None, int]] = []
-    files_with_new_imports: set[int] = set()
-    fresh_imports: dict[int, list[tuple[int | None, tuple[str, ...]]]] = {}
-    for eid, fid, module, names_csv, dst in import_rows:
-        imported = tuple(n for n in names_csv.split(",") if n)
-        target_file = lk.resolve_module(module, imported, fid)
-        fresh_imports.setdefault(fid, []).append((target_file, imported))
-        new_dst = lk.file_unit.get(target_file) if target_file is not None else None
-        if new_dst != dst:
-            import_updates.append((new_dst, eid))
-            files_with_new_imports.add(fid)
+    import_updates, fresh_imports, files_with_new_imports = _resolve_imports(lk, import_rows)
     db.executemany("UPDATE edges SET dst=? WHERE id=?", import_updates)
     for fid in changed:
         fresh_imports.setdefault(fid, [])
