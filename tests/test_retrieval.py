@@ -209,6 +209,22 @@ def test_fts_syntax_is_quoted(shop: CodeRag, query: str) -> None:
     shop.search(query)  # never an FTS5 syntax error
 
 
+def test_informative_terms_keep_the_rarest_within_the_postings_budget(
+        shop: CodeRag, monkeypatch: pytest.MonkeyPatch) -> None:
+    words = ["price", "total", "authenticate", "zzznotthere"]
+    df, total = lexical.doc_freqs(shop.db, words)
+    assert "zzznotthere" not in df and total == shop.db.scalar("SELECT count(*) FROM chunks")
+    kept = [w for w in words if w in df]
+    assert lexical.informative_terms(shop.db, words) == kept  # within budget: query order
+    by_rarity = sorted(kept, key=lambda w: df[w])
+    monkeypatch.setattr(lexical, "MAX_POSTINGS", df[by_rarity[0]])
+    assert lexical.informative_terms(shop.db, words) == [by_rarity[0]]  # only the rarest fits
+    monkeypatch.setattr(lexical, "MAX_POSTINGS", 0)
+    assert lexical.informative_terms(shop.db, words) == [by_rarity[0]]  # the rarest is always kept
+    shop.db.execute("DELETE FROM chunks WHERE id = (SELECT min(id) FROM chunks)")
+    assert lexical.doc_freqs(shop.db, words)[1] == total - 1  # counts follow the index state
+
+
 def test_bm25_ranks_the_defining_unit(shop: CodeRag) -> None:
     hits = shop.search("authenticate user password hash")
     assert hits[0].unit.qualname == "authenticate_user"
