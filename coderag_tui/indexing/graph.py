@@ -621,29 +621,10 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
 
     # 3. calls
     scope = changed | files_with_new_imports
-    call_rows = []
-    if scope:
-        marks = ",".join("?" * len(scope))
-        call_rows += db.rows(
-            f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND src_file IN ({marks})",
-            tuple(scope),
-        )
-    id_list = sorted(edge_ids or ())
-    for i in range(0, len(id_list), 500):
-        part_ids = id_list[i : i + 500]
-        marks = ",".join("?" * len(part_ids))
-        call_rows += db.rows(
-            f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND id IN ({marks})",
-            tuple(part_ids),
-        )
-    name_list = sorted(names)
-    for i in range(0, len(name_list), 500):
-        part = name_list[i : i + 500]
-        marks = ",".join("?" * len(part))
-        call_rows += db.rows(
-            f"SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND name IN ({marks})",
-            tuple(part),
-        )
+    calls = "SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS' AND {column} IN ({{marks}})"
+    call_rows = [*db.rows_in(calls.format(column="src_file"), sorted(scope)),
+                 *db.rows_in(calls.format(column="id"), sorted(edge_ids or ())),
+                 *db.rows_in(calls.format(column="name"), sorted(names))]
     seen: set[int] = set()
     call_updates: list[tuple[int | None, int]] = []
     lk.preload_calls(db, call_rows)

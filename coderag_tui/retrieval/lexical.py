@@ -84,12 +84,8 @@ def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     missing = [t for t in dict.fromkeys(terms) if t not in known]
     if missing:
         _vocab_ready(db)
-        found: dict[str, int] = {}
-        for i in range(0, len(missing), 500):
-            part = missing[i : i + 500]
-            marks = ",".join("?" * len(part))
-            found.update((str(t), int(n)) for t, n in db.execute(
-                f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", tuple(part)))
+        found = {str(t): int(n) for t, n in db.rows_in(
+            "SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", missing)}
         for t in missing:
             known[t] = found.get(t, 0)
     return {t: known[t] for t in terms if known.get(t)}, state[0]

@@ -44,13 +44,8 @@ def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], li
     if not wanted or not matches:
         return list(matches)
     head = list(matches[:limit])
-    ids = [m.chunk_id for m in head]
-    texts: dict[int, str] = {}
-    for i in range(0, len(ids), 400):
-        part = ids[i : i + 400]
-        marks = ",".join("?" * len(part))
-        texts.update((int(cid), str(t)) for cid, t in db.execute(
-            f"SELECT id, text FROM chunks WHERE id IN ({marks})", tuple(part)))
+    texts = {int(cid): str(t) for cid, t in db.rows_in(
+        "SELECT id, text FROM chunks WHERE id IN ({marks})", [m.chunk_id for m in head])}
     # the units wholly inside each matched chunk (one query joining the chunks' spans to units)
     inner_of: dict[int, list[tuple[int, int, int, str]]] = {m.chunk_id: [] for m in head}
     unit_of = {m.chunk_id: m.unit_id for m in head}
@@ -67,13 +62,8 @@ def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], li
                 inner_of[int(cid)].append((int(start), int(end), int(uid), str(kind)))
     # names, signatures and docstrings only of the units that matter
     wanted_ids = sorted({u[2] for us in inner_of.values() for u in us} | {m.unit_id for m in head})
-    info: dict[int, tuple[str, str, str, str]] = {}
-    for i in range(0, len(wanted_ids), 400):
-        part = wanted_ids[i : i + 400]
-        marks = ",".join("?" * len(part))
-        for uid, name, sig, doc, kind in db.execute(
-            f"SELECT id, name, signature, docstring, kind FROM units WHERE id IN ({marks})", tuple(part)):
-            info[int(uid)] = (str(name), str(sig), str(doc), str(kind))
+    info = {int(uid): (str(name), str(sig), str(doc), str(kind)) for uid, name, sig, doc, kind in db.rows_in(
+        "SELECT id, name, signature, docstring, kind FROM units WHERE id IN ({marks})", wanted_ids)}
     out: list[ChunkMatch] = []
     for m in head:
         inner = sorted(inner_of[m.chunk_id], key=lambda u: (u[1] - u[0], u[0]))

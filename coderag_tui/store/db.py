@@ -71,6 +71,16 @@ class Database:
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         return list(self.execute(sql, params))
 
+    def rows_in(self, sql: str, values: Sequence[Any], params: Sequence[Any] = (),
+                batch: int = 500) -> list[tuple[Any, ...]]:
+        """Rows of `sql` (whose `{marks}` becomes one `?` per value) for the values, in batches
+        that stay within SQLite's limit on parameters; `params` come after each batch's values."""
+        out: list[tuple[Any, ...]] = []
+        for i in range(0, len(values), batch):
+            part = list(values[i : i + batch])
+            out.extend(self.execute(sql.format(marks=",".join("?" * len(part))), (*part, *params)))
+        return out
+
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple[Any, ...] | None:
         for row in self.execute(sql, params):
             return row
