@@ -119,8 +119,13 @@ def test_incremental_matches_fresh_build(repo, open_service, tmp_path):
     # test files named after a file that will disappear (util.py) and one that will appear (helpers.py)
     (repo / "tests/test_util.py").write_text("from pkg.util import helper\n\n\ndef test_helper():\n    assert helper(1) == 2\n")
     (repo / "tests/test_helpers.py").write_text("def test_nothing_yet():\n    pass\n")
+    # a call made at file level, into a file that stays the same (its TESTS edge starts at the
+    # file unit, as the edges derived from test file names do)
+    (repo / "pkg/tools.py").write_text("def tool():\n    return 1\n")
+    (repo / "tests/test_core.py").write_text("from pkg.tools import tool\n" + TEST + "\n\ntool()\n")
     live = open_service(repo)
     assert ("tests/test_util.py", "pkg/util.py") in edge_set(live, "TESTS")
+    assert ("tests/test_core.py", "tool") in edge_set(live, "TESTS")
     # edit: a new function and a new call; rename: util.py -> helpers.py; delete: README.md
     (repo / "pkg/core.py").write_text(CORE.replace("return Child().run()", "return Child().run() + extra()")
                                       + "\n\ndef extra():\n    return helper(3)\n")
@@ -134,6 +139,7 @@ def test_incremental_matches_fresh_build(repo, open_service, tmp_path):
     fresh = open_service(repo)
     assert dump(live.db) == dump(fresh.db)
     assert ("tests/test_helpers.py", "pkg/helpers.py") in edge_set(live, "TESTS")
+    assert ("tests/test_core.py", "tool") in edge_set(live, "TESTS")  # kept while files came and went
     assert ("extra", "helper") in edge_set(live, "CALLS")
     # and a rename of a function: its caller is re-resolved to nothing, the same as a fresh build
     (repo / "pkg/helpers.py").write_text(UTIL.replace("def helper(", "def assist("))

@@ -13,6 +13,7 @@ edge whose answer could have changed gives the same graph as a fresh build.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -21,6 +22,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from coderag_tui.parsing.extract import is_test_path
+from coderag_tui.parsing.identifiers import base_name
 from coderag_tui.store.db import Database
 
 SELF_NAMES = frozenset({"self", "this", "cls", "super()", "super", "@", "static", "Self"})
@@ -34,7 +36,6 @@ INTERFACE_KINDS = frozenset({"interface", "trait", "protocol"})
 _MISS = object()
 _INDEX_STEMS = frozenset({"__init__", "index", "mod", "main", "lib"})
 _MODULE_SPLIT = re.compile(r"::|[./\\]")
-_GENERIC = re.compile(r"<.*>|\[.*\]|\(.*\)")
 _TEST_NAME = [
     (re.compile(r"^test_(.+)$"), r"\1"),
     (re.compile(r"^(.+)_tests?$"), r"\1"),
@@ -44,8 +45,22 @@ _TEST_NAME = [
 ]
 
 
-# the last path suffix tables built (import resolution), keyed by the files they were built from
-_STEMS_CACHE: dict[int, tuple[dict[str, list[int]], dict[str, list[int]]]] = {}
+@dataclass
+class _FileTables:
+    """A repository's file tables (file unit, path and stem by file id) and, once built, its path
+    suffix tables for import resolution. Shared read-only between lookups."""
+
+    file_unit: dict[int, int]
+    file_path: dict[int, str]
+    file_stem: dict[int, str]
+    stems: dict[str, list[int]] | None = None
+    dir_stems: dict[str, list[int]] | None = None
+
+
+# The last repository's file tables, keyed by the database and its `files_generation` (migration
+# 6: a new random value whenever a file is added, removed or renamed), so the watcher's batches
+# that only edit files neither read every file nor rebuild the suffix tables again.
+_FILES_CACHE: dict[tuple[str, str], _FileTables] = {}
 
 
 @dataclass
@@ -110,6 +125,7 @@ class Lookup:
     _calls: dict[tuple[int, str, str], int | None] = field(default_factory=dict)
     _preload_names: Callable[[Iterable[str]], None] = lambda names: None
     _preload_imports: Callable[[Iterable[int]], None] = lambda fids: None
+    _tables: _FileTables | None = None  # lazy lookups: the shared file tables they use
 
     @classmethod
     def load(cls, db: Database) -> Lookup:
@@ -198,9 +214,21 @@ class Lookup:
         lk.children = _LazyMap(lambda key: load_name(key[1]), default=list)
         lk.file_imports = _LazyMap(load_imports, default=list)
         lk.bases = _LazyMap(load_bases, default=list)
-        for fid, uid in db.execute("SELECT file_id, id FROM units WHERE kind='file'"):
-            lk.file_unit[fid] = uid
-        lk._load_files(db)
+        generation = db.get_meta("files_generation")
+        key = (str(db.path), generation)
+        tables = _FILES_CACHE.get(key) if generation else None
+        if tables is None:
+            for fid, uid in db.execute("SELECT file_id, id FROM units WHERE kind='file'"):
+                lk.file_unit[fid] = uid
+            lk._load_files(db)
+            tables = _FileTables(lk.file_unit, lk.file_path, lk.file_stem)
+            _FILES_CACHE.clear()  # one repository's tables at a time
+            if generation:
+                _FILES_CACHE[key] = tables
+        else:
+            lk.file_unit, lk.file_path, lk.file_stem = tables.file_unit, tables.file_path, tables.file_stem
+            lk._stems_ready = False
+        lk._tables = tables
         return lk
 
     def _load_files(self, db: Database) -> None:
@@ -215,10 +243,9 @@ class Lookup:
         if getattr(self, "_stems_ready", True):
             return
         self._stems_ready = True
-        key = hash(tuple(self.file_path.items()))
-        cached = _STEMS_CACHE.get(key)
-        if cached is not None:
-            self.stems, self.dir_stems = cached
+        tables = self._tables
+        if tables is not None and tables.stems is not None and tables.dir_stems is not None:
+            self.stems, self.dir_stems = tables.stems, tables.dir_stems
             return
         stems: dict[str, list[int]] = defaultdict(list)
         dir_stems: dict[str, list[int]] = defaultdict(list)
@@ -231,8 +258,8 @@ class Lookup:
         for stem in stems:
             stems[stem].sort(key=lambda f: self.file_path[f])
         self.stems, self.dir_stems = stems, dir_stems
-        _STEMS_CACHE.clear()  # one repository's tables at a time
-        _STEMS_CACHE[key] = (stems, dir_stems)
+        if tables is not None:
+            tables.stems, tables.dir_stems = stems, dir_stems
 
     def preload_calls(self, db: Database, rows: Sequence[tuple[Any, ...]]) -> None:
         """For a lazy lookup, read what resolving these call rows (id, src, src_file, name, ...)
@@ -351,7 +378,7 @@ class Lookup:
         return self._maps[fid]
 
     def resolve_base(self, src: int, text: str) -> int | None:
-        name = _base_name(text)
+        name = base_name(text)
         if not name:
             return None
         unit = self.units.get(src)
@@ -403,13 +430,6 @@ class Lookup:
                                 and u.parent_id == self.file_unit.get(u.file_id)):
                 best = uid
         return best
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _base_name(text: str) -> str:
-    """`pkg.Base[T]` -> Base: the name a base class text refers to."""
-    name = _GENERIC.sub("", text).strip()
-    return _MODULE_SPLIT.split(name)[-1].strip() if name else ""
 
 
 @functools.lru_cache(maxsize=1 << 17)
@@ -611,10 +631,13 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
         dict.__setitem__(lk.file_imports, fid, entries)
 
     # 2. bases (they feed self-call resolution through inherited members)
-    base_rows = db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')")
-    scope_files = changed | files_with_new_imports
-    base_rows = [r for r in base_rows
-                 if r[2] in scope_files or _base_name(r[3]) in names or r[0] in (edge_ids or ())]
+    # (through the covering index edges_bases; an INHERITS edge's receiver is its base's name)
+    base_rows = db.rows(
+        "SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS') "
+        "AND (src_file IN (SELECT value FROM json_each(?1)) OR receiver IN (SELECT value FROM json_each(?2)) "
+        "OR id IN (SELECT value FROM json_each(?3)))",
+        (json.dumps(sorted(changed | files_with_new_imports)), json.dumps(sorted(names)),
+         json.dumps(sorted(edge_ids or ()))))
     base_updates, _ = _resolve_bases(lk, base_rows)
     db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", base_updates)
     lk.bases.clear()  # reloaded from the updated rows on use
@@ -694,7 +717,9 @@ def _derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_change
         file_ids = [f for f in files if f in lk.file_path]
         rows += _retest_calls(db, lk, files, updated_calls)
         if files_changed:
-            db.execute("DELETE FROM edges WHERE kind='TESTS' AND src IN (SELECT id FROM units WHERE kind='file')")
+            # the file -> file edges from test file names (not those of calls made at file level)
+            db.execute("DELETE FROM edges WHERE kind='TESTS' AND src IN (SELECT id FROM units WHERE kind='file') "
+                       "AND dst IN (SELECT id FROM units WHERE kind='file')")
             file_ids = list(lk.file_path)
     lk.preload_units((x for r in rows for x in (r[0], r[2])), db)
     db.executemany(

@@ -116,16 +116,20 @@ class Indexer:
             walked = stat_paths(self.root, only_set, self.settings.index)
         candidates = {c.path: c for c in walked.files}
 
-        known = {
-            path: (fid, h, size, mtime)
-            for fid, path, h, size, mtime in db.execute("SELECT id, path, hash, size, mtime_ns FROM files")
-        }
+        files_sql = "SELECT id, path, hash, size, mtime_ns FROM files"
+        if only_set is None:
+            known = {path: (fid, h, size, mtime) for fid, path, h, size, mtime in db.execute(files_sql)}
+            known_total = len(known)
+        else:  # the given paths' rows (reading every file's row costs more than a small batch)
+            known = {path: (fid, h, size, mtime) for fid, path, h, size, mtime
+                     in db.rows_in(files_sql + " WHERE path IN ({marks})", sorted(only_set))}
+            known_total = int(db.scalar("SELECT count(*) FROM files"))
         old_skips = {p: (r, s, m) for p, r, s, m in db.execute("SELECT path, reason, size, mtime_ns FROM skips")}
         skips: dict[str, tuple[str, int, int]] = {}
         unchanged = 0
         if only_set is not None:
             skips = {p: v for p, v in old_skips.items() if p not in only_set}
-            unchanged = sum(1 for p in known if p not in only_set)
+            unchanged = known_total - len(known)
         unchanged_others = unchanged
         skips.update({p: (r, -1, -1) for p, r in walked.skips.items()})
         jobs: list[_Job] = []
@@ -153,7 +157,7 @@ class Indexer:
         last_flush = time.perf_counter()
         parse_started = time.perf_counter()
 
-        bulk = not known and len(jobs) >= _BULK_MIN_FILES
+        bulk = not known_total and len(jobs) >= _BULK_MIN_FILES
         if jobs or deleted:
             with db.transaction():
                 db.set_meta("resolve_pending", "1")
@@ -241,7 +245,7 @@ class Indexer:
         pending = db.get_meta("resolve_pending") == "1"
         if pending or changed_ids or deleted:
             emit(Progress("resolve", 0, 1, "resolving the graph"))
-            full = rebuild or not known or len(changed_ids) > 0.5 * max(len(known), 1) or (
+            full = rebuild or not known_total or len(changed_ids) > 0.5 * max(known_total, 1) or (
                 pending and not changed_ids and not deleted
             )
             plan = self._plan_beside_indexes() if bulk and full else None

@@ -8,6 +8,8 @@ import re
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _PATH_SPLIT = re.compile(r"[/\\._\-]+")
+_MODULE_SPLIT = re.compile(r"::|[./\\]")
+_GENERIC = re.compile(r"<.*>|\[.*\]|\(.*\)")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -73,3 +75,10 @@ def path_words(path: str) -> str:
             if len(sub) > 1:
                 words.extend(sub)
     return " ".join(words)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def base_name(text: str) -> str:
+    """`pkg.Base[T]` -> Base: the name a base class text refers to."""
+    name = _GENERIC.sub("", text).strip()
+    return _MODULE_SPLIT.split(name)[-1].strip() if name else ""

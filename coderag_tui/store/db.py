@@ -17,6 +17,7 @@ from typing import Any
 import apsw
 
 from coderag_tui.errors import IndexError_, StoreError
+from coderag_tui.parsing.identifiers import base_name
 from coderag_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 _CORRUPT = (apsw.CorruptError, apsw.NotADBError)
@@ -192,6 +193,8 @@ def _open(path: Path, readonly: bool) -> Database:
         raise StoreError(f"cannot open the index {path}: {exc}") from exc
     conn.set_busy_timeout(10_000)
     load_vec(conn)
+    # (migration 6 fills the base names of INHERITS edges with it)
+    conn.create_scalar_function("coderag_base_name", base_name, 1, deterministic=True)
     db = Database(path, conn)
     try:
         if not readonly:

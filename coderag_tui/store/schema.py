@@ -138,6 +138,23 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX edges_orphan ON edges(src_file, line) WHERE orphan<>'' AND dst IS NULL;
     """,
+    # 6: incremental graph updates read the base-class edges from a small covering index instead
+    # of scanning every edge (an INHERITS edge's receiver holds its base's name), and keep the repository's path tables between batches while the
+    # set of files stays the same: any insert, delete or rename of a file gives `files_generation`
+    # a new random value (random, not a counter: a rolled-back change must not be able to hand
+    # the same value to a different set of files)
+    """
+    UPDATE edges SET receiver = coderag_base_name(name) WHERE kind IN ('INHERITS','IMPLEMENTS');
+    CREATE INDEX edges_bases ON edges(kind, src_file, receiver, name, src, dst)
+        WHERE kind IN ('INHERITS','IMPLEMENTS');
+    INSERT OR REPLACE INTO meta(key, value) VALUES('files_generation', lower(hex(randomblob(8))));
+    CREATE TRIGGER files_generation_insert AFTER INSERT ON files BEGIN
+        UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'files_generation'; END;
+    CREATE TRIGGER files_generation_delete AFTER DELETE ON files BEGIN
+        UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'files_generation'; END;
+    CREATE TRIGGER files_generation_path AFTER UPDATE OF path ON files BEGIN
+        UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'files_generation'; END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from coderag_tui.models import ParsedFile, ParsedUnit
-from coderag_tui.parsing.identifiers import expand_identifiers, name_words, path_words
+from coderag_tui.parsing.identifiers import base_name, expand_identifiers, name_words, path_words
 from coderag_tui.store.db import Database
 
 
@@ -159,7 +159,8 @@ class FileRows(NamedTuple):
     # (index, parent index, kind, name, qualname, signature, params, return type, decorators,
     #  docstring, bases, start line, end line, is_test)
     units: list[tuple[Any, ...]]
-    # (src index, dst index or None, kind, name, receiver, line, argc)
+    # (src index, dst index or None, kind, name, receiver, line, argc); an INHERITS edge's receiver
+    # is the name of its base (`pkg.Base[T]` -> Base)
     edges: list[tuple[Any, ...]]
     imports: list[tuple[str, str, int]]  # (module, names JSON, line)
     # (unit index, start line, end line, node kinds, scope, hash, header, text)
@@ -186,7 +187,7 @@ def file_rows(parsed: ParsedFile) -> FileRows:
         for call in u.calls:
             edges.append((i, None, "CALLS", call.name, call.receiver, call.line, call.argc))
         for base in u.bases:
-            edges.append((i, None, "INHERITS", base, "", u.start_line, -1))
+            edges.append((i, None, "INHERITS", base, base_name(base), u.start_line, -1))  # receiver: the name
     for imp in parsed.imports:
         edges.append((0, None, "IMPORTS", imp.module, ",".join(imp.names), imp.line, -1))
     import_rows = [(i.module, _json_list(i.names), i.line) for i in parsed.imports]
