@@ -147,6 +147,24 @@ def test_incremental_matches_fresh_build(repo, open_service, tmp_path):
     assert dump(live.db) == dump(open_service(repo).db)
 
 
+def test_incremental_updates_follow_the_set_of_files(repo, open_service):
+    """Incremental updates keep the repository's file tables between runs while only file
+    contents change; an added or removed file must show up in them at once."""
+    (repo / "pkg/user.py").write_text("from pkg.extra import thing\n\n\ndef use():\n    return thing()\n")
+    live = open_service(repo)
+    assert ("use", "?thing") in edge_set(live, "CALLS")
+    (repo / "pkg/util.py").write_text(UTIL + "\n\ndef more():\n    return 1\n")
+    live.index()  # an edit only: the file tables are kept for the next run
+    (repo / "pkg/extra.py").write_text("def thing():\n    return 1\n")
+    live.index()
+    assert ("use", "thing") in edge_set(live, "CALLS")
+    assert dump(live.db) == dump(open_service(repo).db)
+    (repo / "pkg/extra.py").unlink()
+    live.index()
+    assert ("use", "?thing") in edge_set(live, "CALLS")
+    assert dump(live.db) == dump(open_service(repo).db)
+
+
 def test_removed_function_orphans_its_callers(repo, open_service):
     s = open_service(repo)
     (repo / "pkg/util.py").write_text(UTIL.replace("def helper(x):", "def renamed_helper(x):"))

@@ -24,6 +24,7 @@ from typing import Any
 from coderag_tui.parsing.extract import is_test_path
 from coderag_tui.parsing.identifiers import base_name
 from coderag_tui.store.db import Database
+from coderag_tui.store.write import FILES_GENERATION
 
 SELF_NAMES = frozenset({"self", "this", "cls", "super()", "super", "@", "static", "Self"})
 CALLABLE_KINDS = frozenset(
@@ -57,9 +58,9 @@ class _FileTables:
     dir_stems: dict[str, list[int]] | None = None
 
 
-# The last repository's file tables, keyed by the database and its `files_generation` (migration
-# 6: a new random value whenever a file is added, removed or renamed), so the watcher's batches
-# that only edit files neither read every file nor rebuild the suffix tables again.
+# The last repository's file tables, keyed by the database and its `files_generation` (meta: a
+# new random value whenever a file is added, removed or renamed), so the watcher's batches that
+# only edit files neither read every file nor rebuild the suffix tables again.
 _FILES_CACHE: dict[tuple[str, str], _FileTables] = {}
 
 
@@ -214,7 +215,7 @@ class Lookup:
         lk.children = _LazyMap(lambda key: load_name(key[1]), default=list)
         lk.file_imports = _LazyMap(load_imports, default=list)
         lk.bases = _LazyMap(load_bases, default=list)
-        generation = db.get_meta("files_generation")
+        generation = db.get_meta(FILES_GENERATION)
         key = (str(db.path), generation)
         tables = _FILES_CACHE.get(key) if generation else None
         if tables is None:

@@ -28,6 +28,7 @@ from coderag_tui.store.write import (
     defer_indexes,
     delete_file,
     file_rows,
+    mark_file_set_changed,
     restore_indexes,
     tune_keyword_index,
     write_file,
@@ -339,6 +340,7 @@ class Indexer:
             for table in ("files", "units", "chunks", "imports", "edges", "skips", "summaries"):
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute("DELETE FROM chunks_fts")
+            mark_file_set_changed(self.db)
 
 
 def _usable_cores() -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ def tune_keyword_index(db: Database) -> None:
     if db.scalar("SELECT v FROM chunks_fts_config WHERE k='hashsize'") != _FTS_HASHSIZE:
         db.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', ?)", (_FTS_HASHSIZE,))
 
+
+FILES_GENERATION = "files_generation"  # meta key: a new value whenever the set of files changes
 
 # Secondary indexes of the tables a build fills. A build into an empty index drops them and
 # creates them once at the end (one sort per index beats growing the B-trees row by row); their SQL
@@ -133,10 +136,18 @@ def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
     return Removed(names=names, inbound_edges=inbound, layout=layout, prior_targets=prior)
 
 
+def mark_file_set_changed(db: Database) -> None:
+    """Give `files_generation` a new value: files were added, removed or renamed (readers keep
+    tables of every file's path while it stays the same). Random, not a counter: a rolled-back
+    change must not hand the same value to a different set of files."""
+    db.set_meta(FILES_GENERATION, secrets.token_hex(8))
+
+
 def delete_file(db: Database, path: str) -> Removed | None:
     row = db.one("SELECT id FROM files WHERE path=?", (path,))
     if row is None:
         return None
+    mark_file_set_changed(db)
     file_unit_id = db.scalar("SELECT id FROM units WHERE file_id=? AND kind='file'", (row[0],))
     removed = remove_file_rows(db, row[0], path)
     db.execute("DELETE FROM files WHERE id=?", (row[0],))
@@ -241,6 +252,7 @@ def write_file(db: Database, parsed: ParsedFile | FileRows, meta: FileMeta,
              int(rows.has_errors), meta.error, now, file_id),
         )
     else:
+        mark_file_set_changed(db)
         db.execute(
             "INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, has_errors, "
             "error, indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
