@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from coderag_tui.parsing.extract import is_test_path
-from coderag_tui.parsing.identifiers import base_name
+from coderag_tui.parsing.identifiers import MODULE_SPLIT, base_name
 from coderag_tui.store.db import Database
 from coderag_tui.store.write import FILES_GENERATION
 
@@ -36,7 +36,6 @@ TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "record
 INTERFACE_KINDS = frozenset({"interface", "trait", "protocol"})
 _MISS = object()
 _INDEX_STEMS = frozenset({"__init__", "index", "mod", "main", "lib"})
-_MODULE_SPLIT = re.compile(r"::|[./\\]")
 _TEST_NAME = [
     (re.compile(r"^test_(.+)$"), r"\1"),
     (re.compile(r"^(.+)_tests?$"), r"\1"),
@@ -478,11 +477,11 @@ def _module_parts(module: str, src_path: str) -> list[str] | None:
         dots = len(m) - len(m.lstrip("."))
         parts = src_dir[: len(src_dir) - (dots - 1)] if dots > 1 else src_dir[:]
         rest = m[dots:]
-        return parts + ([s for s in _MODULE_SPLIT.split(rest) if s] if rest else [])
+        return parts + ([s for s in MODULE_SPLIT.split(rest) if s] if rest else [])
     for prefix in ("crate::", "super::", "self::", "@/", "~/"):
         if m.startswith(prefix):
             m = m[len(prefix) :]
-    segs = [s for s in _MODULE_SPLIT.split(m) if s]
+    segs = [s for s in MODULE_SPLIT.split(m) if s]
     if segs and "." in m and m.rsplit(".", 1)[-1] in ("h", "hpp", "hh", "js", "ts", "py", "rb", "php"):
         segs = [s for s in m.split("/") if s]
     return segs or None

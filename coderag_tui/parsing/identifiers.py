@@ -8,7 +8,7 @@ import re
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _PATH_SPLIT = re.compile(r"[/\\._\-]+")
-_MODULE_SPLIT = re.compile(r"::|[./\\]")
+MODULE_SPLIT = re.compile(r"::|[./\\]")  # module path separators: a::b, a.b, a/b, a\\b
 _GENERIC = re.compile(r"<.*>|\[.*\]|\(.*\)")
 
 
@@ -81,4 +81,4 @@ def path_words(path: str) -> str:
 def base_name(text: str) -> str:
     """`pkg.Base[T]` -> Base: the name a base class text refers to."""
     name = _GENERIC.sub("", text).strip()
-    return _MODULE_SPLIT.split(name)[-1].strip() if name else ""
+    return MODULE_SPLIT.split(name)[-1].strip() if name else ""
