@@ -87,7 +87,7 @@ def main() -> None:
         settings = replace(settings, index=replace(settings.index, workers=args.workers))
 
     # Rounds alternate the floor and the build (both move with the machine's load; CPU steal
-    # here swung a lone bare parse between 3.6 and 6.4 s): the ratio of each round, their median,
+    # here swung a lone bare parse between 3.6 and 6.9 s): the ratio of each round, their median,
     # and the ratio of the fastest build to the fastest parse (the least disturbed of each).
     rounds: list[tuple[float, float, float, float, float]] = []  # build, floor, main cpu, workers cpu, floor cpu
     for _ in range(max(1, args.rounds)):
