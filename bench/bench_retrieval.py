@@ -247,8 +247,10 @@ def main() -> int:
         bench_search(service, kw, queries, "keywords+symbols+graph")
     fill_vectors(service, model, args.vectors, args.noise)
 
+    query_model = service._retrieval().query_model(service.settings.embed)  # the service's query path
+
     def embed_query(text: str) -> np.ndarray:
-        return model.query(text)
+        return query_model.query(text)
 
     st = service.status()
     log(f"hybrid over {st.chunks} chunks, {service.db.scalar('SELECT count(*) FROM vectors')} vectors")

@@ -326,3 +326,18 @@ def test_nothing_to_embed_does_not_load_the_model(make_service: Callable[..., Co
         assert fresh._retrieval()._model is None  # the index was complete: no model loaded
     finally:
         fresh.close()
+
+
+def test_queries_are_embedded_on_one_thread_by_the_same_model(state: RetrievalState) -> None:
+    settings = EmbedSettings(threads=2)
+    documents = state.model(settings)
+    queries = state.query_model(settings)
+    assert queries is not documents and queries is state.query_model(settings)  # loaded once
+    assert queries.raw.model.model.get_session_options().intra_op_num_threads == 1
+    assert documents.raw.model.model.get_session_options().intra_op_num_threads == 2
+    text = "def slugify(title): return '-'.join(title.lower().split())"
+    assert float(np.dot(queries.query(text), documents.embed([text])[0])) > 0.999
+    # with one thread configured, the document model serves queries too
+    one = EmbedSettings(threads=1)
+    fresh = RetrievalState()
+    assert fresh.model(one) is fresh.query_model(one)

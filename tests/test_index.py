@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import apsw
@@ -353,3 +354,26 @@ def test_threads_share_nothing_and_leak_nothing(make_repo, tmp_path):
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) <= fds + 2  # a finished thread's connection is closed
     service.close()
+
+
+def test_a_reader_connection_per_thread(repo, open_service):
+    service = open_service(repo)
+    service.index()
+    db = service.db
+    assert db.reader() is db  # on its own thread, the connection itself
+    seen: list[object] = []
+
+    def read() -> None:
+        r = db.reader()
+        seen.extend([r, r is db.reader(), r.scalar("SELECT count(*) FROM units")])
+        with pytest.raises(apsw.ReadOnlyError):
+            r.execute("DELETE FROM units")
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    worker.join()
+    reader, same, units = seen
+    assert reader is not db and same and units == db.scalar("SELECT count(*) FROM units") > 0
+    db.close()  # closes the readers it handed out
+    with pytest.raises(apsw.ConnectionClosedError):
+        reader.execute("SELECT 1")  # type: ignore[attr-defined]

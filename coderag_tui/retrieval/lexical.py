@@ -74,8 +74,10 @@ def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     """How many chunks hold each term (terms absent from the index left out), and the number of
     chunks. fts5vocab counts a term by reading its whole doclist, so counts are remembered per
     index state (number and largest id of the chunks) and looked up once per term."""
-    count, top = db.one("SELECT count(*), coalesce(max(id), 0) FROM chunks") or (0, 0)
-    state = (int(count), int(top))
+    # two statements: together the aggregates scan the whole table (~20 ms at 200k chunks),
+    # apart SQLite answers each from a b-tree edge or its count shortcut (~0.3 ms)
+    state = (int(db.scalar("SELECT count(*) FROM chunks") or 0),
+             int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks") or 0))
     cached = _DF_CACHE.get(db)
     if cached is None or cached[0] != state or len(cached[1]) > DF_CACHE_TERMS:
         cached = (state, {})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -37,7 +37,7 @@ MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text 
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
 _ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
 K = TypeVar("K", bound=Hashable)
-_EMBEDDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coderag-query-embed")
+_VECTOR_BRANCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coderag-vector-branch")
 
 
 def vector_share(query: str) -> float:
@@ -89,13 +89,17 @@ class Searcher:
         matches = lexical.bm25_chunks(self.db, "", limit=fetch, filters=filters, terms=terms)
         return keep_kind(self.db, refine(self.db, matches, terms, limit=n), filters)
 
-    def _vector(self, vec: np.ndarray | None, terms: list[str], n: int,
-                filters: SearchFilters | None) -> list[ChunkMatch]:
+    def _vector(self, query: str, terms: Future[list[str]], n: int,
+                filters: SearchFilters | None) -> list[ChunkMatch] | None:
+        """The vector branch, run on another thread (with its own read connection) while BM25
+        runs on this one: embed the query, KNN, refine. None when there is no query vector."""
+        vec = self.embed_query(query) if self.embed_query is not None else None
         if vec is None:
-            return []
+            return None
+        db = self.db.reader()
         fetch = n * (8 if filters is not None and filters.kind else 2)
-        matches = vector.knn_chunks(self.db, vec, limit=fetch, filters=filters, matrix=self.matrix)
-        return keep_kind(self.db, refine(self.db, matches, terms, limit=n), filters)
+        matches = vector.knn_chunks(db, vec, limit=fetch, filters=filters, matrix=self.matrix)
+        return keep_kind(db, refine(db, matches, terms.result(), limit=n), filters)
 
     # ------------------------------------------------------------------ search
     def search(
@@ -137,18 +141,25 @@ class Searcher:
         out = Ranked({}, {"bm25": s.weight_bm25, "vector": s.weight_vector * vector_share(query),
                           "symbol": s.weight_symbol}, {})
         text = route.target if route.kind == router.SYMBOL else query
-        # the query's vector is computed on another core while BM25 runs (both release the GIL)
-        vec = (_EMBEDDER.submit(self.embed_query, query)
-               if self.embed_query is not None and mode in ("hybrid", "vector") else None)
-        terms = lexical.informative_terms(self.db, lexical.query_terms(text))
+        # the vector branch runs on another core while BM25 runs here (numpy, onnxruntime and
+        # SQLite release the GIL); it waits for the search terms only to refine its matches
+        terms_ready: Future[list[str]] = Future()
+        branch = (_VECTOR_BRANCH.submit(self._vector, query, terms_ready, n, filters)
+                  if self.embed_query is not None and mode in ("hybrid", "vector") else None)
+        try:
+            terms = lexical.informative_terms(self.db, lexical.query_terms(text))
+        except BaseException as exc:
+            terms_ready.set_exception(exc)
+            raise
+        terms_ready.set_result(terms)
         if mode in ("hybrid", "bm25"):
             order, best = unit_ranking(self._bm25(terms, n, filters))
             out.lists["bm25"] = order[:n]
             out.best.update(best)
         if mode in ("hybrid", "vector"):
-            matches = self._vector(vec.result() if vec is not None else None, terms, n, filters)
-            out.vectors_used = bool(matches)
-            order, best = unit_ranking(matches)
+            matches = branch.result() if branch is not None else None
+            out.vectors_used = matches is not None and bool(matches)
+            order, best = unit_ranking(matches or [])
             out.lists["vector"] = order[:n]
             for uid, m in best.items():
                 out.best.setdefault(uid, m)

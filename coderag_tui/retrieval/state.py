@@ -3,6 +3,7 @@ thread-safely) and the repo graph of the current index state."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 
@@ -16,6 +17,10 @@ from coderag_tui.retrieval.vector import vector_count
 from coderag_tui.store.db import Database
 
 QUERY_CACHE = 256
+# A query is one short text: onnxruntime's second thread mostly spins on it (measured on 2 cores:
+# ~50 ms more CPU per search and no faster, since BM25 runs beside it). Documents are embedded in
+# batches with `[embed] threads`.
+QUERY_THREADS = 1
 
 
 class RetrievalState:
@@ -24,6 +29,8 @@ class RetrievalState:
         self._graph_lock = threading.Lock()
         self._model: EmbeddingModel | None = None
         self._model_key: tuple[object, ...] = ()
+        self._query_model: EmbeddingModel | None = None
+        self._query_key: tuple[object, ...] = ()
         self._graph: RepoGraph | None = None
         self._graph_key: tuple[object, ...] = ()
         self._queries: dict[tuple[str, str], np.ndarray] = {}  # recent query vectors
@@ -45,6 +52,19 @@ class RetrievalState:
                 self._model_key = key
             return self._model
 
+    def query_model(self, settings: EmbedSettings) -> EmbeddingModel:
+        """The model that embeds queries: on QUERY_THREADS threads (loaded on first use; the
+        document model itself when it already runs so)."""
+        key = self._key(settings)
+        with self._lock:
+            if self._query_model is None or self._query_key != key:
+                if self._model is not None and self._model_key == key and settings.threads == QUERY_THREADS:
+                    self._query_model = self._model
+                else:
+                    self._query_model = load_model(dataclasses.replace(settings, threads=QUERY_THREADS))
+                self._query_key = key
+            return self._query_model
+
     def query_embedder(self, db: Database, settings: EmbedSettings) -> Callable[[str], np.ndarray | None] | None:
         """A function giving a query's vector, or None when the index has no usable vectors
         (none yet, or made by another model): then the model is not even loaded."""
@@ -57,7 +77,7 @@ class RetrievalState:
             key = (model_identity(settings), text)
             vec = self._queries.get(key)
             if vec is None:
-                vec = self.model(settings).query(text)
+                vec = self.query_model(settings).query(text)
                 with self._lock:
                     self._queries[key] = vec
                     while len(self._queries) > QUERY_CACHE:

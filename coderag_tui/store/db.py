@@ -55,6 +55,8 @@ class Database:
         self.conn = conn
         self._tx_depth = 0
         self._owner = threading.get_ident()
+        self._readers: dict[int, Database] = {}
+        self._readers_lock = threading.Lock()
 
     # ------------------------------------------------------------------ queries
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> apsw.Cursor:
@@ -128,7 +130,26 @@ class Database:
     def schema_version(self) -> int:
         return int(self.scalar("PRAGMA user_version", default=0))
 
+    def reader(self) -> Database:
+        """A read-only connection to the same file for the calling thread (this one on its own
+        thread; opened once per thread, closed with this one), so that a search can read on two
+        cores at once."""
+        ident = threading.get_ident()
+        if ident == self._owner:
+            return self
+        with self._readers_lock:
+            db = self._readers.get(ident)
+        if db is None:
+            db = open_database(self.path, readonly=True)
+            with self._readers_lock:
+                self._readers[ident] = db
+        return db
+
     def close(self) -> None:
+        with self._readers_lock:
+            readers, self._readers = list(self._readers.values()), {}
+        for db in readers:
+            db.close()
         with contextlib.suppress(apsw.Error):
             self.conn.close()
 
