@@ -18,7 +18,7 @@ from coderag_tui.models import Progress
 from coderag_tui.retrieval import matrix as matrix_module
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.state import RetrievalState
-from coderag_tui.retrieval.vector import knn_hashes
+from coderag_tui.retrieval.vector import knn_hashes, vectors_by_id
 from coderag_tui.service import CodeRag
 
 FILES: dict[str, str | bytes] = {
@@ -341,3 +341,20 @@ def test_queries_are_embedded_on_one_thread_by_the_same_model(state: RetrievalSt
     one = EmbedSettings(threads=1)
     fresh = RetrievalState()
     assert fresh.model(one) is fresh.query_model(one)
+
+
+@pytest.mark.parametrize("exact_max", [60_000, 0])
+def test_vectors_by_id_from_the_copy_match_sqlite_vec(make_service: Callable[..., CodeRag],
+                                                     monkeypatch: pytest.MonkeyPatch, exact_max: int) -> None:
+    """`similar` reads its unit's vectors from the in-memory copy (float32 rows, or int8 rows
+    rescaled above EXACT_MAX) and gets what sqlite-vec stores; unknown ids are left out."""
+    monkeypatch.setattr(matrix_module, "EXACT_MAX", exact_max)
+    service = make_service()
+    service.embed()
+    ids = [int(r[0]) for r in service.db.execute("SELECT id FROM vectors ORDER BY id DESC")]
+    stored = vectors_by_id(service.db, ids)
+    assert stored.shape == (len(ids), 384)
+    copy = vectors_by_id(service.db, [*ids, 10**9], VectorMatrix())
+    assert copy.shape == stored.shape
+    assert np.abs(copy - stored).max() < (1e-6 if exact_max else 0.01)
+    assert vectors_by_id(service.db, []).shape[0] == 0

@@ -20,6 +20,7 @@ is kept and sqlite-vec scans instead.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -165,6 +166,19 @@ class VectorMatrix:
             top = np.argpartition(-sims, k - 1)[:k]
             top = top[np.argsort(-sims[top], kind="stable")]
             return [(int(self.ids[rows[i]]), float(1.0 - sims[i])) for i in top]
+
+    def vectors(self, db: Database, ids: Sequence[int]) -> np.ndarray | None:
+        """The unit-length rows of these vector ids that the copy holds (int8 rows rescaled), or
+        None when no copy can be kept."""
+        with self._lock:
+            if not self.refresh(db):
+                return None
+            want = np.asarray(ids, dtype=np.int64)
+            if not len(self.ids) or not len(want):
+                return np.zeros((0, self.mat.shape[1] if self.mat.ndim == 2 else 0), dtype=np.float32)
+            pos = np.searchsorted(self.ids, want)  # ids are kept in ascending order
+            pos = pos[(pos < len(self.ids)) & (self.ids[np.minimum(pos, len(self.ids) - 1)] == want)]
+            return self.mat[pos].astype(np.float32) * self.scale[pos, None]
 
     def _candidates(self, q: np.ndarray, m: int) -> np.ndarray:
         """Row numbers of the m codes nearest to the query's code (Hamming distance)."""

@@ -225,13 +225,14 @@ class Searcher:
             "SELECT u.id FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND "
             "((u.start_line>=? AND u.end_line<=?) OR (u.start_line<=? AND u.end_line>=?))",
             (unit.path, unit.start_line, unit.end_line, unit.start_line, unit.end_line)))
-        vecs = [np.frombuffer(r[0], dtype=np.float32) for r in self.db.execute(
-            f"SELECT t.embedding FROM chunks c JOIN files f ON f.id=c.file_id JOIN vectors v ON v.hash=c.hash "
-            f"JOIN {vector.VEC_TABLE} t ON t.rowid=v.id WHERE f.path=? AND c.start_line<=? AND c.end_line>=?",
-            (unit.path, unit.end_line, unit.start_line))] if vector.vector_count(self.db) else []
+        ids = [int(r[0]) for r in self.db.execute(
+            "SELECT DISTINCT v.id FROM chunks c JOIN files f ON f.id=c.file_id JOIN vectors v ON v.hash=c.hash "
+            "WHERE f.path=? AND c.start_line<=? AND c.end_line>=?",
+            (unit.path, unit.end_line, unit.start_line))] if vector.has_vectors(self.db) else []
+        vecs = vector.vectors_by_id(self.db, ids, self.matrix)
         reason = "vector"
-        if vecs:
-            mean = np.mean(np.stack(vecs), axis=0)
+        if len(vecs):
+            mean = np.mean(vecs, axis=0)
             mean = mean / (np.linalg.norm(mean) or 1.0)
             matches = vector.knn_chunks(self.db, mean, limit=k * 4, filters=filters,
                                         exclude_units=sorted(related), matrix=self.matrix)

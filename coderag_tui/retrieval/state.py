@@ -13,7 +13,7 @@ from coderag_tui.config import EmbedSettings
 from coderag_tui.indexing.embedder import EmbeddingModel, load_model, model_identity
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.repo_map import RepoGraph
-from coderag_tui.retrieval.vector import vector_count
+from coderag_tui.retrieval.vector import has_vectors
 from coderag_tui.store.db import Database
 
 QUERY_CACHE = 256
@@ -70,7 +70,7 @@ class RetrievalState:
         (none yet, or made by another model): then the model is not even loaded."""
         if not settings.enabled or db.get_meta("embed_model") != model_identity(settings):
             return None
-        if vector_count(db) == 0:
+        if not has_vectors(db):
             return None
 
         def embed(text: str) -> np.ndarray | None:
