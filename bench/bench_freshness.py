@@ -31,7 +31,7 @@ vector-search cost depends on the number of vectors, not their values; the ranki
 noisy copies is easier than against real neighbours, which is why the query is the new
 function's own text (it should come first; the probe accepts the top --vector-k).
 
-    .venv/bin/python bench/bench_freshness.py [--source DIR] [--edits 50] [--debounce-ms 300]
+    .venv/bin/python bench/bench_freshness.py [--source DIR] [--edits 50] [--save-debounce-ms 150]
         [--embed on] [--prefill-vectors 512]
 """
 
@@ -187,7 +187,9 @@ def main() -> int:
     ap.add_argument("--source", default="/work/data/django-5.1", help="repository to copy (>= 2,000 files)")
     ap.add_argument("--edits", type=int, default=50)
     ap.add_argument("--debounce-ms", type=int, default=None,
-                    help="the watcher's debounce (default: the settings' [watch] debounce_ms)")
+                    help="the watcher's debounce for bursts (default: the settings' [watch] debounce_ms)")
+    ap.add_argument("--save-debounce-ms", type=int, default=None,
+                    help="its quiet period for a save of a few files (default: [watch] save_debounce_ms)")
     ap.add_argument("--embed", choices=("auto", "on", "off"), default="auto",
                     help="refresh vectors too (auto: when the service has embed()); without "
                          "--prefill-vectors, 'on' embeds every chunk for real before the edits")
@@ -229,9 +231,11 @@ def main() -> int:
 
     base = load_settings(None)
     debounce = args.debounce_ms if args.debounce_ms is not None else base.watch.debounce_ms
+    save_ms = args.save_debounce_ms if args.save_debounce_ms is not None else base.watch.save_debounce_ms
+    quiet = f"{min(save_ms, debounce)} ms for a save, {debounce} ms for a burst"
     has_embed = hasattr(CodeRag, "embed")
     use_embed = args.embed == "on" or bool(args.prefill_vectors) or (args.embed == "auto" and has_embed)
-    settings = replace(base, watch=WatchSettings(enabled=True, debounce_ms=debounce),
+    settings = replace(base, watch=WatchSettings(enabled=True, debounce_ms=debounce, save_debounce_ms=save_ms),
                        embed=replace(base.embed, enabled=use_embed) if use_embed else EmbedSettings(enabled=False))
     service = CodeRag(repo, settings, work / "index.db")
 
@@ -255,7 +259,7 @@ def main() -> int:
               f"in {time.perf_counter() - t:.2f}s")
     has_search = hasattr(service, "search")
     watch_embed = args.watcher_embed == "on"
-    print(f"watching  debounce {debounce} ms; vectors {'on' if use_embed else 'off'}"
+    print(f"watching  debounce {quiet}; vectors {'on' if use_embed else 'off'}"
           f"{'' if watch_embed or not use_embed else ' (CONTROL: the watcher does not embed)'}; keywords via "
           f"{'service.search' if has_search else 'FTS5 (no service.search yet)'}")
 
@@ -401,7 +405,7 @@ def main() -> int:
     how = ("off" if not use_embed else
            f"on, {args.prefill_vectors} real + noisy copies prefilled" if args.prefill_vectors else "on, all real")
     print(f"freshness over {len(picks)} edits in a repository of {len(files)} files "
-          f"(debounce {debounce} ms, vectors {how}{'' if watch_embed else ', watcher NOT embedding'}, "
+          f"(debounce {quiet}, vectors {how}{'' if watch_embed else ', watcher NOT embedding'}, "
           f"{'edits accumulated' if args.accumulate else 'each file restored after its edit'}"
           f"{', a settling search after each restore' if args.settle_search else ''}):")
     for probe in (*probes, "indexed", "work", "embed"):

@@ -103,7 +103,8 @@ class LLMSettings(ProviderSettings):
 @dataclass(frozen=True)
 class WatchSettings:
     enabled: bool = True
-    debounce_ms: int = 300
+    debounce_ms: int = 1000  # quiet period before a batch of several changed files
+    save_debounce_ms: int = 150  # quiet period while only a few files changed (a save)
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,31 @@ def test_ignore_matcher_agrees_with_walk(make_repo) -> None:
 # ---------------------------------------------------------------------------- bursts
 
 
+def test_a_save_waits_less_than_a_burst(make_repo, tmp_path: Path) -> None:
+    """A few changed files (an editor's save) wait save_debounce_ms of quiet; more files, a
+    folder or a rescan wait the full debounce_ms, so a burst stays one batch."""
+    root = make_repo({"a.py": "x = 1\n"})
+    settings = Settings(watch=WatchSettings(debounce_ms=1000, save_debounce_ms=150),
+                        embed=EmbedSettings(enabled=False))
+    service = CodeRag(root, settings, tmp_path / "index.db")
+    try:
+        watcher = Watcher(service)  # not started: only its bookkeeping is exercised
+        assert watcher.quiet_period() == 0.15
+        for name in ("a.py", "a.py~", ".a.py.swp"):
+            watcher.notice(root / name)
+        assert watcher.quiet_period() == 0.15
+        watcher.notice(root / "b.py")
+        assert watcher.quiet_period() == 1.0
+        folder = Watcher(service)
+        folder.notice(root / "pkg", is_dir=True)
+        assert folder.quiet_period() == 1.0
+        # the short period never exceeds the debounce given (`coderag watch --debounce-ms 50`)
+        assert Watcher(service, debounce_ms=50).quiet_period() == 0.05
+        assert Watcher(service, save_debounce_ms=400).quiet_period() == 0.4
+    finally:
+        service.close()
+
+
 def test_burst_of_writes_is_one_batch(make_repo, watched) -> None:
     root = make_repo({"base.py": "def base():\n    pass\n"})
     service, watcher, events = watched(root)

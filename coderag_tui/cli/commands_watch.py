@@ -14,7 +14,8 @@ from coderag_tui.models import WatchEvent, to_dict
 def _watch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", help="repository folder (default: --repo or the cwd's repository)")
     p.add_argument("--debounce-ms", type=int, default=None,
-                   help="wait this long after the last change before re-indexing (default: [watch] debounce_ms)")
+                   help="wait this long after the last change of a burst before re-indexing (default: [watch] "
+                        "debounce_ms; a save of a few files waits [watch] save_debounce_ms, at most this)")
     p.add_argument("--no-initial", action="store_true", help="do not bring the index up to date first")
     p.add_argument("--no-embed", action="store_true", help="do not refresh vectors (structure and keywords only)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON line")
@@ -40,7 +41,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     debounce = args.debounce_ms if args.debounce_ms is not None else service.settings.watch.debounce_ms
     watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar,
                             embed=not args.no_embed)
-    print(f"watching {service.root} (debounce {debounce} ms); Ctrl+C to stop", file=sys.stderr, flush=True)
+    save = min(service.settings.watch.save_debounce_ms, debounce)
+    print(f"watching {service.root} (debounce {save} ms for a save, {debounce} ms for a burst); Ctrl+C to stop",
+          file=sys.stderr, flush=True)
     try:
         while watcher.running:
             time.sleep(0.2)

@@ -2,7 +2,8 @@
 
 The watchdog observer thread only records which paths changed (ignored paths are dropped at
 once). The watcher's own thread waits until the changes have been quiet for
-`settings.watch.debounce_ms`, then re-indexes the whole batch with one `Indexer.run(only=...)`
+`settings.watch.debounce_ms` (`save_debounce_ms` while at most SAVE_FILES files and no folder
+are pending: an editor's save), then re-indexes the whole batch with one `Indexer.run(only=...)`
 through the service, so a branch switch that touches 1,000 files is one batch. Batches never
 overlap: changes seen while a batch runs go into the next one. That thread has its own SQLite
 connection (the service opens one per thread). After the structural update it refreshes the
@@ -53,8 +54,9 @@ ProgressFn = Callable[[Progress], None]
 
 _FS_CHANGES = frozenset({"created", "modified", "deleted", "moved"})
 _FULL_EMBED_EVERY = 20  # watcher batches embed their own files; every 20th is a full run
-_MAX_DELAY_FACTOR = 30  # a batch starts at the latest this many debounce periods after its first change
+_MAX_DELAY_FACTOR = 10  # a batch starts at the latest this many debounce periods after its first change
 _MAX_DELAY_MIN_S = 5.0
+SAVE_FILES = 3  # an editor's save touches the file and maybe a temporary or backup file
 _ORPHANS_LISTED = 50
 _ORPHANS_COUNTED = 10_000
 _RETRIES = 1  # a failed batch is tried once more (e.g. the index was busy)
@@ -69,6 +71,7 @@ class Watcher:
         on_event: EventFn | None = None,
         *,
         debounce_ms: int | None = None,
+        save_debounce_ms: int | None = None,
         initial_index: bool = False,
         embed: bool = True,
         progress: ProgressFn | None = None,
@@ -78,6 +81,8 @@ class Watcher:
         self.on_event = on_event
         ms = service.settings.watch.debounce_ms if debounce_ms is None else debounce_ms
         self.debounce = max(0, ms) / 1000.0
+        save_ms = service.settings.watch.save_debounce_ms if save_debounce_ms is None else save_debounce_ms
+        self.save_debounce = min(max(0, save_ms) / 1000.0, self.debounce)
         self.max_delay = max(_MAX_DELAY_MIN_S, self.debounce * _MAX_DELAY_FACTOR)
         self.embed = embed
         self.progress = progress  # shown for full rescans (the initial index): they can be long
@@ -203,6 +208,13 @@ class Watcher:
         self._last_change = now
         self._cond.notify_all()
 
+    def quiet_period(self) -> float:
+        """Seconds of quiet a pending batch waits for (call with the lock held): short for a
+        save (a few files), the full debounce for a burst (more files, a folder, a rescan)."""
+        if self._rescan or self._dirs or len(self._files) > SAVE_FILES:
+            return self.debounce
+        return self.save_debounce
+
     def _has_work(self) -> bool:
         return bool(self._files or self._dirs or self._rescan)
 
@@ -234,7 +246,7 @@ class Watcher:
                 with self._cond:
                     while not self._stopping:
                         now = time.monotonic()
-                        wake = min(self._last_change + self.debounce, self._first_change + self.max_delay)
+                        wake = min(self._last_change + self.quiet_period(), self._first_change + self.max_delay)
                         if now >= wake:
                             break
                         self._cond.wait(wake - now)
