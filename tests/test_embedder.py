@@ -134,6 +134,36 @@ def test_semantic_search_uses_vectors(make_service: Callable[..., CodeRag]) -> N
     assert similar and similar[0].reasons[0].startswith("vector#")
 
 
+def test_vector_branch_errors_reach_the_caller(make_service: Callable[..., CodeRag],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vector branch runs on a worker thread: an error on either side is raised to the
+    caller, and the worker is free for the next search (no search waits forever)."""
+    from coderag_tui.retrieval import lexical
+    from coderag_tui.retrieval.search import Searcher
+
+    service = make_service()
+    service.embed()
+    searcher = service.searcher()
+    assert searcher.embed_query is not None
+
+    def broken_embed(text: str) -> np.ndarray:
+        raise RuntimeError("model failed")
+
+    with pytest.raises(RuntimeError, match="model failed"):
+        Searcher(service.db, service.settings.search, broken_embed, searcher.matrix).search("distance on earth")
+    real_terms = lexical.informative_terms
+
+    def broken_terms(*args: object, **kwargs: object) -> list[str]:
+        raise RuntimeError("terms failed")
+
+    monkeypatch.setattr(lexical, "informative_terms", broken_terms)
+    with pytest.raises(RuntimeError, match="terms failed"):
+        searcher.search("distance on earth")  # the branch waiting for the terms gets the error too
+    monkeypatch.setattr(lexical, "informative_terms", real_terms)
+    hits = searcher.search("how far apart are two places on earth").hits
+    assert hits[0].unit.qualname == "haversine" and any(r.startswith("vector#") for r in hits[0].reasons)
+
+
 def test_changed_file_replaces_vectors(make_service: Callable[..., CodeRag]) -> None:
     service = make_service()
     service.embed()
