@@ -377,3 +377,27 @@ def test_a_reader_connection_per_thread(repo, open_service):
     db.close()  # closes the readers it handed out
     with pytest.raises(apsw.ConnectionClosedError):
         reader.execute("SELECT 1")  # type: ignore[attr-defined]
+
+
+def test_deferred_indexes_naming_a_rewritten_column_wait(repo, open_service):
+    """A fresh build creates the edge indexes that do not name `dst` while the graph is resolved,
+    and those that do once the resolve has rewritten it."""
+    from coderag_tui.store.write import defer_indexes, restore_indexes
+
+    service = open_service(repo)
+    service.index()
+    db = service.db
+    listed = "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='edges' AND sql IS NOT NULL"
+    all_edge_indexes = {r[0] for r in db.execute(listed)}
+    with db.transaction():
+        defer_indexes(db)
+    assert not {r[0] for r in db.execute(listed)}
+    with db.transaction():
+        restore_indexes(db, skip={"edges": ("dst",)})
+    now = {r[0] for r in db.execute(listed)}
+    assert {"edges_src", "edges_src_file", "edges_name"} <= now
+    assert not now & {"edges_dst", "edges_bases", "edges_orphan"}
+    assert db.get_meta("deferred_indexes")  # still owed, so a killed run makes them next time
+    with db.transaction():
+        restore_indexes(db)
+    assert {r[0] for r in db.execute(listed)} == all_edge_indexes and not db.get_meta("deferred_indexes")

@@ -395,8 +395,13 @@ class Lookup:
                     if self.units[u].kind in TYPE_KINDS]
             if hits:
                 return hits[0]
-        everywhere = [u for u in self.by_name.get(name, ()) if self.units[u].kind in TYPE_KINDS and u != src]
-        return everywhere[0] if len(everywhere) == 1 else None
+        found = None  # the one type of that name in the repository, if there is exactly one
+        for u in self.by_name.get(name, ()):
+            if u != src and self.units[u].kind in TYPE_KINDS:
+                if found is not None:
+                    return None
+                found = u
+        return found
 
     def _enclosing_type(self, unit: _Unit) -> int | None:
         pid = unit.parent_id

@@ -328,7 +328,8 @@ class Indexer:
         thread.start()
         try:
             with self.db.transaction():
-                restore_indexes(self.db, skip_tables=("edges",))  # the resolve updates edges
+                # the resolve rewrites edges.dst: the edge indexes that name it wait for that
+                restore_indexes(self.db, skip={"edges": ("dst",)})
         finally:
             thread.join()
         if failures:

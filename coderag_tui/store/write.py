@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -70,9 +71,10 @@ def defer_indexes(db: Database) -> None:
         db.execute(f'DROP INDEX "{name}"')
 
 
-def restore_indexes(db: Database, skip_tables: Sequence[str] = ()) -> None:
-    """Create the indexes `defer_indexes` dropped, but those of `skip_tables` (call in a
-    transaction)."""
+def restore_indexes(db: Database, skip: Mapping[str, Sequence[str]] | None = None) -> None:
+    """Create the indexes `defer_indexes` dropped (call in a transaction), but, with `skip`
+    ({table: columns}), those of a table that name one of its columns: a caller about to
+    rewrite those columns in bulk creates them afterwards."""
     stored = db.get_meta(_DEFERRED_META)
     if not stored:
         return
@@ -81,7 +83,8 @@ def restore_indexes(db: Database, skip_tables: Sequence[str] = ()) -> None:
     for name, table, sql in json.loads(stored):
         if name in existing:
             continue
-        if table in skip_tables:
+        columns = (skip or {}).get(table, ())
+        if any(re.search(rf"\b{re.escape(c)}\b", sql) for c in columns):
             left.append([name, table, sql])
         else:
             db.execute(sql)
