@@ -307,8 +307,9 @@ class Indexer:
 
     def _plan_beside_indexes(self) -> FullPlan:
         """A fresh build: resolve the graph on a second, read-only connection while this one
-        creates the deferred indexes (the resolve is Python; SQLite builds indexes without the
-        GIL, so the two use two cores)."""
+        creates the deferred indexes, but those naming edges.dst, which the resolve's answer
+        rewrites (the resolve is Python; SQLite builds indexes without the GIL, so the two use
+        two cores)."""
         plans: list[FullPlan] = []
         failures: list[BaseException] = []
 
