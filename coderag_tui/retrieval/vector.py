@@ -32,8 +32,9 @@ def has_vectors(db: Database) -> bool:
 
 
 def vectors_by_id(db: Database, ids: Sequence[int], matrix: VectorMatrix | None = None) -> np.ndarray:
-    """The vectors with these ids, as rows in their order, unknown ids left out (from the in-memory copy when one is kept: sqlite-vec
-    reads a vector by id in ~0.3 ms here, so a 70-chunk file took ~20 ms)."""
+    """The vectors with these ids, as rows in their order, unknown ids left out. They come from
+    the in-memory copy when one is kept: sqlite-vec reads a vector by id in ~0.3 ms here, so a
+    70-chunk file took ~20 ms."""
     if not ids:
         return np.zeros((0, 0), dtype=np.float32)
     rows = matrix.vectors(db, ids) if matrix is not None else None
