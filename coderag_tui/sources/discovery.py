@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import os
 import re
 import stat
@@ -49,7 +50,14 @@ IGNORE_FILES = (".gitignore", ".ignore", ".coderagignore")
 
 
 def _excluded_dir(name: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    return _dir_patterns(patterns).match(name) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _dir_patterns(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """any(fnmatch.fnmatchcase(name, p) for p in patterns), as one regex (a walk asks it of every
+    folder: thousands in a repository with translations)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)")
 
 
 def _ignored(specs: _IgnoreSpecs, rel: str, is_dir: bool) -> bool:
@@ -64,9 +72,11 @@ def _ignored(specs: _IgnoreSpecs, rel: str, is_dir: bool) -> bool:
     return verdict
 
 
-def _load_ignore(dir_path: Path, base: str) -> tuple[str, pathspec.PathSpec] | None:
+def _load_ignore(dir_path: Path, base: str, names: Iterable[str] = IGNORE_FILES) -> tuple[str, pathspec.PathSpec] | None:
+    """The folder's ignore rules; `names`: those of IGNORE_FILES known to be there (a walk
+    has listed the folder, so it does not try to open files that are not)."""
     lines: list[str] = []
-    for name in IGNORE_FILES:
+    for name in names:
         p = dir_path / name
         try:
             lines.extend(p.read_text("utf-8", "replace").splitlines())
@@ -91,14 +101,16 @@ def walk(root: Path, settings: IndexSettings) -> WalkResult:
     max_bytes = settings.max_file_bytes
 
     def visit(dir_path: Path, base: str, specs: _IgnoreSpecs) -> None:
-        own = _load_ignore(dir_path, base)
-        if own is not None:
-            specs = specs + [own]
         try:
             entries = sorted(os.scandir(dir_path), key=lambda e: e.name)
         except OSError:
             skips[base.rstrip("/") or "."] = "unreadable"
             return
+        found = {e.name for e in entries if e.name in IGNORE_FILES}
+        present = [name for name in IGNORE_FILES if name in found]  # their order matters
+        own = _load_ignore(dir_path, base, present) if present or not base else None
+        if own is not None:
+            specs = specs + [own]
         for entry in entries:
             rel = base + entry.name
             try:
