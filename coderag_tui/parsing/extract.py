@@ -45,6 +45,8 @@ def content_hash(data: bytes) -> str:
 
 
 def _collapse(text: str, limit: int = 300) -> str:
+    if len(text) <= limit and text.isidentifier():  # most texts are names: nothing to collapse
+        return text
     if len(text) <= limit and "\n" not in text and "  " not in text and "\t" not in text:
         return text.strip()
     text = _WS_RE.sub(" ", text).strip()

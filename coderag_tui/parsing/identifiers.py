@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import re
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _PATH_SPLIT = re.compile(r"[/\\._\-]+")
 MODULE_SPLIT = re.compile(r"::|[./\\]")  # module path separators: a::b, a.b, a/b, a\\b
@@ -26,21 +25,27 @@ def expand_identifiers(text: str) -> str:
     """Sub-words of the camelCase identifiers in text (to append to it for FTS).
 
     FTS5's unicode61 tokenizer already splits snake_case at `_`; only case changes need help.
+    The identifiers are found with `bytes.translate` and `split` (C loops over the text, several
+    times faster than a regex scan): each run of ASCII letters, digits and `_` without its
+    leading digits is an identifier, as `[A-Za-z_][A-Za-z0-9_]*` finds them.
     """
-    extra: list[str] = []
-    cache = _SUB_WORDS
-    for ident in set(_IDENT.findall(text)):
-        words = cache.get(ident)
-        if words is None:
-            words = cache[ident] = _sub_words(ident)
-        if words:
-            extra.extend(words)
+    cache = _TOKEN_WORDS
+    found: dict[str, tuple[str, ...]] = {}
+    for token in set(text.encode("utf-8", "replace").translate(_IDENT_BYTES).split()):
+        entry = cache.get(token)
+        if entry is None:
+            ident = token.lstrip(b"0123456789").decode("ascii")
+            entry = cache[token] = (ident, _sub_words(ident) if ident else ())
+        if entry[1]:
+            found[entry[0]] = entry[1]  # `x1Ab` and `9x1Ab` are one identifier
     if len(cache) > 200_000:
         cache.clear()
-    return " ".join(extra)
+    return " ".join([word for words in found.values() for word in words])
 
 
-_SUB_WORDS: dict[str, tuple[str, ...]] = {}
+# bytes.translate table: ASCII letters, digits and `_` stay, every other byte becomes a space
+_IDENT_BYTES = bytes(c if c == 95 or (c < 128 and chr(c).isalnum()) else 32 for c in range(256))
+_TOKEN_WORDS: dict[bytes, tuple[str, tuple[str, ...]]] = {}
 
 
 def _sub_words(ident: str) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
 from coderag_tui.models import ParsedFile, ParsedUnit
@@ -311,7 +312,9 @@ def _insert_rows(db: Database, file_id: int, rows: FileRows, file_unit_id: int |
 
 
 def _json_list(items: tuple[str, ...]) -> str:
-    return json.dumps(items) if items else "[]"
+    """json.dumps(items), character for character, without its per-call set-up (three calls per
+    unit: params, decorators, bases)."""
+    return "[" + ", ".join(map(encode_basestring_ascii, items)) + "]" if items else "[]"
 
 
 def _units_in(units: Sequence[ParsedUnit], starts: list[int], owner: int, start: int, end: int) -> list[ParsedUnit]:
