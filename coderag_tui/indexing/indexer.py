@@ -7,10 +7,12 @@ the graph if a run died between writing files and resolving edges.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +86,22 @@ def _process(job: _Job, index: IndexSettings, chunk: ChunkSettings) -> _Outcome:
 
 
 def _process_batch(jobs: list[_Job], index: IndexSettings, chunk: ChunkSettings) -> list[_Outcome]:
-    return [_process(j, index, chunk) for j in jobs]
+    with gc_paused():
+        return [_process(j, index, chunk) for j in jobs]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cycle collector. Indexing makes millions of short-lived tuples and no reference
+    cycles, so the collector's passes find nothing: they cost ~1% of a parse worker's
+    instructions and ~4% of the writer's (callgrind, a Django subset)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class Indexer:
@@ -101,6 +118,10 @@ class Indexer:
         progress: ProgressFn | None = None,
     ) -> IndexSummary:
         """Bring the index up to date. `only`: limit the work to these relative paths."""
+        with gc_paused():
+            return self._run(only=only, rebuild=rebuild, progress=progress)
+
+    def _run(self, *, only: Iterable[str] | None, rebuild: bool, progress: ProgressFn | None) -> IndexSummary:
         started = time.perf_counter()
         emit = progress or (lambda p: None)
         db = self.db
