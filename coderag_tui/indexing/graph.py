@@ -123,6 +123,9 @@ class Lookup:
     # resolve_call answers for calls without a self receiver: (file, name, receiver) -> target;
     # valid once imports and bases are resolved (resolve() fills it in its call step only)
     _calls: dict[tuple[int, str, str], int | None] = field(default_factory=dict)
+    # and for `self.x()` calls, same validity: (enclosing type, name, via super) -> member or None;
+    # a test class calls `self.assertEqual` thousands of times, each a walk up its bases
+    _members: dict[tuple[int, str, bool], int | None] = field(default_factory=dict)
     _preload_names: Callable[[Iterable[str]], None] = lambda names: None
     _preload_imports: Callable[[Iterable[int]], None] = lambda fids: None
     _tables: _FileTables | None = None  # lazy lookups: the shared file tables they use
@@ -318,21 +321,28 @@ class Lookup:
         if receiver in SELF_NAMES or receiver.startswith(("self.", "this.")):
             cls_id = self._enclosing_type(unit)
             if cls_id is not None:
-                if receiver.startswith("super"):
-                    for base in self.bases.get(cls_id, ()):
-                        hit = self._member(base, name, depth=1)
-                        if hit is not None:
-                            return hit
-                else:
-                    hit = self._member(cls_id, name, depth=0)
-                    if hit is not None:
-                        return hit
+                via_super = receiver.startswith("super")
+                member_key = (cls_id, name, via_super)
+                hit = self._members.get(member_key, _MISS)
+                if hit is _MISS:
+                    hit = self._members[member_key] = self._self_member(cls_id, name, via_super)
+                if hit is not None:
+                    return hit  # type: ignore[return-value]
         # the rest depends on the file, the name and the receiver only: many calls repeat
         key = (unit.file_id, name, receiver)
         found = self._calls.get(key, _MISS)
         if found is _MISS:
             found = self._calls[key] = self._resolve_in_file(unit.file_id, name, receiver)
         return found  # type: ignore[return-value]
+
+    def _self_member(self, cls_id: int, name: str, via_super: bool) -> int | None:
+        if not via_super:
+            return self._member(cls_id, name, depth=0)
+        for base in self.bases.get(cls_id, ()):
+            hit = self._member(base, name, depth=1)
+            if hit is not None:
+                return hit
+        return None
 
     def _resolve_in_file(self, fid: int, name: str, receiver: str) -> int | None:
         heads, named, unnamed = self._import_maps(fid)
@@ -570,14 +580,16 @@ def plan_full(db: Database) -> FullPlan:
     base_updates, lk.bases = _resolve_bases(
         lk, db.rows("SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')"))
     call_updates: list[tuple[int | None, int]] = []
-    resolved: list[tuple[int, int, int, int]] = []  # every call's answer: the rows TESTS are derived from
+    resolved: list[tuple[int, int, int, int]] = []  # test files' calls: the rows TESTS are derived from
+    test_files = {fid for fid, path in lk.file_path.items() if is_test_path(path)}
+    resolve_call = lk.resolve_call
     for eid, src, fid, name, receiver, dst, line in db.execute(
         "SELECT id, src, src_file, name, receiver, dst, line FROM edges WHERE kind='CALLS'"
     ):
-        target = lk.resolve_call(src, name, receiver)
+        target = resolve_call(src, name, receiver)
         if target != dst:
             call_updates.append((target, eid))
-        if target is not None:
+        if target is not None and fid in test_files:
             resolved.append((src, fid, target, line))
     return FullPlan(import_updates, base_updates, call_updates, _tests_rows(lk, resolved, list(lk.file_path)))
 
