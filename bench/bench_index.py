@@ -4,9 +4,9 @@
 
 Prints files/s, units, chunks, edges, index size, peak memory, the bare parse time (the
 floor), the ratio, the same ratio in CPU seconds (steadier on a shared machine), and the time
-of a no-change re-index. The parse and the build alternate for --rounds rounds (default 3):
-each round's ratio, their median and fastest build / fastest parse. Targets: ratio <= 3,
-re-index < 2 s.
+of a no-change re-index. The parse and the build alternate for --rounds rounds (default 3),
+each build between two bare parses (its floor is their mean): each round's ratio, their median
+and fastest build / fastest parse. Targets: ratio <= 3, re-index < 2 s.
 """
 
 from __future__ import annotations
@@ -88,11 +88,16 @@ def main() -> None:
         settings = replace(settings, index=replace(settings.index, workers=args.workers))
 
     # Rounds alternate the floor and the build (both move with the machine's load; CPU steal
-    # here swung a lone bare parse between 3.6 and 6.9 s): the ratio of each round, their median,
-    # and the ratio of the fastest build to the fastest parse (the least disturbed of each).
+    # here swung a lone bare parse between 3.6 and 6.9 s, and it drifts within a minute): each
+    # build is bracketed by a bare parse before and after it, and its ratio is to their mean.
+    # Printed: each round's ratio, their median, and the fastest build over the fastest parse.
     rounds: list[tuple[float, float, float, float, float]] = []  # build, floor, main cpu, workers cpu, floor cpu
+    floors: list[tuple[float, float]] = []  # every bare parse: (wall, cpu)
+    after = bare_parse(root, settings)
     for _ in range(max(1, args.rounds)):
-        floor, floor_cpu, n_files, n_bytes = bare_parse(root, settings)
+        before = after
+        floors.append(before[:2])
+        n_files, n_bytes = before[2], before[3]
         with tempfile.TemporaryDirectory() as tmp:
             db_path = Path(tmp) / "index.db"
             db = open_database(db_path)
@@ -106,20 +111,24 @@ def main() -> None:
             reindex = time.perf_counter() - start
             size = sum(p.stat().st_size for p in Path(tmp).iterdir())
             db.close()
+        after = bare_parse(root, settings)
+        floor, floor_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
         rounds.append((build, floor, cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1], floor_cpu))
+    floors.append(after[:2])
     peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    build, floor = min(r[0] for r in rounds), min(r[1] for r in rounds)
+    build, floor = min(r[0] for r in rounds), min(f[0] for f in floors)
     ratios = sorted(r[0] / r[1] for r in rounds)
     print(f"repository            {root}")
     print(f"files indexed         {summary.files_indexed} ({summary.files_seen} seen; skipped {summary.skips})")
     print(f"units / chunks / edges {summary.units} / {summary.chunks} / {summary.edges}")
     print(f"index size            {size / 1e6:.1f} MB")
     for n, (b, f, mc, wc, fc) in enumerate(rounds, 1):
-        print(f"round {n}               index {b:.2f} s / bare parse {f:.2f} s = {b / f:.2f}x;"
+        print(f"round {n}               index {b:.2f} s / bare parse {f:.2f} s (mean of {floors[n - 1][0]:.2f}"
+              f" before, {floors[n][0]:.2f} after) = {b / f:.2f}x;"
               f" cpu {mc + wc:.2f} s ({mc:.2f} main + {wc:.2f} workers) / {fc:.2f} s = {(mc + wc) / fc:.2f}x")
     print(f"structural index      {build:.2f} s fastest of {len(rounds)}  ({summary.files_indexed / build:.0f} files/s)")
-    print(f"bare parse (floor)    {floor:.2f} s fastest of {len(rounds)}  ({n_files} files, {n_bytes / 1e6:.1f} MB, one core)")
+    print(f"bare parse (floor)    {floor:.2f} s fastest of {len(floors)}  ({n_files} files, {n_bytes / 1e6:.1f} MB, one core)")
     print(f"ratio index/parse     {build / floor:.2f}x fastest/fastest, {ratios[len(ratios) // 2]:.2f}x median of rounds"
           f"   (target <= 3x)")
     cpu_ratios = sorted((r[2] + r[3]) / r[4] for r in rounds)

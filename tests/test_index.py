@@ -401,3 +401,77 @@ def test_deferred_indexes_naming_a_rewritten_column_wait(repo, open_service):
     with db.transaction():
         restore_indexes(db)
     assert {r[0] for r in db.execute(listed)} == all_edge_indexes and not db.get_meta("deferred_indexes")
+
+
+def test_ignore_files_in_a_folder_apply_in_order(make_repo, tmp_path):
+    """.gitignore, then .ignore, then .coderagignore: a later file's rule wins, in any folder."""
+    from coderag_tui.sources.discovery import walk
+
+    repo = make_repo({
+        "lib/.gitignore": "*.gen.py\nscratch/\n",
+        "lib/.ignore": "!keep.gen.py\n",
+        "lib/.coderagignore": "drop.py\n!keep2.gen.py\n",
+        "lib/keep2.gen.py": "K2 = 1\n",
+        "lib/a.gen.py": "A = 1\n",
+        "lib/keep.gen.py": "K = 1\n",
+        "lib/drop.py": "D = 1\n",
+        "lib/ok.py": "O = 1\n",
+        "lib/scratch/s.py": "S = 1\n",
+        "lib/deep/.coderagignore": "*.txt\n",
+        "lib/deep/n.txt": "note\n",
+        "lib/deep/m.py": "M = 1\n",
+    })
+    paths = {c.path for c in walk(repo, IndexSettings()).files}
+    assert {"lib/keep.gen.py", "lib/keep2.gen.py", "lib/ok.py", "lib/deep/m.py"} <= paths
+    assert not paths & {"lib/a.gen.py", "lib/drop.py", "lib/scratch/s.py", "lib/deep/n.txt"}
+
+
+def test_camel_case_words_match_their_regex_definition():
+    """expand_identifiers finds identifiers with bytes.translate and split; it must add the same
+    words as the regex `[A-Za-z_][A-Za-z0-9_]*` would, for any text."""
+    import collections
+    import re
+
+    from coderag_tui.parsing.identifiers import _sub_words, expand_identifiers
+
+    def by_regex(text: str) -> list[str]:
+        return [w for ident in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) for w in _sub_words(ident)]
+
+    texts = [
+        "parseURLString(x) + HTTPServer.getValue(); snake_case MixedCase_name",
+        "9abcDef 0xDeadBeef x1Ab 9x1Ab _1_2 a__B", "naïveCase café_Name Δelta fooBar",
+        "getX getX getX", "", "\udcff lone surrogate camelCase", "tab\tsepCase\nnewLine",
+    ]
+    for text in texts:
+        assert collections.Counter(expand_identifiers(text).split()) == collections.Counter(by_regex(text)), text
+
+
+def test_json_lists_are_json_dumps():
+    import json
+
+    from coderag_tui.store.write import _json_list
+
+    for items in [(), ("a",), ("x: int = 1", "*args"), ('say "hi"', "é\u2028", "\\n", "𝔘")]:
+        assert _json_list(items) == json.dumps(items)
+        assert json.loads(_json_list(items)) == list(items)
+
+
+def test_gc_paused_restores_the_collector():
+    import gc
+
+    from coderag_tui.indexing.indexer import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: it stays off
+    finally:
+        gc.enable()
