@@ -45,10 +45,11 @@ def content_hash(data: bytes) -> str:
 
 
 def _collapse(text: str, limit: int = 300) -> str:
-    if len(text) <= limit and text.isidentifier():  # most texts are names: nothing to collapse
-        return text
-    if len(text) <= limit and "\n" not in text and "  " not in text and "\t" not in text:
-        return text.strip()
+    if len(text) <= limit:
+        if text.isidentifier():  # most texts are names: nothing to collapse
+            return text
+        if "\n" not in text and "  " not in text and "\t" not in text:
+            return text.strip()
     text = _WS_RE.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
