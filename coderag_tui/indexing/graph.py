@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from coderag_tui.parsing.extract import is_test_path
 from coderag_tui.parsing.identifiers import MODULE_SPLIT, base_name
@@ -63,8 +63,9 @@ class _FileTables:
 _FILES_CACHE: dict[tuple[str, str], _FileTables] = {}
 
 
-@dataclass
-class _Unit:
+class _Unit(NamedTuple):
+    """A unit as resolution sees it (a tuple: `Lookup.load` makes one per unit of the index)."""
+
     id: int
     file_id: int
     parent_id: int | None
@@ -126,6 +127,7 @@ class Lookup:
     # and for `self.x()` calls, same validity: (enclosing type, name, via super) -> member or None;
     # a test class calls `self.assertEqual` thousands of times, each a walk up its bases
     _members: dict[tuple[int, str, bool], int | None] = field(default_factory=dict)
+    _types: dict[int, Any] = field(default_factory=dict)  # unit -> its enclosing type (units do not move)
     _preload_names: Callable[[Iterable[str]], None] = lambda names: None
     _preload_imports: Callable[[Iterable[int]], None] = lambda fids: None
     _tables: _FileTables | None = None  # lazy lookups: the shared file tables they use
@@ -133,19 +135,20 @@ class Lookup:
     @classmethod
     def load(cls, db: Database) -> Lookup:
         lk = cls()
-        for uid, fid, pid, kind, name, is_test in db.execute(
-            "SELECT id, file_id, parent_id, kind, name, is_test FROM units"
-        ):
-            u = _Unit(uid, fid, pid, kind, name, bool(is_test))
-            lk.units[uid] = u
+        units, file_unit = lk.units, lk.file_unit
+        by_file_name, by_name, children = lk.by_file_name, lk.by_name, lk.children
+        make = _Unit._make
+        for u in map(make, db.execute("SELECT id, file_id, parent_id, kind, name, is_test<>0 FROM units")):
+            uid, fid, pid, kind, name, _ = u
+            units[uid] = u
             if kind == "file":
-                lk.file_unit[fid] = uid
+                file_unit[fid] = uid
                 continue
-            lk.by_file_name[(fid, name)].append(uid)
+            by_file_name[(fid, name)].append(uid)
             if kind in CALLABLE_KINDS:
-                lk.by_name[name].append(uid)
+                by_name[name].append(uid)
             if pid is not None:
-                lk.children[(pid, name)].append(uid)
+                children[(pid, name)].append(uid)
         lk._load_files(db)
         return lk
 
@@ -319,7 +322,9 @@ class Lookup:
         if unit is None:
             return None
         if receiver in SELF_NAMES or receiver.startswith(("self.", "this.")):
-            cls_id = self._enclosing_type(unit)
+            cls_id = self._types.get(src, _MISS)
+            if cls_id is _MISS:
+                cls_id = self._types[src] = self._enclosing_type(unit)
             if cls_id is not None:
                 via_super = receiver.startswith("super")
                 member_key = (cls_id, name, via_super)
@@ -345,6 +350,12 @@ class Lookup:
         return None
 
     def _resolve_in_file(self, fid: int, name: str, receiver: str) -> int | None:
+        # Every step below picks among the callables of this name: with none there is no answer,
+        # and with one it is the answer (most calls name a builtin, an external API or a unique
+        # function, so the steps run only for names defined more than once)
+        everywhere = self.by_name.get(name, ())
+        if len(everywhere) <= 1:
+            return everywhere[0] if everywhere else None
         heads, named, unnamed = self._import_maps(fid)
         if receiver and receiver not in SELF_NAMES:
             # `module.func()` where module is an import of this file
@@ -359,12 +370,7 @@ class Lookup:
             hit = self._pick(self.by_file_name.get((target_file, name), ()))
             if hit is not None:
                 return hit
-        if local is not None:
-            return local
-        everywhere = self.by_name.get(name, ())
-        if len(everywhere) == 1:
-            return everywhere[0]
-        return None
+        return local
 
     def _import_maps(self, fid: int) -> tuple[dict[str, list[int]], dict[str, list[int]], list[int]]:
         """For a file: import heads (module stem or imported name -> files), names -> files,
@@ -583,10 +589,15 @@ def plan_full(db: Database) -> FullPlan:
     resolved: list[tuple[int, int, int, int]] = []  # test files' calls: the rows TESTS are derived from
     test_files = {fid for fid, path in lk.file_path.items() if is_test_path(path)}
     resolve_call = lk.resolve_call
+    answers = lk._calls  # resolve_call's answers by (file, name, receiver): read them here first
     for eid, src, fid, name, receiver, dst, line in db.execute(
         "SELECT id, src, src_file, name, receiver, dst, line FROM edges WHERE kind='CALLS'"
     ):
-        target = resolve_call(src, name, receiver)
+        if receiver in SELF_NAMES or receiver.startswith(("self.", "this.")):
+            target = resolve_call(src, name, receiver)
+        else:
+            known: Any = answers.get((fid, name, receiver), _MISS)
+            target = resolve_call(src, name, receiver) if known is _MISS else known
         if target != dst:
             call_updates.append((target, eid))
         if target is not None and fid in test_files:
