@@ -29,23 +29,33 @@ def expand_identifiers(text: str) -> str:
     times faster than a regex scan): each run of ASCII letters, digits and `_` without its
     leading digits is an identifier, as `[A-Za-z_][A-Za-z0-9_]*` finds them.
     """
+    # a set difference in C drops the tokens already known to add nothing (`-`, not `-=`, which
+    # would walk all of _PLAIN)
+    tokens = set(text.encode("utf-8", "replace").translate(_IDENT_BYTES).split()) - _PLAIN
+    if not tokens:
+        return ""
     cache = _TOKEN_WORDS
     found: dict[str, tuple[str, ...]] = {}
-    for token in set(text.encode("utf-8", "replace").translate(_IDENT_BYTES).split()):
+    for token in tokens:
         entry = cache.get(token)
         if entry is None:
             ident = token.lstrip(b"0123456789").decode("ascii")
-            entry = cache[token] = (ident, _sub_words(ident) if ident else ())
-        if entry[1]:
-            found[entry[0]] = entry[1]  # `x1Ab` and `9x1Ab` are one identifier
-    if len(cache) > 200_000:
+            words = _sub_words(ident) if ident else ()
+            if not words:
+                _PLAIN.add(token)
+                continue
+            entry = cache[token] = (ident, words)
+        found[entry[0]] = entry[1]  # `x1Ab` and `9x1Ab` are one identifier
+    if len(cache) > 200_000 or len(_PLAIN) > 500_000:
         cache.clear()
+        _PLAIN.clear()
     return " ".join([word for words in found.values() for word in words])
 
 
 # bytes.translate table: ASCII letters, digits and `_` stay, every other byte becomes a space
 _IDENT_BYTES = bytes(c if c == 95 or (c < 128 and chr(c).isalnum()) else 32 for c in range(256))
-_TOKEN_WORDS: dict[bytes, tuple[str, tuple[str, ...]]] = {}
+_TOKEN_WORDS: dict[bytes, tuple[str, tuple[str, ...]]] = {}  # token -> (identifier, its sub-words)
+_PLAIN: set[bytes] = set()  # tokens whose identifier adds no sub-words (most of them)
 
 
 def _sub_words(ident: str) -> tuple[str, ...]:
