@@ -12,7 +12,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -90,8 +90,12 @@ def _load_ignore(dir_path: Path, base: str, names: Iterable[str] = IGNORE_FILES)
     return base, pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def walk(root: Path, settings: IndexSettings) -> WalkResult:
-    """Every file worth considering under root, with stat info; skips with their reasons."""
+def walk(root: Path, settings: IndexSettings,
+         on_file: Callable[[Candidate], None] | None = None) -> WalkResult:
+    """Every file worth considering under root, with stat info; skips with their reasons.
+
+    `on_file` sees each file as soon as it is found (a fresh index starts parsing during the walk).
+    """
     root = root.resolve()
     dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
     include = pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None
@@ -143,7 +147,10 @@ def walk(root: Path, settings: IndexSettings) -> WalkResult:
             if st.st_size > max_bytes:
                 skips[rel] = "too-large"
                 continue
-            files.append(Candidate(rel, st.st_size, st.st_mtime_ns))
+            cand = Candidate(rel, st.st_size, st.st_mtime_ns)
+            files.append(cand)
+            if on_file is not None:
+                on_file(cand)
 
     visit(root, "", [])
     return WalkResult(files, skips)
@@ -209,7 +216,9 @@ def classify(data: bytes, settings: IndexSettings) -> str:
         lines = data.count(b"\n") + 1
         if len(data) / lines > settings.max_line_length:
             return "minified"
-    if _GENERATED_MARK.search(data[:1024]):
+    start = data[:1024]
+    low = start.lower()  # every marker has one of these words: most files skip the regex scan
+    if (b"generated" in low or b"do not edit" in low) and _GENERATED_MARK.search(start):
         return "generated"
     return ""
 
