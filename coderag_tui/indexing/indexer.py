@@ -235,8 +235,10 @@ class Indexer:
             pending_writes.clear()
             last_flush = time.perf_counter()
 
-        def idle() -> None:  # waiting for the parse workers: write what has come back
-            if len(pending_writes) >= _IDLE_BATCH_FILES:
+        def idle(last: bool) -> None:  # waiting for the parse workers: write what has come back
+            # (while the last batches are parsed, all of it: the files written after the last
+            # batch arrives are written on one core)
+            if len(pending_writes) >= (1 if last else _IDLE_BATCH_FILES):
                 flush()
 
         for done, out in enumerate(self._outcomes(jobs, idle, feed), start=1):
@@ -315,7 +317,7 @@ class Indexer:
         emit(Progress("done", total, total, f"{indexed} files indexed", units, chunks))
         return summary
 
-    def _outcomes(self, jobs: list[_Job], idle: Callable[[], None], feed: _Feed | None) -> Iterable[_Outcome]:
+    def _outcomes(self, jobs: list[_Job], idle: Callable[[bool], None], feed: _Feed | None) -> Iterable[_Outcome]:
         s = self.settings
         workers = s.index.workers or _usable_cores()
         if len(jobs) < _PARALLEL_MIN_FILES or workers <= 1:
@@ -332,7 +334,7 @@ class Indexer:
                 if future is None:
                     continue
                 if not future.done():
-                    idle()
+                    idle(len(futures) - i <= feed.workers)
                 futures[i] = None  # a future keeps its rows: let them go once written
                 yield from future.result()
         finally:
