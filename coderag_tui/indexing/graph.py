@@ -605,13 +605,17 @@ def plan_full(db: Database) -> FullPlan:
     return FullPlan(import_updates, base_updates, call_updates, _tests_rows(lk, resolved, list(lk.file_path)))
 
 
-def apply_full(db: Database, plan: FullPlan) -> int:
-    """Write a `plan_full` answer (in the caller's transaction). Returns the edges updated."""
+def apply_full(db: Database, plan: FullPlan, *, fresh: bool = False) -> int:
+    """Write a `plan_full` answer (in the caller's transaction). Returns the edges updated.
+
+    `fresh`: the edges were all just written by a build (no TESTS edges or orphaned calls yet),
+    so the two scans of every edge that clear those are skipped."""
     db.executemany("UPDATE edges SET dst=? WHERE id=?", plan.imports)
     db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", plan.bases)
     db.executemany("UPDATE edges SET dst=? WHERE id=?", plan.calls)
-    db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
-    db.execute("DELETE FROM edges WHERE kind='TESTS'")
+    if not fresh:
+        db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
+        db.execute("DELETE FROM edges WHERE kind='TESTS'")
     db.executemany("INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?,?,?,'TESTS',?,?)", plan.tests)
     return plan.changes
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
@@ -72,10 +71,9 @@ def defer_indexes(db: Database) -> None:
         db.execute(f'DROP INDEX "{name}"')
 
 
-def restore_indexes(db: Database, skip: Mapping[str, Sequence[str]] | None = None) -> None:
-    """Create the indexes `defer_indexes` dropped (call in a transaction), but, with `skip`
-    ({table: columns}), those of a table that name one of its columns: a caller about to
-    rewrite those columns in bulk creates them afterwards."""
+def restore_indexes(db: Database, skip: Collection[str] = ()) -> None:
+    """Create the indexes `defer_indexes` dropped (call in a transaction), but those named in
+    `skip`: a caller about to rewrite their columns in bulk creates them afterwards."""
     stored = db.get_meta(_DEFERRED_META)
     if not stored:
         return
@@ -84,8 +82,7 @@ def restore_indexes(db: Database, skip: Mapping[str, Sequence[str]] | None = Non
     for name, table, sql in json.loads(stored):
         if name in existing:
             continue
-        columns = (skip or {}).get(table, ())
-        if any(re.search(rf"\b{re.escape(c)}\b", sql) for c in columns):
+        if name in skip:
             left.append([name, table, sql])
         else:
             db.execute(sql)
