@@ -560,3 +560,36 @@ def test_module_parts_of_absolute_and_relative_imports():
     assert parts is not None
     parts.append("mutated")  # callers may extend the list: the cached answer must not change
     assert _module_parts("django.db", "a.py") == ["django", "db"]
+
+
+def test_an_index_of_an_older_schema_is_migrated_in_place(repo, open_service):
+    """Schema 8 makes edges_dst a partial index of the resolved edges: an index written by schema
+    7 gets it on open, keeps its rows, and answers callers from it."""
+    from coderag_tui.store.db import open_database
+    from coderag_tui.store.schema import SCHEMA_VERSION
+
+    service = open_service(repo)
+    db = service.db
+    path = db.path
+    before = db.rows("SELECT * FROM edges ORDER BY id")
+    with db.transaction():  # as schema 7 left it
+        db.execute("DROP INDEX edges_dst")
+        db.execute("CREATE INDEX edges_dst ON edges(dst, kind)")
+        db.execute("PRAGMA user_version=7")
+    service.close()
+    db = open_database(path)
+    try:
+        assert db.schema_version == SCHEMA_VERSION >= 8
+        sql = db.scalar("SELECT sql FROM sqlite_master WHERE name='edges_dst'")
+        assert "WHERE dst IS NOT NULL" in sql
+        assert db.rows("SELECT * FROM edges ORDER BY id") == before
+        query = "EXPLAIN QUERY PLAN SELECT src FROM edges WHERE dst=? AND kind='CALLS'"
+        plan = " ".join(r[3] for r in db.execute(query, (1,)))
+        assert "edges_dst" in plan
+    finally:
+        db.close()
+    service = CodeRag(repo, Settings(), path)
+    try:
+        assert {e.unit.qualname for e in service.callers("helper") if e.unit} == {"Base.step", "Child.step"}
+    finally:
+        service.close()

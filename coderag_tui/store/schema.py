@@ -162,6 +162,13 @@ MIGRATIONS: list[str] = [
     DROP TRIGGER IF EXISTS files_generation_delete;
     DROP TRIGGER IF EXISTS files_generation_path;
     """,
+    # 8: edges.dst is only ever searched for a target (`dst=?`, `dst IN`, joins, `IS NOT NULL`):
+    # an index of the resolved edges alone is ~40% smaller, and a fresh build, which creates it
+    # last on one core, sorts 0.13-0.15 s instead of 0.21-0.33 s (Django)
+    """
+    DROP INDEX IF EXISTS edges_dst;
+    CREATE INDEX edges_dst ON edges(dst, kind) WHERE dst IS NOT NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
