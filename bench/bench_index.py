@@ -109,8 +109,8 @@ def main() -> None:
             start = time.perf_counter()
             again = Indexer(db, root, settings).run()
             reindex = time.perf_counter() - start
+            db.close()  # its last connection: SQLite checkpoints the WAL into the file and removes it
             size = sum(p.stat().st_size for p in Path(tmp).iterdir())
-            db.close()
         after = bare_parse(root, settings)
         floor, floor_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
         rounds.append((build, floor, cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1], floor_cpu))
