@@ -523,7 +523,7 @@ def _parts(path: str) -> tuple[str, ...]:
 
 
 def _closest(files: list[int], src_path: str, paths: dict[int, str]) -> int:
-    """The file sharing the most leading folders with src_path; ties: fewer parts, then path."""
+    """The file sharing the most leading path parts with src_path; ties: fewer parts, then path."""
     if len(files) == 1:
         return files[0]
     best = [(fid, _parts(paths[fid])) for fid in files]
