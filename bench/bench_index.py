@@ -63,37 +63,35 @@ def parse_targets(root: Path, settings: Settings) -> list[tuple[str, str, bytes]
     return out
 
 
-def bare_parse(root: Path, settings: Settings) -> tuple[float, float, int, int]:
-    """Seconds to tree-sitter-parse every file the indexer would parse, on one core (the files
-    are read into memory first, outside the timing)."""
-    files = [(name, data) for name, _, data in parse_targets(root, settings)]
+def _timed_parse(files: list[tuple[str, bytes]]) -> tuple[float, float]:
+    """(wall, CPU) seconds to parse these files on this thread, grammars loaded first."""
     for name in {n for n, _ in files}:
         get_parser(name)  # grammar loading is not parsing
     start = time.perf_counter()
     cpu = time.process_time()
-    total_bytes = 0
     for name, data in files:
         get_parser(name).parse(data)
-        total_bytes += len(data)
-    return time.perf_counter() - start, time.process_time() - cpu, len(files), total_bytes
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def bare_parse(root: Path, settings: Settings) -> tuple[float, float, int, int]:
+    """Seconds to tree-sitter-parse every file the indexer would parse, on one core (the files
+    are read into memory first, outside the timing)."""
+    files = [(name, data) for name, _, data in parse_targets(root, settings)]
+    wall, cpu = _timed_parse(files)
+    return wall, cpu, len(files), sum(len(data) for _, data in files)
 
 
 def _parse_cpu(root: str, targets: list[tuple[str, str]]) -> float:
     """CPU seconds of one bare parse of these files, read first (runs in a probe process)."""
-    files = [(name, (Path(root) / path).read_bytes()) for name, path in targets]
-    for name in {n for n, _ in files}:
-        get_parser(name)
-    cpu = time.process_time()
-    for name, data in files:
-        get_parser(name).parse(data)
-    return time.process_time() - cpu
+    return _timed_parse([(name, (Path(root) / path).read_bytes()) for name, path in targets])[1]
 
 
 def parse_pair(root: Path, settings: Settings) -> tuple[float, float]:
     """CPU seconds of two bare parses running at once, one per core. On a shared host two busy
     cores sometimes slow each other (here a pair once took 6.8 and 6.9 s each, against 4.4 s for
-    one alone just before), which slows a two-core build and not the one-core floor: this says
-    whether a round ran in such a minute."""
+    one alone just before), which slows a two-core build and not the one-core floor. It shows
+    how the host treated two busy cores around a round; it does not predict that round's build."""
     targets = [(name, path) for name, path, _ in parse_targets(root, settings)]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         first, second = (pool.submit(_parse_cpu, str(root), targets) for _ in range(2))
