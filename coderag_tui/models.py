@@ -1,12 +1,16 @@
 """Frozen dataclasses shared by every layer and rendered by every interface (CLI, TUI, MCP).
 
+Two parse records a file makes by the hundred, `CallSite` and `ParsedChunk`, are NamedTuples:
+as immutable, and built in a fraction of a frozen dataclass's time (each field of one is set
+through `object.__setattr__`, and each instance carries a dict).
+
 Nothing here imports anything heavier than the standard library.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def to_dict(obj: Any) -> Any:
@@ -43,9 +47,11 @@ class ParsedUnit:
     is_test: bool = False
 
 
-@dataclass(frozen=True)
-class CallSite:
-    """A call made inside a unit: the called name, its receiver text ("self", "os.path") and line."""
+class CallSite(NamedTuple):
+    """A call made inside a unit: the called name, its receiver text ("self", "os.path") and line.
+
+    A NamedTuple (see above): Django's files make ~170k. Callgrind, parse work for every 10th
+    Django file: 7.70 G instructions with a frozen dataclass here, 7.51 G with this."""
 
     name: str
     receiver: str
@@ -62,9 +68,10 @@ class ImportRef:
     line: int
 
 
-@dataclass(frozen=True)
-class ParsedChunk:
-    """A cAST chunk: a contiguous line range of a file, sized by non-whitespace characters."""
+class ParsedChunk(NamedTuple):
+    """A cAST chunk: a contiguous line range of a file, sized by non-whitespace characters.
+
+    A NamedTuple (see above): 7.51 G -> 7.46 G instructions in the same callgrind run."""
 
     start_line: int
     end_line: int

@@ -196,8 +196,8 @@ def file_rows(parsed: ParsedFile) -> FileRows:
             parent = units[u.parent]
             kind = "DEFINES" if parent.kind not in ("file", "module") and u.kind == "method" else "CONTAINS"
             edges.append((u.parent, i, kind, u.name, "", u.start_line, -1))
-        for call in u.calls:
-            edges.append((i, None, "CALLS", call.name, call.receiver, call.line, call.argc))
+        for call in u.calls:  # (name, receiver, line, argc)
+            edges.append((i, None, "CALLS", *call))
         for base in u.bases:
             edges.append((i, None, "INHERITS", base, base_name(base), u.start_line, -1))  # receiver: the name
     for imp in parsed.imports:
