@@ -404,7 +404,10 @@ class _Feed:
     def send(self, *, everything: bool) -> None:
         """Submit the full batches of jobs not yet sent (and, with `everything`, the last one)."""
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers)
+            # a worker lives for one build and makes no reference cycles (see gc_paused): with the
+            # collector off for good it also skips the passes over each batch's rows that follow
+            # every `gc_paused` (callgrind, every 10th Django file: 0.6% of a worker's instructions)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=gc.disable)
         s = self.settings
         while len(self.jobs) - self._sent >= (1 if everything else _BATCH_JOBS):
             batch = self.jobs[self._sent : self._sent + _BATCH_JOBS]
