@@ -8,8 +8,9 @@ of a no-change re-index. The parse and the build alternate for --rounds rounds (
 each build between two bare parses (its floor is their mean): each round's ratio, their median
 and fastest build / fastest parse. After each build two bare parses run at once, one per core:
 their CPU seconds against one alone show whether the host slowed work on both cores in that
-minute (a two-core build slows with it, the one-core floor does not). Targets: ratio <= 3,
-re-index < 2 s.
+minute (a two-core build slows with it, the one-core floor does not). On Linux each round also
+gives the CPU time the hypervisor took from this machine (steal) during its build and during
+its two bare parses. Targets: ratio <= 3, re-index < 2 s.
 """
 
 from __future__ import annotations
@@ -98,6 +99,17 @@ def parse_pair(root: Path, settings: Settings) -> tuple[float, float]:
         return first.result(), second.result()
 
 
+def _steal_seconds() -> float:
+    """CPU seconds the hypervisor has taken from this machine's cores since boot (`steal` in
+    /proc/stat); 0 where there is no such count."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = fh.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _cpu_seconds() -> tuple[float, float]:
     """CPU seconds used so far by this process and by its finished children (parse workers)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -125,7 +137,10 @@ def main() -> None:
     rounds: list[tuple[float, float, float, float, float]] = []  # build, floor, main cpu, workers cpu, floor cpu
     pairs: list[tuple[float, float]] = []  # each round's two parses at once, after its build (cpu)
     floors: list[tuple[float, float]] = []  # every bare parse: (wall, cpu)
+    stolen = _steal_seconds()
     after = bare_parse(root, settings)
+    floor_steal = [_steal_seconds() - stolen]  # during each bare parse
+    steals: list[float] = []  # during each build
     for _ in range(max(1, args.rounds)):
         before = after
         floors.append(before[:2])
@@ -134,9 +149,11 @@ def main() -> None:
             db_path = Path(tmp) / "index.db"
             db = open_database(db_path)
             cpu_before = _cpu_seconds()
+            stolen = _steal_seconds()
             start = time.perf_counter()
             summary = Indexer(db, root, settings).run()
             build = time.perf_counter() - start
+            steals.append(_steal_seconds() - stolen)
             cpu_after = _cpu_seconds()
             start = time.perf_counter()
             again = Indexer(db, root, settings).run()
@@ -146,7 +163,9 @@ def main() -> None:
         if not pairs:  # the pair's processes count as children too: the workers' peak comes first
             peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         pairs.append(parse_pair(root, settings))
+        stolen = _steal_seconds()
         after = bare_parse(root, settings)
+        floor_steal.append(_steal_seconds() - stolen)
         floor, floor_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
         rounds.append((build, floor, cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1], floor_cpu))
     floors.append(after[:2])
@@ -162,7 +181,8 @@ def main() -> None:
               f" before, {floors[n][0]:.2f} after) = {b / f:.2f}x;"
               f" cpu {mc + wc:.2f} s ({mc:.2f} main + {wc:.2f} workers) / {fc:.2f} s = {(mc + wc) / fc:.2f}x;"
               f" two parses at once after it: {pairs[n - 1][0]:.2f} + {pairs[n - 1][1]:.2f} s cpu"
-              f" ({max(pairs[n - 1]) / fc:.2f}x one alone)")
+              f" ({max(pairs[n - 1]) / fc:.2f}x one alone); host steal {steals[n - 1]:.2f} core-s in the build,"
+              f" {floor_steal[n - 1]:.2f} + {floor_steal[n]:.2f} in the bare parses")
     print(f"structural index      {build:.2f} s fastest of {len(rounds)}  ({summary.files_indexed / build:.0f} files/s)")
     print(f"bare parse (floor)    {floor:.2f} s fastest of {len(floors)}  ({n_files} files, {n_bytes / 1e6:.1f} MB, one core)")
     print(f"ratio index/parse     {build / floor:.2f}x fastest/fastest, {ratios[len(ratios) // 2]:.2f}x median of rounds"
