@@ -71,7 +71,7 @@ class ImportRef:
 class ParsedChunk(NamedTuple):
     """A cAST chunk: a contiguous line range of a file, sized by non-whitespace characters.
 
-    A NamedTuple (see above): 7.51 G -> 7.46 G instructions in the same callgrind run."""
+    A NamedTuple (see above): 7.51 G -> 7.46 G instructions, measured as for CallSite."""
 
     start_line: int
     end_line: int
