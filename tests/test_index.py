@@ -446,6 +446,30 @@ def test_camel_case_words_match_their_regex_definition():
         assert collections.Counter(expand_identifiers(text).split()) == collections.Counter(by_regex(text)), text
 
 
+
+def test_prose_keeps_its_names_whole(make_repo, open_service):
+    """Code and data get the sub-words of their camelCase names as keywords; prose (docs,
+    translation catalogs) is words, found by a name as written but not by its parts."""
+    repo = make_repo({
+        "app/net.py": "def parseUrlString(s):\n    return s\n",
+        "conf/app.json": '{"retryBackoffLimit": 3}\n',
+        "docs/guide.md": "# Guide\n\nCall parseUrlString and set retryBackoffLimit.\n",
+        "notes.txt": "parseUrlString retryBackoffLimit\n",
+        "locale/fr.po": 'msgid "parseUrlString retryBackoffLimit"\nmsgstr "analyse"\n',
+    })
+    s = open_service(repo)
+
+    def paths(query: str) -> set[str]:
+        return {str(r[0]) for r in s.db.rows(
+            "SELECT DISTINCT f.path FROM chunks_fts JOIN chunks c ON c.id=chunks_fts.rowid "
+            "JOIN files f ON f.id=c.file_id WHERE chunks_fts MATCH ?", (query,))}
+
+    prose = {"docs/guide.md", "notes.txt", "locale/fr.po"}
+    assert paths("code:parseurlstring") == {"app/net.py"} | prose
+    assert paths("code:retrybackofflimit") == {"conf/app.json"} | prose
+    assert paths("code:url") == {"app/net.py"}
+    assert paths("code:backoff") == {"conf/app.json"}
+
 def test_json_lists_are_json_dumps():
     import json
 

@@ -101,6 +101,13 @@ def detect_language(path: str, head: bytes = b"") -> LanguageSpec | None:
     return registry().get(name)
 
 
+@functools.cache
+def is_prose(language: str) -> bool:
+    """Documents and translations: words, not identifiers (no camelCase to split for search)."""
+    spec = registry().get(language)
+    return spec is not None and spec.kind == "doc"
+
+
 def query_source(language: str) -> str | None:
     """The tag query for a language, or None when it has none."""
     spec = registry().get(language)
