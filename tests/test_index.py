@@ -446,7 +446,6 @@ def test_camel_case_words_match_their_regex_definition():
         assert collections.Counter(expand_identifiers(text).split()) == collections.Counter(by_regex(text)), text
 
 
-
 def test_prose_keeps_its_names_whole(make_repo, open_service):
     """Code and data get the sub-words of their camelCase names as keywords; prose (docs,
     translation catalogs) is words, found by a name as written but not by its parts."""
@@ -469,6 +468,7 @@ def test_prose_keeps_its_names_whole(make_repo, open_service):
     assert paths("code:retrybackofflimit") == {"conf/app.json"} | prose
     assert paths("code:url") == {"app/net.py"}
     assert paths("code:backoff") == {"conf/app.json"}
+
 
 def test_json_lists_are_json_dumps():
     import json
