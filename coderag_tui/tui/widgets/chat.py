@@ -7,7 +7,7 @@ transcript follows the growing answer only while the reader is at the bottom.
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
@@ -82,8 +82,8 @@ class TurnView(Vertical):
 class Transcript(VerticalScroll, can_focus=True):
     """The conversation so far (scroll with the arrow keys).
 
-    While the reader is at the bottom, growing content keeps it there; scrolling up stops
-    that until the reader comes back down.
+    While the reader is at the bottom, growing content and a shrinking pane (a source opened
+    below it) keep it there; scrolling up stops that until the reader comes back down.
     """
 
     follow = True
@@ -93,6 +93,12 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def watch_virtual_size(self, old: Size, new: Size) -> None:
         if self.follow and new.height > old.height:
+            self.scroll_end(animate=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # without this, the pane's end (the last answer's sources) went out of view or stayed in
+        # it depending on whether the answer's last layout came before or after the resize
+        if self.follow:
             self.scroll_end(animate=False)
 
 
