@@ -238,9 +238,11 @@ def test_config_shows_where_each_setting_came_from(make_repo, tmp_path, monkeypa
 
     assert main(argv) == 0
     text = capsys.readouterr().out
-    assert f"# repository config: {repo / '.coderag.toml'} (untrusted: index.db_path" in text
+    config = repo / ".coderag.toml"
+    assert f"# repository config: {config}\n#   untrusted, so these are ignored: index.db_path" in text
+    assert f"\n#   `coderag trust {repo}` allows them\n" in text
     assert "\nk = 3  # repository config\n" in text
-    assert '\nbase_url = ""  # default; the repository\'s value is ignored (untrusted)\n' in text
+    assert '\nbase_url = ""  # default; repository value ignored (untrusted)\n' in text
 
     assert main(["trust", str(repo)]) == 0
     capsys.readouterr()

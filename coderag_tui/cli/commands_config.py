@@ -78,7 +78,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
         print(f"  {name} = {_toml(value)}")
     if not restricted:
         print(f"  ({REPO_CONFIG} sets none of the settings that need trust)")
-    print(f"if these change, they are ignored until you run `coderag trust {shlex.quote(str(root))}` again")
+    print("if these change, they are ignored until you trust the repository again")
     return 0
 
 
@@ -144,7 +144,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             print(f"\n[{section}]")
         note = r.source
         if r.ignored_from:
-            note += f"; the repository's value is ignored ({r.ignored_because})"
+            note += f"; repository value ignored ({r.ignored_because})"
         print(f"{key} = {_toml(r.value)}  # {note}")
     return 0
 
@@ -155,7 +155,8 @@ def _trust_note(layer: Layer) -> str:
     if not layer.ignored:
         return f" ({layer.trust})"
     root = shlex.quote(str(Path(layer.path).parent))
-    return f" ({layer.trust}: {', '.join(layer.ignored)} ignored; `coderag trust {root}` allows them)"
+    return (f"\n#   {layer.trust}, so these are ignored: {', '.join(layer.ignored)}"
+            f"\n#   `coderag trust {root}` allows them")
 
 
 def _toml(value: Any) -> str:
