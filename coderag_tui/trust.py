@@ -3,7 +3,8 @@
 A repository's config is written by whoever wrote the repository. Its settings that pick an
 endpoint, a key variable, or a file or folder to load or write (`RESTRICTED`) apply only once
 the user has run `coderag trust`; the others (excludes, chunk sizes, retrieval weights, UI
-keys) always apply.
+keys) always apply. Settings that only size the work (workers, threads, n_ctx, batch sizes,
+timeouts) stay allowed too: at worst they make coderag slow or fail, never send or write anything.
 
 Trust is remembered in the user's config folder, keyed by the repository's resolved path and
 pinned to a SHA-256 fingerprint of the restricted settings the config held when it was

@@ -252,6 +252,17 @@ def test_config_shows_where_each_setting_came_from(make_repo, tmp_path, monkeypa
                                                                              "repository config")
 
 
+def test_config_masks_credentials_in_urls(make_repo, capsys):
+    repo = make_repo(FILES)
+    (repo / ".coderag.toml").write_text('[llm]\nbase_url = "https://me:hunter2-token@llm.example/v1"\n')
+    assert main(["trust", str(repo)]) == 0
+    assert main(["config", "--repo", str(repo)]) == 0
+    assert main(["config", "--repo", str(repo), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "hunter2-token" not in out
+    assert out.count("https://***@llm.example/v1") == 3
+
+
 def test_config_defaults_alone(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["config", "--json"]) == 0

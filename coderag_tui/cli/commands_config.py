@@ -75,7 +75,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
     trust.grant(root, restricted)
     print(f"trusted: {root}")
     for name, value in restricted.items():
-        print(f"  {name} = {_toml(value)}")
+        print(f"  {name} = {_toml(_shown(value))}")
     if not restricted:
         print(f"  ({REPO_CONFIG} sets none of the settings that need trust)")
     print("if these change, they are ignored until you trust the repository again")
@@ -123,7 +123,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             "repository": str(root) if root is not None else None,
             "files": [{"source": layer.source, "path": layer.path, "trust": layer.trust or None,
                        "ignored": list(layer.ignored)} for layer in layers],
-            "settings": {r.name: {"value": r.value, "source": r.source, "path": r.path or None,
+            "settings": {r.name: {"value": _shown(r.value), "source": r.source, "path": r.path or None,
                                   "ignored_from": r.ignored_from or None,
                                   "ignored_because": r.ignored_because or None} for r in rows},
         })
@@ -145,7 +145,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         note = r.source
         if r.ignored_from:
             note += f"; repository value ignored ({r.ignored_because})"
-        print(f"{key} = {_toml(r.value)}  # {note}")
+        print(f"{key} = {_toml(_shown(r.value))}  # {note}")
     return 0
 
 
@@ -157,6 +157,19 @@ def _trust_note(layer: Layer) -> str:
     root = shlex.quote(str(Path(layer.path).parent))
     return (f"\n#   {layer.trust}, so these are ignored: {', '.join(layer.ignored)}"
             f"\n#   `coderag trust {root}` allows them")
+
+
+def _shown(value: Any) -> Any:
+    """`value` with credentials inside URLs masked (a base_url may carry a token)."""
+    from coderag_tui.sources.remote import redact
+
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    return value
 
 
 def _toml(value: Any) -> str:
