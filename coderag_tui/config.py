@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -22,6 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from coderag_tui import trust
 from coderag_tui.errors import ConfigError
 
 DEFAULT_EXCLUDES = (
@@ -220,8 +222,6 @@ class Layer:
 
 def repository_layer(repo_root: Path) -> Layer | None:
     """The repository's own config, without the restricted settings unless it is trusted."""
-    from coderag_tui import trust
-
     path = repo_root / REPO_CONFIG
     if not path.is_file():
         return None
@@ -254,19 +254,22 @@ def load_layers(repo_root: Path | None = None, config_file: str | Path | None = 
     return layers
 
 
-def apply_layers(layers: list[Layer], settings: Settings | None = None) -> Settings:
+def apply_layers(layers: list[Layer]) -> Settings:
+    """The defaults with every layer applied in order; an invalid setting names its file."""
+    settings = Settings()
     for layer in layers:
-        settings = merge(settings or Settings(), layer.data)
-    return settings or Settings()
+        try:
+            settings = merge(settings, layer.data)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.message} (in {layer.path})", exc.hint) from None
+    return settings
 
 
 def ignored_notice(layer: Layer) -> str:
     """The one line that says which settings of an untrusted repository config were ignored."""
-    import shlex
-
     root = shlex.quote(str(Path(layer.path).parent))
     keys = ", ".join(layer.ignored)
-    if layer.trust == "changed":
+    if layer.trust == trust.CHANGED:
         return (f"coderag: ignoring {keys} from {layer.path}: changed since you trusted it; "
                 f"review them, then run `coderag trust {root}`")
     return (f"coderag: ignoring {keys} from {layer.path}: a repository may not choose endpoints, "

@@ -263,6 +263,13 @@ def test_config_masks_credentials_in_urls(make_repo, capsys):
     assert out.count("https://***@llm.example/v1") == 3
 
 
+def test_an_invalid_setting_names_its_file(make_repo):
+    repo = make_repo(FILES)
+    (repo / ".coderag.toml").write_text("[search]\nk = 'many'\n")
+    with pytest.raises(ConfigError, match=r"search\.k must be int.*\(in .*\.coderag\.toml\)"):
+        load_settings(repo)
+
+
 def test_config_defaults_alone(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["config", "--json"]) == 0
