@@ -151,4 +151,5 @@ def state(root: Path, restricted: dict[str, Any]) -> str:
     entry = entries().get(_key(root))
     if entry is None:
         return UNTRUSTED
-    return TRUSTED if entry.fingerprint == fingerprint(restricted) else CHANGED
+    # a config that no longer sets anything restricted has nothing that could have changed
+    return TRUSTED if not restricted or entry.fingerprint == fingerprint(restricted) else CHANGED

@@ -167,8 +167,25 @@ def test_trust_is_pinned_to_the_restricted_settings(make_repo, tmp_path, capsys)
     assert main(["trust", "--revoke", str(repo)]) == 0
     assert load_settings(repo).llm.base_url == ""
     assert main(["trust", "--revoke", str(repo)]) == 1  # nothing to revoke
+    capsys.readouterr()
+    assert main(["trust", str(repo), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["llm.base_url"] == "http://127.0.0.1:8/v1"
+    assert main(["trust", "--revoke", str(repo), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"path": str(repo), "revoked": True}
     assert main(["trust", "--list"]) == 1
     assert "no trusted repositories" in capsys.readouterr().out
+
+
+def test_trust_states(tmp_path):
+    root = tmp_path / "repo"
+    trust.grant(root, {"llm.base_url": "http://a"})
+    assert trust.state(root, {"llm.base_url": "http://a"}) == trust.TRUSTED
+    assert trust.state(root, {"llm.base_url": "http://b"}) == trust.CHANGED
+    assert trust.state(root, {"llm.base_url": "http://a", "llm.api_key_env": "K"}) == trust.CHANGED
+    assert trust.state(root, {}) == trust.TRUSTED  # nothing restricted left to have changed
+    assert trust.state(tmp_path / "other", {}) == trust.UNTRUSTED
+    kept, restricted = trust.split_restricted({"llm": {"base_url": "u", "max_tokens": 8}, "search": {"k": 3}})
+    assert (kept, restricted) == ({"llm": {"max_tokens": 8}, "search": {"k": 3}}, {"llm.base_url": "u"})
 
 
 def test_trust_is_keyed_by_the_resolved_path(make_repo, tmp_path, monkeypatch):

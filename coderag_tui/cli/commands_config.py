@@ -43,7 +43,7 @@ def _trust_args(p: argparse.ArgumentParser) -> None:
     what = p.add_mutually_exclusive_group()
     what.add_argument("--revoke", action="store_true", help="stop trusting the repository")
     what.add_argument("--list", action="store_true", help="list the trusted repositories")
-    p.add_argument("--json", action="store_true", help="--list: print JSON")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 @command("trust", "let a repository's own .coderag.toml choose endpoints, keys and paths")
@@ -57,11 +57,12 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
         # the folder may be gone already: forgetting it must still work
         gone = Path(target).expanduser().resolve() if target else find_repo_root(Path.cwd())
-        if trust.revoke(gone):
-            print(f"no longer trusted: {gone}")
-            return 0
-        print(f"not trusted: {gone}")
-        return 1
+        revoked = trust.revoke(gone)
+        if args.json:
+            print_json({"path": str(gone), "revoked": revoked})
+        else:
+            print(f"no longer trusted: {gone}" if revoked else f"not trusted: {gone}")
+        return 0 if revoked else 1
     root = _repo_root(target)
     if root is None:
         raise RepoError("a repository cloned from a URL is never trusted",
@@ -73,6 +74,9 @@ def cmd_trust(args: argparse.Namespace) -> int:
     merge(Settings(), data)  # a config that would not load is not trusted
     _, restricted = trust.split_restricted(data)
     trust.grant(root, restricted)
+    if args.json:
+        print_json({"path": str(root), "trusted": True, "settings": _shown(restricted)})
+        return 0
     print(f"trusted: {root}")
     for name, value in restricted.items():
         print(f"  {name} = {_toml(_shown(value))}")
