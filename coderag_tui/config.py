@@ -2,6 +2,8 @@
 
 Order (later wins): built-in defaults, the user's config (`~/.config/coderag/config.toml`),
 the repository's `.coderag.toml`, the file in `CODERAG_CONFIG`, then an explicit `--config FILE`.
+A repository's own config is untrusted: its settings that choose where data, keys or files go
+are ignored, with one line on stderr, until the user trusts it (`coderag_tui.trust`).
 The top-level `config.toml` of this project documents every setting with its default.
 """
 
@@ -9,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -19,6 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from coderag_tui import trust
 from coderag_tui.errors import ConfigError
 
 DEFAULT_EXCLUDES = (
@@ -201,21 +206,138 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config: cannot read {path}: {exc.strerror}") from exc
 
 
-def load_settings(repo_root: Path | None = None, config_file: str | Path | None = None) -> Settings:
-    """Load settings from every config file that exists, in order (see module docstring)."""
-    settings = Settings()
-    candidates: list[Path] = [user_config_path()]
+REPO_CONFIG = ".coderag.toml"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings, in the order applied."""
+
+    source: str  # "user config", "repository config", "$CODERAG_CONFIG", "--config", "command line"
+    path: str  # the file (or the option, for the command line)
+    data: dict[str, Any]  # what is applied
+    ignored: tuple[str, ...] = ()  # "section.key" settings read but not applied
+    trust: str = ""  # repository config: trusted, untrusted or changed
+
+
+def repository_layer(repo_root: Path) -> Layer | None:
+    """The repository's own config, without the restricted settings unless it is trusted."""
+    path = repo_root / REPO_CONFIG
+    if not path.is_file():
+        return None
+    data = read_toml(path)
+    kept, restricted = trust.split_restricted(data)
+    state = trust.state(repo_root, restricted)
+    if state == trust.TRUSTED:
+        return Layer("repository config", str(path), data, (), state)
+    return Layer("repository config", str(path), kept, tuple(restricted), state)
+
+
+def load_layers(repo_root: Path | None = None, config_file: str | Path | None = None) -> list[Layer]:
+    """Every config file that exists, in order (see the module docstring)."""
+    layers: list[Layer] = []
+    user = user_config_path()
+    if user.is_file():
+        layers.append(Layer("user config", str(user), read_toml(user)))
     if repo_root is not None:
-        candidates.append(repo_root / ".coderag.toml")
+        repo = repository_layer(repo_root)
+        if repo is not None:
+            layers.append(repo)
     env_file = os.environ.get("CODERAG_CONFIG")
-    if env_file:
-        candidates.append(Path(env_file))
-    for path in candidates:
-        if path.is_file():
-            settings = merge(settings, read_toml(path))
+    if env_file and Path(env_file).is_file():
+        layers.append(Layer("$CODERAG_CONFIG", env_file, read_toml(Path(env_file))))
     if config_file is not None:
         path = Path(config_file)
         if not path.is_file():
             raise ConfigError(f"config: {path} does not exist")
-        settings = merge(settings, read_toml(path))
+        layers.append(Layer("--config", str(path), read_toml(path)))
+    return layers
+
+
+def apply_layers(layers: list[Layer]) -> Settings:
+    """The defaults with every layer applied in order; an invalid setting names its file."""
+    settings = Settings()
+    for layer in layers:
+        try:
+            settings = merge(settings, layer.data)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.message} (in {layer.path})", exc.hint) from None
     return settings
+
+
+def ignored_notice(layer: Layer) -> str:
+    """The one line that says which settings of an untrusted repository config were ignored."""
+    root = shlex.quote(str(Path(layer.path).parent))
+    keys = ", ".join(layer.ignored)
+    if layer.trust == trust.CHANGED:
+        return (f"coderag: ignoring {keys} from {layer.path}: changed since you trusted it; "
+                f"review them, then run `coderag trust {root}`")
+    return (f"coderag: ignoring {keys} from {layer.path}: a repository may not choose endpoints, "
+            f"keys or paths; run `coderag trust {root}` to allow them")
+
+
+_noticed: set[str] = set()
+
+
+def print_notice(line: str) -> None:
+    """Print a notice to stderr once per process (a service opened twice says it once)."""
+    if line not in _noticed:
+        _noticed.add(line)
+        print(line, file=sys.stderr)
+
+
+def load_settings(
+    repo_root: Path | None = None,
+    config_file: str | Path | None = None,
+    *,
+    notify: Callable[[str], None] | None = print_notice,
+) -> Settings:
+    """Load settings from every config file that exists, in order (see module docstring)."""
+    layers = load_layers(repo_root, config_file)
+    settings = apply_layers(layers)  # validates everything before any notice is printed
+    for layer in layers:
+        if layer.ignored and notify is not None:
+            notify(ignored_notice(layer))
+    return settings
+
+
+@dataclass(frozen=True)
+class EffectiveSetting:
+    """One setting's value and the layer it came from (`coderag config`)."""
+
+    name: str  # "section.key"
+    value: Any  # as in TOML: lists for tuples, tables for fallback entries
+    source: str  # "default" or a Layer's source
+    path: str = ""  # the Layer's path
+    ignored_from: str = ""  # a repository config that sets it but was not applied
+    ignored_because: str = ""  # untrusted or changed
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def effective(layers: list[Layer]) -> list[EffectiveSetting]:
+    """Every setting with its effective value and where it came from."""
+    settings = apply_layers(layers)
+    result = []
+    for section in fields(Settings):
+        table = getattr(settings, section.name)
+        for f in fields(table):
+            name = f"{section.name}.{f.name}"
+            source, path, ignored_from, because = "default", "", "", ""
+            for layer in layers:
+                data = layer.data.get(section.name)
+                if isinstance(data, dict) and f.name in data:
+                    source, path = layer.source, layer.path
+                if name in layer.ignored:
+                    ignored_from, because = layer.path, layer.trust
+            result.append(EffectiveSetting(name, _plain(getattr(table, f.name)), source, path,
+                                           ignored_from, because))
+    return result
