@@ -8,6 +8,7 @@ import difflib
 import os
 import re
 import sys
+from typing import NoReturn
 
 from coderag_tui import __version__
 from coderag_tui.cli import base
@@ -36,8 +37,16 @@ Every command that prints results takes --json. Exit status: 0 results, 1 no res
 """
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with errors as one line (`coderag: error: ...`), like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.split(" ", 1)[1] + " " if " " in self.prog else ""
+        self.exit(2, f"coderag: error: {safe_line(message)} (see `coderag {command}--help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="coderag",
         description="Ask any code repository a question, in your terminal, offline. "
         "`coderag [PATH|URL]` opens the app; `coderag COMMAND --help` for a command.",
@@ -45,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"coderag {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for cmd in base.COMMANDS.values():
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
         cmd.add_arguments(p)
@@ -118,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     arranged = _arrange(argv, parser)
     if isinstance(arranged, int):
         return arranged
-    args = parser.parse_args(arranged)
+    try:
+        args = parser.parse_args(arranged)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else 2
     if args.command is None:
         parser.print_help()
         return 2

@@ -17,13 +17,19 @@ from coderag_tui.textsafe import safe_line, safe_text
 INDENT = "    "
 
 
+class _Wrapper(textwrap.TextWrapper):
+    # a path may break after a slash, like a sentence after a space
+    wordsep_simple_re = re.compile(r"(\s+|[^\s/]*/+)")
+
+
 def wrap(text: str, width: int, indent: str = INDENT, first: str = "") -> list[str]:
     """`text` (one line) in lines of at most `width` columns: the first starts with `first`,
-    the next ones with `indent`; words longer than a line are broken."""
+    the next ones with `indent`; a line breaks at a space or after a slash (inside a word
+    only when that is longer than a line)."""
     if len(first) + len(text) <= width:
         return [first + text]
-    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=indent,
-                         break_on_hyphens=False, drop_whitespace=True) or [first]
+    wrapper = _Wrapper(width, initial_indent=first, subsequent_indent=indent, break_on_hyphens=False)
+    return wrapper.wrap(text) or [first]
 
 
 def two_part(head: str, tail: str, width: int) -> str:
@@ -36,11 +42,11 @@ def two_part(head: str, tail: str, width: int) -> str:
 
 def fit_text(text: str, width: int) -> str:
     """Multi-line text with every line fitted: a long line continues below, indented past its
-    own leading whitespace (and tree marks)."""
+    own leading whitespace (a tree mark becomes a space: a continuation is not a new item)."""
     out: list[str] = []
     for line in safe_text(text).expandtabs(4).splitlines():
         lead = re.match(r"[\s│]*", line)
-        indent = (lead.group() if lead else "") + INDENT
+        indent = " " * len(lead.group() if lead else "") + INDENT
         if len(indent) > width // 2:
             indent = INDENT
         out.extend(wrap(line, width, indent=indent))
