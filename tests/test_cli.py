@@ -81,6 +81,8 @@ def test_unknown_command_names_the_closest_one(capsys: pytest.CaptureFixture[str
     assert code == 2 and err.startswith("coderag: error: unknown command 'frobnicate' (see `coderag --help`)")
     code, _, err = run(["--repo", ".", "symbl", "x"], capsys)
     assert code == 2 and "did you mean 'symbol'?" in err
+    code, out, _ = run(["help", "map"], capsys)
+    assert code == 0 and out.startswith("usage: coderag map")
 
 
 def test_a_path_or_a_url_opens_the_app(tmp_path: Path) -> None:

@@ -115,6 +115,8 @@ def _arrange(argv: list[str], parser: argparse.ArgumentParser) -> list[str] | in
     word, before, after = argv[at], [a for a in argv[:at] if a != "--"], argv[at + 1:]
     if word in base.COMMANDS and not quoted:
         return [word, *before, *after]
+    if word == "help" and not quoted:  # `coderag help [COMMAND]`, as git has it
+        return [*after[:1], "--help"] if after and after[0] in base.COMMANDS else ["--help"]
     if quoted or _looks_like_repository(word):
         return ["tui", *before, *after, "--", word]
     return _unknown_command(word)
