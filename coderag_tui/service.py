@@ -57,6 +57,9 @@ def default_db_path(root: Path, settings: Settings) -> Path:
     return Path(user_cache_dir("coderag")) / "index" / f"{root.name}-{digest}.db"
 
 
+ATTACHMENT_QUERY_CHARS = 1000  # of text given with a question, the end used to retrieve code
+
+
 class CodeRag:
     """A repository and its index."""
 
@@ -283,6 +286,13 @@ class CodeRag:
         embed_query = state.query_embedder(self.db, self.settings.embed)
         return Searcher(self.db, self.settings.search, embed_query, state.matrix if embed_query else None)
 
+    def check_filters(self, filters: _SearchFilters | None) -> _SearchFilters | None:
+        """`filters` spelt as the index spells them; FilterError (one line, with the closest
+        valid value) for a kind or language that does not exist."""
+        from coderag_tui.retrieval.filters import check_filters
+
+        return check_filters(self.db, filters)
+
     def search(self, query: str, k: int | None = None,
                filters: _SearchFilters | None = None) -> list[_SearchHit]:
         """Code units for a query: routed, then BM25 + vectors + symbols (+ graph), fused by RRF."""
@@ -351,11 +361,14 @@ class CodeRag:
         *,
         model: str | None = None,
         should_stop: Callable[[], bool] | None = None,
+        attachment: str = "",
     ) -> Iterator[_AnswerEvent]:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
         Yields status / token / sources / done / error events; never raises (errors are events).
         A follow-up question in a conversation is retrieved together with the previous one.
+        `attachment`: text the user gave with the question (a log, a traceback): shown to the
+        model with it, and its last lines help retrieval.
         """
         from coderag_tui.answering import Answerer
         from coderag_tui.errors import CoderagError
@@ -381,6 +394,9 @@ class CodeRag:
                                if m.role == "user"]
                     if earlier:
                         query = f"{earlier[-1]}\n{question}"
+                if attachment.strip():
+                    # the end of a log or a traceback names what failed: it steers retrieval
+                    query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
                 context_budget, map_budget = self._answer_budgets(provider)
                 context = self.context(query, max_tokens=context_budget)
                 repo_map = self.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
@@ -388,7 +404,8 @@ class CodeRag:
             except CoderagError as exc:
                 yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
                 return
-            for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s):
+            for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s,
+                                      attachment=attachment):
                 yield event
                 if should_stop is not None and should_stop() and event.kind == "token":
                     yield AnswerEvent("error", text="cancelled", conversation_id=event.conversation_id)

@@ -87,12 +87,13 @@ def test_cli_ask_json_and_pipe(make_repo, tmp_path):
     (tmp_path / "cfg.toml").write_text("[llm]\nmax_tokens = 32\nn_ctx = 2048\n")
     base = [sys.executable, "-m", "coderag_tui", "ask", "what does tax_for return?", "--repo", str(repo),
             "--db", str(tmp_path / "i.db"), "--config", str(tmp_path / "cfg.toml")]
-    out = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=600)
+    # stdin is not a pipe here: piped text would be given to the model with the question
+    out = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["answer"] and data["sources"] and data["conversation_id"] >= 1
     assert any(s["path"] == "shop/tax.py" for s in data["sources"])
-    plain = subprocess.run(base, capture_output=True, text=True, timeout=600)
+    plain = subprocess.run(base, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert plain.returncode == 0, plain.stderr
     assert "Sources" in plain.stdout and "shop/tax.py:" in plain.stdout
     assert "\x1b[" not in plain.stdout  # no terminal codes when piped

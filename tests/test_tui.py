@@ -699,3 +699,30 @@ def test_no_textual_in_the_plain_modules() -> None:
             "assert 'textual' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})
 
+
+
+async def test_repository_text_is_shown_never_obeyed(tmp_path: Path) -> None:
+    """A file whose name holds markup and an escape sequence, and whose code holds escape
+    sequences: shown as visible escapes in the tree, the viewer and its title."""
+    name = "[bold]x\x1b[31mRED.py"
+    service = make_service(tmp_path)
+    (service.root / name).write_text('def red():\n    return "\x1b]52;c;aGk=\x07\x1b[2J"\n')
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        files = app.screen.query_one(FilesPane)
+        assert name in files.visible_paths
+        tree = app.screen.query_one(FileTree)
+        labels = [str(node.label) for node in tree.root.children]
+        assert "✓ [bold]x\\x1b[31mRED.py py" in labels or any("[bold]x\\x1b[31mRED.py" in label
+                                                                for label in labels), labels
+        await pilot.press("f2")
+        await type_text(pilot, "RED")
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        lines = viewer_text(app)
+        assert any('\\x1b]52;c;aGk=\\x07\\x1b[2J' in line for line in lines), lines
+        assert not any("\x1b" in line or "\x07" in line for line in lines)
+        title = app.screen.query_one(ViewerPane).border_title
+        assert "\x1b" not in str(title) and "\\x1b[31mRED.py" in str(title)
+        assert r"\[bold]" in str(title)  # markup in a name is text, not style

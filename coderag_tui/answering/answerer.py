@@ -159,9 +159,11 @@ class Answerer:
         conversation_id: int | None = None,
         *,
         retrieval_s: float | None = None,
+        attachment: str = "",
     ) -> Iterator[AnswerEvent]:
+        """`attachment`: text the user gave with the question, shown to the model with it."""
         try:
-            yield from self._ask(question, context, repo_map, conversation_id, retrieval_s)
+            yield from self._ask(question, context, repo_map, conversation_id, retrieval_s, attachment)
         except CoderagError as exc:
             yield AnswerEvent("error", text=exc.one_line(), conversation_id=conversation_id or 0)
         except Exception as exc:  # never raise into the UI
@@ -179,6 +181,7 @@ class Answerer:
         repo_map: str,
         conversation_id: int | None,
         retrieval_s: float | None,
+        attachment: str = "",
     ) -> Iterator[AnswerEvent]:
         question = question.strip()
         if not question:
@@ -193,8 +196,10 @@ class Answerer:
         provider = self.provider
         yield AnswerEvent("status", text=f"preparing the prompt for {provider.name}", conversation_id=cid)
         history = self._history(conversation_id)
-        fitted = fit_prompt(question, context, repo_map, history, provider, self.max_tokens)
+        fitted = fit_prompt(question, context, repo_map, history, provider, self.max_tokens, attachment)
         notes = []
+        if fitted.attachment_lines_dropped:
+            notes.append(f"the first {fitted.attachment_lines_dropped} lines of the given text left out")
         if fitted.history_dropped:
             notes.append(f"{fitted.history_dropped} older messages left out")
         if fitted.pieces_dropped:

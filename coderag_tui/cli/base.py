@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from coderag_tui.errors import CoderagError
 from coderag_tui.models import to_dict
+
+STDIN_LIMIT = 4 * 1024 * 1024  # bytes of piped text read at most
 
 
 @dataclass(frozen=True)
@@ -42,25 +48,118 @@ def arguments(adder: Callable[[argparse.ArgumentParser], None]) -> Callable[[Any
     return wrap
 
 
+class UsageError(CoderagError):
+    """The command line itself is wrong (exit 2)."""
+
+
+# Options every command takes, before or after the command name (`coderag --repo X status`).
+GLOBAL_VALUE_OPTIONS = ("--repo", "--config", "--db", "--branch", "--rev")
+
+
 def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", metavar="PATH|URL", help="the repository (default: the one containing the cwd)")
-    parser.add_argument("--config", metavar="FILE", help="a config.toml to apply on top of the others")
-    parser.add_argument("--db", metavar="FILE", help="the index file (default: in the user's cache)")
-    parser.add_argument("--branch", help="branch to clone (remote repositories)")
-    parser.add_argument("--rev", help="commit to check out (remote repositories)")
+    group = parser.add_argument_group("global options (before or after the command)")
+    group.add_argument("--repo", metavar="PATH|URL",
+                       help="the repository: a folder or a git URL (default: the one containing the cwd)")
+    group.add_argument("--config", metavar="FILE", help="a config.toml to apply on top of the others")
+    group.add_argument("--db", metavar="FILE", help="the index file (default: in the user's cache)")
+    group.add_argument("--branch", help="branch to clone (repository URLs)")
+    group.add_argument("--rev", help="commit to check out (repository URLs)")
+
+
+def add_path(parser: argparse.ArgumentParser) -> None:
+    """The repository as a positional PATH|URL, the same as --repo."""
+    parser.add_argument("repo_path", nargs="?", metavar="PATH|URL",
+                        help="the repository folder or git URL (same as --repo; default: the cwd's repository)")
+
+
+def add_json(parser: argparse.ArgumentParser, help: str = "print JSON") -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def add_limit(parser: argparse.ArgumentParser, default: int | None, help: str) -> None:
+    """`-n/--limit N`, the one name for a result count (`-k` still works, unlisted)."""
+    parser.add_argument("-n", "--limit", type=positive_int, default=default, metavar="N", help=help)
+    parser.add_argument("-k", dest="limit", type=positive_int, help=argparse.SUPPRESS)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def repo_target(args: argparse.Namespace) -> str | None:
+    """The repository the arguments name: the positional PATH or --repo (not two different ones)."""
+    path = getattr(args, "repo_path", None)
+    repo = getattr(args, "repo", None)
+    if path is not None and repo is not None and path != repo:
+        raise UsageError(f"two repositories given: {path!r} and --repo {repo!r}",
+                         "give one")
+    return path if path is not None else repo
 
 
 def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     """The CodeRag service for the repository the arguments name (folder or URL)."""
     from coderag_tui.service import CodeRag
 
-    target = repo if repo is not None else getattr(args, "repo", None)
+    target = repo if repo is not None else repo_target(args)
     opener = getattr(CodeRag, "open_any", None)
     if opener is not None:
         return opener(target, config=args.config, db_path=args.db,
                       branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                       progress=progress_printer("clone"))
     return CodeRag.open(target, config=args.config, db_path=args.db)
+
+
+def piped_stdin() -> bool:
+    """True when stdin is a pipe or a file: text was given to read (a terminal, /dev/null or a
+    closed stdin is not)."""
+    stream = sys.stdin
+    if stream is None:
+        return False
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):  # replaced by a test runner, or closed
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def read_stdin() -> str:
+    """All of stdin, decoded leniently (at most STDIN_LIMIT bytes)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    try:
+        data = stream.read(STDIN_LIMIT + 1) if stream is not None else sys.stdin.read().encode()
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read stdin: {exc}") from exc
+    if len(data) > STDIN_LIMIT:
+        raise UsageError(f"the piped text is over {STDIN_LIMIT // (1024 * 1024)} MB", "give less")
+    return data.decode("utf-8", "replace")
+
+
+def query_from(words: str | list[str] | None, what: str = "query") -> str:
+    """The query of search/context/ask: the arguments, or stdin when they are `-` or absent and
+    text is piped."""
+    if isinstance(words, list):
+        words = " ".join(words) if words else None
+    if words == "-" or (words is None and piped_stdin()):
+        text = read_stdin().strip()
+        if not text:
+            raise UsageError(f"the {what} read from stdin is empty")
+        return text
+    if words is None or not words.strip():
+        raise UsageError(f"give a {what}", f"as an argument, or piped: echo {what} | coderag ...")
+    return words
+
+
+def width() -> int:
+    """Columns to fit output into: the terminal's on a TTY (COLUMNS wins), else 80."""
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
+    return 80
 
 
 def print_json(obj: Any) -> None:

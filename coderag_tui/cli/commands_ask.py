@@ -5,47 +5,65 @@ from __future__ import annotations
 import argparse
 import sys
 
-from coderag_tui.cli.base import arguments, command, is_tty, open_service, print_json
+from coderag_tui.cli import render
+from coderag_tui.cli.base import (
+    add_json,
+    arguments,
+    command,
+    is_tty,
+    open_service,
+    piped_stdin,
+    print_json,
+    query_from,
+    read_stdin,
+    width,
+)
 from coderag_tui.errors import CoderagError
 from coderag_tui.models import AnswerEvent, Source
+from coderag_tui.textsafe import safe_line, safe_text
 
 
 def _ask_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("question", nargs="+", help="the question, in plain language")
+    p.add_argument("question", nargs="*", help="the question, in plain language; - or none: read it from "
+                   "stdin. Text piped in after a question is given to the model with it (cat err.log | "
+                   "coderag ask \"why?\")")
     p.add_argument("--model", help="a GGUF path (or a remote model name) instead of the configured one")
-    p.add_argument("--json", action="store_true", help="print one JSON object when done")
+    add_json(p, "print one JSON object when done")
     p.add_argument("--no-stream", action="store_true", help="print the answer when complete")
     p.add_argument("--conversation", type=int, metavar="ID", help="continue a stored conversation")
 
 
 def _source_line(s: Source) -> str:
     mark = "*" if s.cited else " "
-    title = f"  {s.title}" if s.title else ""
-    return f"[{s.number}]{mark} {s.citation}{title}"
+    title = f"  {safe_line(s.title)}" if s.title else ""
+    return f"[{s.number}]{mark} {safe_line(s.citation)}{title}"
 
 
 @command("ask", "answer a question about the repository, citing path:start-end sources")
 @arguments(_ask_args)
 def cmd_ask(args: argparse.Namespace) -> int:
+    attachment = ""
+    if args.question and args.question != ["-"] and piped_stdin():
+        attachment = read_stdin()
+    question = query_from(args.question, "question")
     service = open_service(args)
     if service.status().files == 0:
         service.index()
-    question = " ".join(args.question)
     stream = is_tty() and not args.no_stream and not args.json
     answer: list[str] = []
     final: AnswerEvent | None = None
     sources: tuple[Source, ...] = ()
     invalid: tuple[str, ...] = ()
     conversation = args.conversation or 0
-    for event in service.ask(question, args.conversation, model=args.model):
+    for event in service.ask(question, args.conversation, model=args.model, attachment=attachment):
         conversation = event.conversation_id or conversation
         if event.kind == "token":
             answer.append(event.text)
             if stream:
-                sys.stdout.write(event.text)
+                sys.stdout.write(safe_text(event.text))
                 sys.stdout.flush()
         elif event.kind == "status" and stream:
-            sys.stderr.write(f"\r\033[2K{event.text}…")
+            sys.stderr.write(f"\r\033[2K{safe_line(event.text)}…")
             sys.stderr.flush()
         elif event.kind == "sources":
             sources, invalid = event.sources, event.invalid_citations
@@ -70,14 +88,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
         })
         return 0
     if not stream:
-        print(text)
+        print(safe_text(text))
     else:
         print()
     print("\nSources (* cited by the answer):")
+    cols = width()
     for s in sources:
-        print(_source_line(s))
+        print("\n".join(render.wrap(_source_line(s), cols)))
     if invalid:
-        print("Not in the index (invented by the model): " + ", ".join(invalid))
+        print("\n".join(render.wrap("Not in the index (invented by the model): "
+                                    + ", ".join(safe_line(c) for c in invalid), cols)))
     if final is not None and final.text:
         print(f"\n{final.text}  (conversation {conversation}; continue with --conversation {conversation})",
               file=sys.stderr)
@@ -91,14 +111,13 @@ def _models_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("filename", nargs="?", help="pull: the GGUF file in it")
     p.add_argument("--model", help="list: also describe this GGUF path")
     p.add_argument("--base-url", default="https://huggingface.co", help="pull: the model hub")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
 
 
 @command("models", "list the configured and available models, or pull a GGUF into models/")
 @arguments(_models_args)
 def cmd_models(args: argparse.Namespace) -> int:
-    from coderag_tui.answering import list_models, pull_model
-    from coderag_tui.config import load_settings
+    from coderag_tui.answering import pull_model
     from coderag_tui.paths import models_dir
 
     if args.action == "pull":
@@ -109,17 +128,16 @@ def cmd_models(args: argparse.Namespace) -> int:
         bar = progress_printer("download")
         path = pull_model(args.repo_id, args.filename, models_dir(), bar, base_url=args.base_url)
         bar.close()
+        if args.json:
+            print_json({"path": str(path)})
+            return 0
         print(f"saved {path}; coderag uses the first GGUF in {models_dir()} unless [llm] model names one")
         return 0
-    settings = load_settings(None, args.config)
-    infos = list_models(settings.llm, models_dir(), model_override=args.model)
+    infos = open_service(args).list_models(args.model)
     if args.json:
         print_json(infos)
-        return 0
-    for m in infos:
-        size = f"{m.size_bytes / 1e6:.0f} MB" if m.size_bytes else "-"
-        found = "" if m.found else "  (NOT FOUND)"
-        print(f"{m.provider:<9} {m.name}  ctx {m.context_window}  {size}  {m.path_or_url}{found}")
-        if m.note:
-            print(f"          {m.note}")
-    return 0
+    else:
+        cols = width()
+        for m in infos:
+            print(render.model_line(m, cols))
+    return 0 if infos else 1

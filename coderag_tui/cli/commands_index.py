@@ -7,18 +7,22 @@ import sys
 
 from coderag_tui.cli import render
 from coderag_tui.cli.base import (
+    add_json,
+    add_limit,
+    add_path,
     arguments,
     command,
     is_tty,
     open_service,
     print_json,
     progress_printer,
+    width,
 )
 from coderag_tui.models import to_dict
 
 
 def _index_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", help="repository folder or URL (default: --repo or the cwd)")
+    add_path(p)
     p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
     p.add_argument("--no-embed", action="store_true", help="stop after the structural index")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -27,7 +31,7 @@ def _index_args(p: argparse.ArgumentParser) -> None:
 @command("index", "build or update the index of a repository")
 @arguments(_index_args)
 def cmd_index(args: argparse.Namespace) -> int:
-    service = open_service(args, args.path)
+    service = open_service(args)
     bar = progress_printer("index")
     summary = service.index(rebuild=args.rebuild, progress=bar)
     bar.close()
@@ -49,12 +53,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON")
+def _status_args(p: argparse.ArgumentParser) -> None:
+    add_path(p)
+    add_json(p)
 
 
 @command("status", "what the index holds: files by language, units, chunks, edges, skips, size")
-@arguments(_json_arg)
+@arguments(_status_args)
 def cmd_status(args: argparse.Namespace) -> int:
     st = open_service(args).status()
     if args.json:
@@ -66,8 +71,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _name_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="a symbol name: QuerySet, QuerySet.filter, parse_url(), pkg/auth")
-    p.add_argument("-n", "--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_limit(p, 20, "how many results (default: 20)")
+    add_json(p)
 
 
 @command("symbol", "find definitions by name (exact, qualified or fuzzy)")
@@ -78,11 +83,11 @@ def cmd_symbol(args: argparse.Namespace) -> int:
         print_json([to_dict(u) for u in units])
     elif not units:
         print(f"no definition matches {args.name!r}", file=sys.stderr)
-        return 1
     else:
+        cols = width()
         for u in units:
-            print(render.unit_line(u))
-    return 0
+            print(render.unit_line(u, cols))
+    return 0 if units else 1
 
 
 def _edges(args: argparse.Namespace, incoming: bool) -> int:
@@ -90,14 +95,14 @@ def _edges(args: argparse.Namespace, incoming: bool) -> int:
     edges = service.callers(args.name, args.limit) if incoming else service.callees(args.name, args.limit)
     if args.json:
         print_json([render.edge_json(e, incoming) for e in edges])
-        return 0
-    if not edges:
+    elif not edges:
         what = "callers" if incoming else "callees"
         print(f"no {what} found for {args.name!r}", file=sys.stderr)
-        return 1
-    for e in edges:
-        print(render.edge_line(e, incoming))
-    return 0
+    else:
+        cols = width()
+        for e in edges:
+            print(render.edge_line(e, incoming, cols))
+    return 0 if edges else 1
 
 
 @command("callers", "who calls a function or method")
@@ -113,7 +118,7 @@ def cmd_callees(args: argparse.Namespace) -> int:
 
 
 def _tui_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", help="repository folder or git URL (default: the cwd's repository)")
+    add_path(p)
 
 
 @command("tui", "open the app (the default when no command is given)")
@@ -128,5 +133,5 @@ def cmd_tui(args: argparse.Namespace) -> int:
         print("coderag: the terminal app is not available in this build; use the commands "
               "(`coderag --help`)", file=sys.stderr)
         return 2
-    service = open_service(args, args.path)
+    service = open_service(args)
     return int(run_app(service) or 0)

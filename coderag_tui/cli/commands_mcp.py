@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from coderag_tui.cli.base import arguments, command, open_service
+from coderag_tui.cli.base import add_path, arguments, command, open_service
 
 
 def _mcp_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", help="repository folder or git URL (default: --repo or the cwd's repository)")
+    add_path(p)
     p.add_argument("--watch", action="store_true", help="keep the index current while serving")
     p.add_argument("-v", "--verbose", action="store_true", help="log more to stderr")
 
@@ -20,5 +20,5 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from coderag_tui.mcp_server import default_log_setup, serve
 
     default_log_setup(args.verbose)
-    service = open_service(args, args.path)
+    service = open_service(args)
     return serve(service, watch=args.watch)

@@ -7,12 +7,13 @@ import json
 import sys
 import time
 
-from coderag_tui.cli.base import arguments, command, open_service, progress_printer
+from coderag_tui.cli.base import add_path, arguments, command, open_service, progress_printer
 from coderag_tui.models import WatchEvent, to_dict
+from coderag_tui.textsafe import safe_text
 
 
 def _watch_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", help="repository folder (default: --repo or the cwd's repository)")
+    add_path(p)
     p.add_argument("--debounce-ms", type=int, default=None,
                    help="wait this long after the last change of a burst before re-indexing (default: [watch] "
                         "debounce_ms; a save of a few files waits [watch] save_debounce_ms, at most this)")
@@ -24,7 +25,7 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
 @command("watch", "index once, then re-index changed files as they are saved (Ctrl+C stops)")
 @arguments(_watch_args)
 def cmd_watch(args: argparse.Namespace) -> int:
-    service = open_service(args, args.path)
+    service = open_service(args)
     bar = progress_printer("index")
 
     def show(event: WatchEvent) -> None:
@@ -34,9 +35,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if event.phase == "indexed":
             if event.full:
                 bar.close()
-            print(event.message, flush=True)
+            print(safe_text(event.message), flush=True)
         elif event.phase == "error":
-            print(f"coderag: watch: {event.message}", file=sys.stderr, flush=True)
+            print(f"coderag: watch: {safe_text(event.message)}", file=sys.stderr, flush=True)
 
     debounce = args.debounce_ms if args.debounce_ms is not None else service.settings.watch.debounce_ms
     watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar,

@@ -1,10 +1,77 @@
-"""Plain-text rendering of the models for the terminal (pipe-friendly)."""
+"""Plain-text rendering of the models for the terminal (pipe-friendly).
+
+Repository text (paths, names, signatures) is escaped with `textsafe` before it is measured,
+and lines are fitted to a width (80 columns unless a terminal says otherwise): a line that
+does not fit is wrapped with an indent; a path is never shortened.
+"""
 
 from __future__ import annotations
 
+import re
+import textwrap
 import time
 
-from coderag_tui.models import EdgeRef, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.models import EdgeRef, IndexStatus, IndexSummary, ModelInfo, SearchHit, UnitRef
+from coderag_tui.textsafe import safe_line, safe_text
+
+INDENT = "    "
+
+
+class _Wrapper(textwrap.TextWrapper):
+    # a path may break after a slash, like a sentence after a space
+    wordsep_simple_re = re.compile(r"(\s+|[^\s/]*/+)")
+
+
+def wrap(text: str, width: int, indent: str = INDENT, first: str = "") -> list[str]:
+    """`text` (one line) in lines of at most `width` columns: the first starts with `first`,
+    the next ones with `indent`; a line breaks at a space or after a slash (inside a word
+    only when that is longer than a line)."""
+    if len(first) + len(text) <= width:
+        return [first + text]
+    wrapper = _Wrapper(width, initial_indent=first, subsequent_indent=indent, break_on_hyphens=False)
+    return wrapper.wrap(text) or [first]
+
+
+def two_part(head: str, tail: str, width: int) -> str:
+    """`head  tail` on one line when it fits, else head, then tail indented below it."""
+    line = f"{head}  {tail}".rstrip()
+    if len(line) <= width:
+        return line
+    return "\n".join(wrap(head, width) + wrap(tail, width, first=INDENT))
+
+
+def fit_text(text: str, width: int) -> str:
+    """Multi-line text with every line fitted: a long line continues below, indented past its
+    own leading whitespace (a tree mark becomes a space: a continuation is not a new item)."""
+    out: list[str] = []
+    for line in safe_text(text).expandtabs(4).splitlines():
+        lead = re.match(r"[\s│]*", line)
+        indent = " " * len(lead.group() if lead else "") + INDENT
+        if len(indent) > width // 2:
+            indent = INDENT
+        out.extend(wrap(line, width, indent=indent))
+    return "\n".join(out)
+
+
+def hit_line(h: SearchHit, width: int) -> str:
+    u = h.unit
+    head = f"{h.score:.4f}  {safe_line(u.path)}:{u.start_line}-{u.end_line}"
+    tail = f"{u.kind:<9} {safe_line(u.qualname or u.name)}  [{', '.join(h.reasons)}]"
+    return two_part(head, tail, width)
+
+
+def model_line(m: ModelInfo, width: int) -> str:
+    """One line when it fits; else the name, then its size, path and note indented below."""
+    size = f"{m.size_bytes / 1e6:.0f} MB" if m.size_bytes else "-"
+    found = "" if m.found else "  (NOT FOUND)"
+    name = f"{m.provider:<9} {safe_line(m.name)}"
+    rest = [f"ctx {m.context_window}  {size}{found}", safe_line(m.path_or_url)]
+    line = "  ".join([name, *rest])
+    lines = [line] if len(line) <= width else wrap(name, width) + [
+        out for part in rest for out in wrap(part, width, first=INDENT)]
+    if m.note:
+        lines += wrap(safe_line(m.note), width, first=INDENT)
+    return "\n".join(lines)
 
 
 def human_bytes(n: int) -> str:
@@ -53,21 +120,26 @@ def status_text(s: IndexStatus) -> str:
     return "\n".join(lines)
 
 
-def unit_line(u: UnitRef) -> str:
-    sig = u.signature or u.qualname
-    return f"{u.path}:{u.start_line}-{u.end_line}  {u.kind:<9} {u.qualname}  {sig if sig != u.qualname else ''}".rstrip()
+def unit_line(u: UnitRef, width: int = 80) -> str:
+    sig = safe_line(u.signature or u.qualname)
+    name = safe_line(u.qualname)
+    head = f"{safe_line(u.path)}:{u.start_line}-{u.end_line}"
+    return two_part(head, f"{u.kind:<9} {name}  {sig if sig != name else ''}".rstrip(), width)
 
 
-def edge_line(e: EdgeRef, incoming: bool) -> str:
+def edge_line(e: EdgeRef, incoming: bool, width: int = 80) -> str:
     """A caller (incoming: where the call is) or a callee (outgoing: what is called)."""
+    name = safe_line(e.name)
     if incoming:
         src = e.unit
         if src is None:
-            return f"?:{e.line}  calls {e.name}"
-        return f"{src.path}:{e.line}  {src.kind:<9} {src.qualname}"
+            return two_part(f"?:{e.line}", f"calls {name}", width)
+        return two_part(f"{safe_line(src.path)}:{e.line}", f"{src.kind:<9} {safe_line(src.qualname)}", width)
     if e.unit is not None:
-        return f"{e.unit.path}:{e.unit.start_line}-{e.unit.end_line}  {e.unit.kind:<9} {e.unit.qualname}  (line {e.line})"
-    return f"(external)  {e.name}  (line {e.line})"
+        u = e.unit
+        return two_part(f"{safe_line(u.path)}:{u.start_line}-{u.end_line}",
+                        f"{u.kind:<9} {safe_line(u.qualname)}  (line {e.line})", width)
+    return two_part("(external)", f"{name}  (line {e.line})", width)
 
 
 def edge_json(e: EdgeRef, incoming: bool) -> dict[str, object]:

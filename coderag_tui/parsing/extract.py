@@ -17,7 +17,7 @@ from typing import Any
 from coderag_tui.config import ChunkSettings
 from coderag_tui.models import CallSite, ImportRef, ParsedChunk, ParsedFile, ParsedUnit
 from coderag_tui.parsing.chunker import CastChunker, Span, _end_row, line_bounds
-from coderag_tui.parsing.languages import LanguageSpec, get_parser, get_query
+from coderag_tui.parsing.languages import LanguageSpec, get_parser, get_query, query_source
 
 CLASS_LIKE = frozenset(
     {"class", "struct", "interface", "trait", "impl", "enum", "object", "protocol",
@@ -222,15 +222,18 @@ class _Extractor:
         return _clean_doc("\n".join(lines)) if lines else ""
 
 
+_GENERIC_KINDS = (
+    ("class", "class"), ("struct", "struct"), ("interface", "interface"), ("trait", "trait"),
+    ("enum", "enum"), ("impl", "impl"), ("module", "module"), ("namespace", "namespace"),
+    ("method", "method"), ("function", "function"), ("func", "function"), ("def", "function"),
+    ("proc", "function"), ("macro", "macro"), ("type", "type"), ("section", "section"),
+    ("rule", "rule"), ("const", "constant"), ("var", "variable"),
+)
+
+
 def _generic_kind(node_type: str) -> str:
     t = node_type.lower()
-    for word, kind in (
-        ("class", "class"), ("struct", "struct"), ("interface", "interface"), ("trait", "trait"),
-        ("enum", "enum"), ("impl", "impl"), ("module", "module"), ("namespace", "namespace"),
-        ("method", "method"), ("function", "function"), ("func", "function"), ("def", "function"),
-        ("proc", "function"), ("macro", "macro"), ("type", "type"), ("section", "section"),
-        ("rule", "rule"), ("const", "constant"), ("var", "variable"),
-    ):
+    for word, kind in _GENERIC_KINDS:
         if word in t:
             return kind
     return "definition"
@@ -508,3 +511,19 @@ def _make_chunks(
             )
         )
     return out
+
+
+@functools.cache
+def unit_kinds() -> frozenset[str]:
+    """Every kind of unit parsing can produce: the `@definition.KIND` captures of the tag
+    queries, the kinds of the generic fallback, and `file`."""
+    from coderag_tui.parsing.languages import registry
+
+    kinds = {"file", "method", "definition"}
+    kinds.update(k for _, k in _GENERIC_KINDS)
+    for name in registry():
+        source = query_source(name)
+        if source:
+            kinds.update(re.findall(r"@definition\.(\w+)", source))
+    kinds.discard("decorated")  # a wrapper capture, never a unit's kind
+    return frozenset(kinds)

@@ -220,3 +220,13 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         commit=db.get_meta("commit"),
         orphaned=tuple(orphans(db, 50)),
     )
+
+
+def unit_kinds(db: Database) -> set[str]:
+    """The kinds of unit the index holds."""
+    return {str(k) for (k,) in db.rows("SELECT DISTINCT kind FROM units")}
+
+
+def languages(db: Database) -> set[str]:
+    """The languages of the indexed files."""
+    return {str(k) for (k,) in db.rows("SELECT DISTINCT language FROM files") if k}

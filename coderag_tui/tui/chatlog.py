@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coderag_tui.models import Source
+from coderag_tui.textsafe import safe_line
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 
@@ -22,8 +23,9 @@ class Turn:
 
 
 def source_line(s: Source) -> str:
-    title = f"  {s.title}" if s.title else ""
-    return f"[{s.number}] {s.citation}{title}"
+    """A source as one line of display text (repository text escaped)."""
+    title = f"  {safe_line(s.title)}" if s.title else ""
+    return f"[{s.number}] {safe_line(s.citation)}{title}"
 
 
 def to_markdown(turns: list[Turn], repo: str, title: str = "") -> str:

@@ -12,6 +12,7 @@ from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
 
 from coderag_tui.models import UnitRef
+from coderag_tui.textsafe import safe_line
 
 DARK_THEME = "monokai"
 LIGHT_THEME = "default"
@@ -80,7 +81,8 @@ def highlight(path: str, lines: tuple[str, ...], dark: bool) -> tuple[Text, ...]
 
 def load(service: Any, path: str, dark: bool = True) -> Document:
     """Read, highlight and outline a repository file (raises the service's errors)."""
-    lines = tuple(line.expandtabs(4) for line in service.read_lines(path, 1, None))
+    # what the file holds is shown, never obeyed: control characters become visible escapes
+    lines = tuple(safe_line(line.expandtabs(4)) for line in service.read_lines(path, 1, None))
     outline = tuple(service.outline(path))
     language = outline[0].language if outline else ""
     return Document(path, language, lines, highlight(path, lines, dark), outline, dark)

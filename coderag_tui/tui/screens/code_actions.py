@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import SuspendNotSupported
 
 from coderag_tui.models import EdgeRef, UnitRef
+from coderag_tui.textsafe import safe_line
 from coderag_tui.tui.editor import editor_command
 from coderag_tui.tui.history import Location
 from coderag_tui.tui.screens.base import MainBase
@@ -16,20 +18,24 @@ from coderag_tui.tui.screens.picker import PickerScreen
 from coderag_tui.tui.screens.symbols import SymbolPalette, unit_label
 
 
-def edge_item(kind: str, e: EdgeRef) -> tuple[str, Location | None]:
+def edge_item(kind: str, e: EdgeRef) -> tuple[Text, Location | None]:
     """A picker row for an edge. Callers and tests: the calling unit at the call's line;
-    callees: the called definition, or the call site when it is not in the index."""
+    callees: the called definition, or the call site when it is not in the index. The row is
+    a Text of escaped repository text: a name is never read as markup nor as a control code."""
+    name = safe_line(e.name)
     if kind == "callees":
         if e.unit is not None:
-            return f"{e.name} → {e.unit.qualname}  {e.unit.path}:{e.unit.start_line}", Location.file(
-                e.unit.path, e.unit.start_line, e.unit.start_line, e.unit.start_line)
+            u = e.unit
+            return Text(f"{name} → {safe_line(u.qualname)}  {safe_line(u.path)}:{u.start_line}"), Location.file(
+                u.path, u.start_line, u.start_line, u.start_line)
         site = e.source
-        label = f"{e.name}  (not in the index; called at line {e.line})"
+        label = Text(f"{name}  (not in the index; called at line {e.line})")
         return label, Location.file(site.path, e.line, e.line, e.line) if site else None
     unit = e.unit
     if unit is None:
-        return f"{e.name}  line {e.line}", None
-    return f"{unit.qualname or unit.name}  {unit.path}:{e.line}", Location.file(unit.path, e.line, e.line, e.line)
+        return Text(f"{name}  line {e.line}"), None
+    return (Text(f"{safe_line(unit.qualname or unit.name)}  {safe_line(unit.path)}:{e.line}"),
+            Location.file(unit.path, e.line, e.line, e.line))
 
 
 
@@ -62,7 +68,7 @@ class CodeActions(MainBase):
 
     def _offer_units(self, word: str, units: list[UnitRef]) -> None:
         if not units:
-            self.notify(f"no definition of {word} in the index", severity="warning")
+            self.notify(f"no definition of {safe_line(word)} in the index", severity="warning", markup=False)
         elif len(units) == 1:
             self._picked_unit(units[0])
         else:
@@ -93,9 +99,9 @@ class CodeActions(MainBase):
         items = [edge_item(kind, e) for e in lookup(name)]
         self.app.call_from_thread(self._offer_edges, f"{kind.capitalize()} of {name}", items)
 
-    def _offer_edges(self, title: str, items: list[tuple[str, Location | None]]) -> None:
+    def _offer_edges(self, title: str, items: list[tuple[Text, Location | None]]) -> None:
         if not items:
-            self.notify(f"{title}: none found", severity="warning")
+            self.notify(f"{safe_line(title)}: none found", severity="warning", markup=False)
             return
         self.app.push_screen(PickerScreen[Location](f"{title} ({len(items)})", list(items)),
                              self._picked_location)

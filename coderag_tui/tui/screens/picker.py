@@ -9,9 +9,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
+
+from coderag_tui.textsafe import safe_line
 
 T = TypeVar("T")
 
@@ -29,13 +32,15 @@ class PickerScreen(ModalScreen[T | None], Generic[T]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            options = [Option(label, id=str(i), disabled=value is None)
+            # labels and titles hold repository text: plain text, escaped, never markup
+            options = [Option(Text(safe_line(label)) if isinstance(label, str) else label, id=str(i),
+                              disabled=value is None)
                        for i, (label, value) in enumerate(self.items)]
             yield OptionList(*options, id="picker-list")
 
     def on_mount(self) -> None:
         box = self.query_one("#picker")
-        box.border_title = self.title_text
+        box.border_title = escape(safe_line(self.title_text))
         box.border_subtitle = "Enter opens · Esc closes"
         self.query_one(OptionList).focus()
 

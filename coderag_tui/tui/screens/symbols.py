@@ -12,12 +12,14 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from coderag_tui.models import UnitRef
+from coderag_tui.textsafe import safe_line
 
 DEBOUNCE_S = 0.12
 
 
 def unit_label(u: UnitRef) -> Text:
-    return Text.assemble((u.qualname or u.name, "bold"), f"  {u.kind}  ", (u.location, "dim"))
+    return Text.assemble((safe_line(u.qualname or u.name), "bold"), f"  {u.kind}  ",
+                         (safe_line(u.location), "dim"))
 
 
 class SymbolPalette(ModalScreen[UnitRef | None]):

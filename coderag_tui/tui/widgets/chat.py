@@ -16,6 +16,7 @@ from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from coderag_tui.models import Source
+from coderag_tui.textsafe import safe_line, safe_text
 from coderag_tui.tui.chatlog import Turn, source_line
 
 
@@ -25,7 +26,7 @@ def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = ()) -> 
         line = source_line(s)
         text.append(f"{line}\n", "bold" if s.cited else "dim")
     for bad in invalid:
-        text.append(f"✗ not in the repository: {bad}\n", "red")
+        text.append(f"✗ not in the repository: {safe_line(bad)}\n", "red")
     text.rstrip()
     return text
 
@@ -49,6 +50,7 @@ class TurnView(Vertical):
         self.query_one(".sources", Static).display = bool(self.turn.sources)
 
     async def append(self, text: str) -> None:
+        text = safe_text(text)  # the model may repeat the escape sequences of the code it read
         self.turn.answer += text
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one(Markdown))

@@ -14,9 +14,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
+from coderag_tui.textsafe import safe_line
 from coderag_tui.tui.adapters import FileEntry
 from coderag_tui.tui.history import Location
 from coderag_tui.tui.messages import OpenLocation
@@ -62,7 +64,7 @@ class FileTree(Tree[FileEntry]):
                 key = "/".join(parts[:depth])
                 node = dirs.get(key)
                 if node is None:
-                    node = parent.add(parts[depth - 1] + "/", expand=expand_all or depth == 1)
+                    node = parent.add(Text(safe_line(parts[depth - 1]) + "/"), expand=expand_all or depth == 1)
                     dirs[key] = node
                 parent = node
             parent.add_leaf(self._label(parts[-1], entry), data=entry)
@@ -73,7 +75,7 @@ class FileTree(Tree[FileEntry]):
     @staticmethod
     def _label(name: str, entry: FileEntry) -> Text:
         glyph, style = GLYPHS.get(entry.state, ("?", ""))
-        label = Text.assemble((glyph, style), " ", name)
+        label = Text.assemble((glyph, style), " ", safe_line(name))
         if entry.language:
             label.append(f" {SHORT_LANGUAGE.get(entry.language, entry.language)}", "dim")
         return label
@@ -107,7 +109,7 @@ class FilesPane(Vertical):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.repo_name = repo_name
         self.files: list[FileEntry] = []
-        self.border_title = repo_name
+        self.border_title = escape(safe_line(repo_name))
 
     def compose(self) -> ComposeResult:
         yield FileFilter(placeholder="filter files…", id="file-filter", compact=True)

@@ -16,12 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.markup import escape
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
 
 from coderag_tui.models import UnitRef
+from coderag_tui.textsafe import safe_line
 from coderag_tui.tui import document as documents
 from coderag_tui.tui.adapters import unit_at
 from coderag_tui.tui.document import Document
@@ -241,5 +243,5 @@ class ViewerPane(Vertical):
             return
         unit = view.unit_at_cursor()
         where = f" · {unit.qualname or unit.name}" if unit else ""
-        self.border_title = f"{doc.path}{where}"
+        self.border_title = escape(safe_line(f"{doc.path}{where}"))
         self.border_subtitle = f"{event.line}/{len(doc.lines)}" + (f" {doc.language}" if doc.language else "")
