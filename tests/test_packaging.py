@@ -69,6 +69,7 @@ def test_bounds_the_code_needs() -> None:
     assert deps["tree-sitter-language-pack"].endswith("==0.13.0")  # 1.x downloads grammars at run time
     assert "[server]" not in deps["llama-cpp-python"]  # only tests run the OpenAI-compatible server
     assert "[server]" in _declared("dev")["llama-cpp-python"]
-    # mcp.server.mcpserver is new in mcp 2.0.0, MarkdownStream in Textual 5.0.0
-    assert re.search(r"mcp>=2\b", deps["mcp"]) and re.search(r"textual>=5\b", deps["textual"])
+    # mcp.server.mcpserver is new in mcp 2.0.0; textual.widgets.markdown exports MarkdownStream
+    # from Textual 5.0.1 on
+    assert re.search(r"mcp>=2\b", deps["mcp"]) and "textual>=5.0.1" in deps["textual"]
     assert "tomli" in deps and "python_version < '3.11'" in deps["tomli"]
