@@ -27,7 +27,9 @@ MARK = re.compile(rb"(?<![`'\"])(?:@generated\b|\bdo not edit\b|\bauto-?generate
 _HEAD_BYTES = 4096
 _HEAD_LINES = 40
 _LINE_COMMENTS = (b"//", b"#", b"--", b";", b"%")
-_BLOCK_COMMENTS = ((b"/*", b"*/"), (b"<!--", b"-->"), (b"(*", b"*)"), (b"{-", b"-}"))
+# A module docstring counts: Python generators write their notice there too.
+_BLOCK_COMMENTS = ((b"/*", b"*/"), (b"<!--", b"-->"), (b"(*", b"*)"), (b"{-", b"-}"),
+                   (b'"""', b'"""'), (b"'''", b"'''"))
 # In prose `#` starts a heading, not a comment: only an HTML comment can be a header there.
 _PROSE = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".asciidoc", ".org"})
 _PROSE_BLOCKS = ((b"<!--", b"-->"),)
