@@ -56,7 +56,7 @@ def parse_targets(root: Path, settings: Settings) -> list[tuple[str, str, bytes]
     out = []
     for cand in walk(root, settings.index).files:
         data = (root / cand.path).read_bytes()
-        if classify(data, settings.index):
+        if classify(data, settings.index, cand.path):
             continue
         spec = detect_language(cand.path, data[:256])
         if spec is not None and spec.parseable:

@@ -1,4 +1,4 @@
-"""Where things live: the project's models/ folder and per-user cache/data folders."""
+"""Where things live: the models/ folder of the user's GGUFs and per-user cache/data folders."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 
 def models_dir() -> Path:
-    """The models/ folder: $CODERAG_MODELS_DIR, else the one beside the package (a source
-    checkout or an editable install), else the user's data folder."""
+    """The models/ folder searched for GGUF chat models: $CODERAG_MODELS_DIR, else the one beside
+    the package (a source checkout or an editable install), else the user's data folder."""
     env = os.environ.get("CODERAG_MODELS_DIR")
     if env:
         return Path(env).expanduser()

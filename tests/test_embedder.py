@@ -85,7 +85,9 @@ def _hash_count(service: CodeRag) -> int:
     return int(service.db.scalar("SELECT count(DISTINCT hash) FROM chunks"))
 
 
-def test_bundled_model_folder(tmp_path: Path) -> None:
+def test_bundled_model_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the tokenizer is package data: an empty models/ folder (a wheel install has none) is fine
+    monkeypatch.setenv("CODERAG_MODELS_DIR", str(tmp_path / "no-models"))
     folder = embedder.bundled_model_dir()
     assert (folder / "model.onnx").is_file()
     for name in embedder.TOKENIZER_FILES:

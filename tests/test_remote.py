@@ -303,6 +303,23 @@ def test_redact(text: str, expected: str) -> None:
     assert redact(text) == expected
 
 
+def test_progress_lines_become_events() -> None:
+    events: list[Progress] = []
+    feed = remote._progress_feeder("clone", events.append)
+    for line in ("Cloning into 'repo'...", "remote: Enumerating objects: 12, done.",
+                 "remote: Counting objects:  50% (6/12)", "remote: Counting objects: 100% (12/12), done.",
+                 "Receiving objects:  41% (5/12), 1.20 MiB | 2.00 MiB/s",
+                 "Receiving objects: 100% (12/12), 2.93 MiB | 2.00 MiB/s, done.",
+                 "Resolving deltas: 100% (3/3), done.", "warning: redirecting to https://h/r.git/"):
+        feed(line)
+    assert [(e.phase, e.done, e.total, e.message) for e in events] == [
+        ("clone", 6, 12, "Counting objects"), ("clone", 12, 12, "Counting objects"),
+        ("clone", 5, 12, "Receiving objects 1.20 MiB | 2.00 MiB/s"),
+        ("clone", 12, 12, "Receiving objects 2.93 MiB | 2.00 MiB/s"),
+        ("clone", 3, 3, "Resolving deltas"),
+    ]
+
+
 def test_token_is_chosen_per_host() -> None:
     env = {"GITHUB_TOKEN": "gh", "BITBUCKET_TOKEN": "bb", "BITBUCKET_USERNAME": "me"}
     names = ("GITHUB_TOKEN", "BITBUCKET_TOKEN", "GIT_TOKEN")
@@ -343,6 +360,7 @@ def test_clone_default_branch_shallow(upstream: Upstream, settings: Settings) ->
     assert not list((result.path / ".git" / "hooks").glob("*"))  # no template hooks copied
     assert events and all(isinstance(e, Progress) for e in events)
     assert {e.phase for e in events} == {"clone"}
+    assert any(e.total > 0 and "objects" in e.message for e in events)  # git's own progress lines
     assert leftovers(settings) == []
 
 

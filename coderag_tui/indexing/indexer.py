@@ -72,7 +72,7 @@ def _process(job: _Job, index: IndexSettings, chunk: ChunkSettings) -> _Outcome:
             data = fh.read()
     except OSError as exc:
         return _Outcome(job, "error", reason=f"cannot read: {exc.strerror}")
-    reason = classify(data, index)
+    reason = classify(data, index, job.path)
     if reason:
         return _Outcome(job, "skip", reason=reason)
     digest = content_hash(data)

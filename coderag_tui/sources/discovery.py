@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from coderag_tui.config import DEFAULT_EXCLUDES, IndexSettings
+from coderag_tui.sources.generated import generated_header, generated_name
 
 
 @dataclass(frozen=True)
@@ -32,17 +33,6 @@ class Candidate:
 class WalkResult:
     files: list[Candidate]
     skips: dict[str, str]  # path -> reason (symlink, too-large, excluded dirs are not listed)
-
-
-_GENERATED_NAMES = (
-    "*.min.js", "*.min.css", "*.min.mjs", "*.map", "*.bundle.js", "*-lock.json", "package-lock.json",
-    "yarn.lock", "pnpm-lock.yaml", "Cargo.lock", "poetry.lock", "composer.lock", "Gemfile.lock",
-    "*_pb2.py", "*_pb2_grpc.py", "*.pb.go", "*.pb.cc", "*.pb.h", "*.designer.cs", "go.sum",
-    "*.pyc", "*.so", "*.dylib", "*.dll", "*.exe", "*.o", "*.a", "*.class", "*.jar",
-)
-# the same test as any(fnmatch.fnmatchcase(name, p) for p in _GENERATED_NAMES), in one regex
-_GENERATED_RE = re.compile("|".join(fnmatch.translate(p) for p in _GENERATED_NAMES))
-_GENERATED_MARK = re.compile(rb"@generated|DO NOT EDIT|Code generated .* DO NOT EDIT|auto-generated", re.I)
 
 
 _IgnoreSpecs = list[tuple[str, pathspec.PathSpec]]
@@ -137,7 +127,7 @@ def walk(root: Path, settings: IndexSettings,
                     continue
                 if include is not None and not include.match_file(rel):
                     continue
-                if _GENERATED_RE.match(entry.name):
+                if generated_name(entry.name):
                     skips[rel] = "generated"
                     continue
                 st = entry.stat(follow_symlinks=False)
@@ -207,8 +197,9 @@ class IgnoreMatcher:
         return False
 
 
-def classify(data: bytes, settings: IndexSettings) -> str:
-    """'' when the content is worth indexing, else the skip reason (binary, minified, generated)."""
+def classify(data: bytes, settings: IndexSettings, path: str = "") -> str:
+    """'' when the content is worth indexing, else the skip reason (binary, minified, generated).
+    `path` (relative) tells prose from code: in Markdown a `#` line is a heading, not a comment."""
     head = data[:8192]
     if b"\x00" in head:
         return "binary"
@@ -216,9 +207,7 @@ def classify(data: bytes, settings: IndexSettings) -> str:
         lines = data.count(b"\n") + 1
         if len(data) / lines > settings.max_line_length:
             return "minified"
-    start = data[:1024]
-    low = start.lower()  # every marker has one of these words: most files skip the regex scan
-    if (b"generated" in low or b"do not edit" in low) and _GENERATED_MARK.search(start):
+    if generated_header(data, path):
         return "generated"
     return ""
 
@@ -249,7 +238,7 @@ def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
         if not stat.S_ISREG(st.st_mode):
             continue
         name = PurePosixPath(rel).name
-        if _GENERATED_RE.match(name):
+        if generated_name(name):
             skips[rel] = "generated"
         elif st.st_size > settings.max_file_bytes:
             skips[rel] = "too-large"

@@ -528,44 +528,26 @@ class _Git:
         return _Result(rc, "", "\n".join(lines))
 
 
-_OP_NAMES = {
-    "COUNTING": "Counting objects", "COMPRESSING": "Compressing objects",
-    "WRITING": "Writing objects", "RECEIVING": "Receiving objects",
-    "RESOLVING": "Resolving deltas", "FINDING_SOURCES": "Finding sources",
-    "CHECKING_OUT": "Checking out files", "ENUMERATING": "Enumerating objects",
-}
-_PROGRESS_RE = re.compile(r"(?:remote:\s*)?(?P<op>[A-Za-z ]+):\s+\d+%\s+\((?P<cur>\d+)/(?P<max>\d+)\)")
+# git's progress lines: "Receiving objects:  45% (450/1000), 1.20 MiB | 2.00 MiB/s", sometimes
+# after "remote: ", ending in ", done." on the last one.
+_PROGRESS_RE = re.compile(
+    r"^(?:remote:\s*)?(?P<op>[A-Za-z][A-Za-z ]*?):\s+\d+%\s+\((?P<cur>\d+)/(?P<max>\d+)\)"
+    r"(?:,\s*(?P<extra>.*?))?(?:,?\s*done\.?)?\s*$")
 
 
 def _progress_feeder(phase: str, progress: ProgressCallback) -> Callable[[str], None]:
-    """A function taking git's stderr lines and emitting `Progress` events.
+    """A function taking git's stderr lines and emitting `Progress` events (other lines, such
+    as "Cloning into ..." or warnings, emit nothing)."""
 
-    gitpython's `RemoteProgress` parses the lines; a small regex stands in if it cannot be
-    imported.
-    """
-    try:
-        from git import RemoteProgress
-    except Exception:  # pragma: no cover - gitpython is a dependency
-        def fallback(line: str) -> None:
-            m = _PROGRESS_RE.search(line)
-            if m:
-                progress(Progress(phase, int(m["cur"]), int(m["max"]), m["op"].strip()))
-        return fallback
+    def feed(line: str) -> None:
+        m = _PROGRESS_RE.match(line.strip())
+        if m is None:
+            return
+        extra = (m["extra"] or "").strip(" ,")
+        text = f"{m['op'].strip()} {extra}".strip()
+        progress(Progress(phase, int(m["cur"]), int(m["max"]), redact(text)))
 
-    names = {getattr(RemoteProgress, key): text for key, text in _OP_NAMES.items()
-             if isinstance(getattr(RemoteProgress, key, None), int)}
-
-    class _Feed(RemoteProgress):
-        def update(self, op_code: int, cur_count: str | float,
-                   max_count: str | float | None = None, message: str = "") -> None:
-            label = names.get(op_code & RemoteProgress.OP_MASK, "")
-            extra = message.strip(" ,")
-            text = f"{label} {extra}".strip() if extra else label
-            progress(Progress(phase, int(float(cur_count or 0)), int(float(max_count or 0)),
-                              redact(text)))
-
-    handler: Callable[[str], None] = _Feed().new_message_handler()
-    return handler
+    return feed
 
 
 # --------------------------------------------------------------------------- errors
