@@ -50,9 +50,12 @@ def summary_text(s: IndexSummary, counts: IndexCounts | None = None) -> str:
 
 def embed_text(e: EmbedSummary) -> str:
     """What an embedding run did, in lines of at most 80 columns."""
-    lines = [f"vectors: {e.embedded:,} chunks embedded in {e.seconds:.1f}s ({e.rate:,.1f}/s), "
-             f"{e.reused:,} already had one",
-             f"model: {e.model}"]
+    if e.embedded or e.stopped:
+        head = (f"vectors: {e.embedded:,} chunks embedded in {e.seconds:.1f}s ({e.rate:,.1f}/s), "
+                f"{e.reused:,} already had one")
+    else:
+        head = f"vectors: up to date ({e.reused:,} chunks)"
+    lines = [head, f"model: {e.model}"]
     if e.removed:
         lines.append(f"{e.removed:,} stale vectors removed")
     if e.reset:

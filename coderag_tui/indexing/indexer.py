@@ -266,10 +266,12 @@ class Indexer:
             if done % 25 == 0 or done == total:
                 elapsed = max(time.perf_counter() - parse_started, 1e-6)
                 rate = done / elapsed
-                what = job.path if done < total else f"{units:,} units, {chunks:,} chunks"
-                emit(Progress("parse", done, total, what, units, chunks, rate,
+                emit(Progress("parse", done, total, job.path, units, chunks, rate,
                               (total - done) / rate if rate else 0.0))
         flush()
+        if total:  # the parse row's last word: what it wrote (the files are written by now)
+            rate = total / max(time.perf_counter() - parse_started, 1e-6)
+            emit(Progress("parse", total, total, f"{units:,} units, {chunks:,} chunks written", units, chunks, rate))
 
         with db.transaction():
             db.execute("DELETE FROM skips")
