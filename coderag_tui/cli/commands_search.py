@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from coderag_tui.cli import render
 from coderag_tui.cli.base import arguments, command, open_service, print_json, progress_printer
 from coderag_tui.models import SearchFilters, SearchHit, to_dict
 
@@ -97,7 +98,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        print(summary.text())
+        print(render.embed_text(summary))
     return 0
 
 
