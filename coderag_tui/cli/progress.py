@@ -8,6 +8,7 @@ have a fixed place and the message gets what is left, cut at its end with an ell
 from __future__ import annotations
 
 import sys
+import time
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,9 @@ def stats_column_type() -> type[ProgressColumn]:
             if rate > 0:
                 parts.append(rate_text(rate))
                 eta = float(task.fields.get("eta") or 0.0)
-                if eta <= 0:
+                if eta > 0:  # counts down between events (a batch of chunks can take a while)
+                    eta = max(eta - (time.monotonic() - float(task.fields.get("at") or 0.0)), 0.0)
+                else:
                     eta = max(task.total - task.completed, 0) / rate
                 parts.append(f"eta {clock(eta)}")
             return Text(" ".join(parts), style="progress.download")
@@ -107,7 +110,7 @@ class progress_printer:
             self._tasks[event.phase] = task
             self._order.append(event.phase)
         progress.update(task, completed=event.done, total=total, info=event.message,
-                        rate=event.rate, eta=event.eta_s)
+                        rate=event.rate, eta=event.eta_s, at=time.monotonic())
         if total is not None and event.done >= total:
             self._complete(event.phase)
 
