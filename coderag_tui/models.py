@@ -146,6 +146,26 @@ class LanguageCount:
 
 
 @dataclass(frozen=True)
+class IndexCounts:
+    """The counts every interface shows (`status`, the app's tree and status bar, MCP), defined
+    once, in `store.read.counts`.
+
+    files: files in the index (parsed; a file with syntax errors is still indexed);
+    units: definitions (classes, functions, methods...), not counting the file units;
+    chunks: chunks in the index; vectors: chunks that have a vector of the index's model;
+    skipped: files left out on purpose (binary, generated, too large...);
+    errors: files that could not be read or parsed.
+    """
+
+    files: int
+    units: int
+    chunks: int
+    vectors: int
+    skipped: int
+    errors: int
+
+
+@dataclass(frozen=True)
 class IndexStatus:
     repo_root: str
     db_path: str
@@ -157,12 +177,21 @@ class IndexStatus:
     vectors: int
     embed_model: str
     languages: tuple[LanguageCount, ...]
-    skips: dict[str, int]  # reason -> count
+    skips: dict[str, int]  # reason -> count, "error" included
     errors: int  # files that failed to parse/read
     index_bytes: int
     last_update: float  # unix time, 0 when never
     commit: str = ""
     orphaned: tuple[EdgeRef, ...] = ()
+
+    @property
+    def skipped(self) -> int:
+        """Files left out on purpose: every skip but the errors."""
+        return sum(n for reason, n in self.skips.items() if reason != "error")
+
+    @property
+    def counts(self) -> IndexCounts:
+        return IndexCounts(self.files, self.units, self.chunks, self.vectors, self.skipped, self.errors)
 
 
 # --------------------------------------------------------------------------- progress
@@ -345,9 +374,13 @@ class WatchEvent:
 
 @dataclass(frozen=True)
 class FileState:
-    """A repository file and where it is in the index: pending, indexed, embedded, skipped, error."""
+    """A repository file and where it is in the index: pending, indexed, embedded, skipped, error.
+
+    `reason`: why a skipped file was left out (binary, generated...); `error`: what went wrong
+    with a file in the error state. A skip is never an error."""
 
     path: str
     language: str
     state: str
     error: str = ""
+    reason: str = ""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError
 from coderag_tui.indexing.indexer import Indexer, ProgressFn
-from coderag_tui.models import EdgeRef, FileState, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.models import EdgeRef, FileState, IndexCounts, IndexStatus, IndexSummary, UnitRef
 from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
@@ -42,15 +42,11 @@ def find_repo_root(start: Path) -> Path:
 
 
 def default_db_path(root: Path, settings: Settings) -> Path:
+    """Where the index lives (nothing is created here: see `prepare_db_folder`)."""
     if settings.index.db_path:
         return Path(settings.index.db_path).expanduser()
     if settings.index.location == "repo":
-        folder = root / ".coderag"
-        folder.mkdir(exist_ok=True)
-        ignore = folder / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("*\n")
-        return folder / "index.db"
+        return root / ".coderag" / "index.db"
     from platformdirs import user_cache_dir
 
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
@@ -58,6 +54,16 @@ def default_db_path(root: Path, settings: Settings) -> Path:
 
 
 ATTACHMENT_QUERY_CHARS = 1000  # of text given with a question, the end used to retrieve code
+def prepare_db_folder(root: Path, db_path: Path) -> None:
+    """Before the index is first written: an index kept in the repository gets a .gitignore."""
+    folder = root / ".coderag"
+    if db_path.parent != folder or folder.is_dir():
+        return
+    try:
+        folder.mkdir(exist_ok=True)
+        (folder / ".gitignore").write_text("*\n")
+    except OSError as exc:
+        raise RepoError(f"cannot create {folder}: {exc.strerror}") from exc
 
 
 class CodeRag:
@@ -73,6 +79,11 @@ class CodeRag:
         self._all: weakref.WeakSet[Database] = weakref.WeakSet()
         self.remote: CloneResult | None = None  # set when the repository was cloned from a URL
         self.display_name = str(self.root)
+        # A long-lived process (the app, the MCP server, watch) keeps a copy of the vectors in
+        # memory: loading it costs seconds on a big index, then each search takes milliseconds.
+        # A one-shot command sets this False and lets sqlite-vec scan the file instead (0.1 s at
+        # 70,000 vectors, against 2.5 s to load the copy first).
+        self.vectors_in_memory = True
 
     @classmethod
     def open(
@@ -136,6 +147,7 @@ class CodeRag:
         """This thread's connection to the index (opened, created and migrated on first use)."""
         db = getattr(self._local, "db", None)
         if db is None:
+            prepare_db_folder(self.root, self.db_path)
             db = open_database(self.db_path)
             self._local.db = db
             with self._lock:
@@ -169,8 +181,18 @@ class CodeRag:
                 db.set_meta("commit", remote.head_commit)
         return summary
 
+    def has_index(self) -> bool:
+        """Whether an index of this repository was ever built (asking creates nothing)."""
+        if not self.db_path.is_file():
+            return False
+        return bool(self.db.get_meta("last_update"))
+
     def status(self) -> IndexStatus:
         return read.status(self.db, str(self.root))
+
+    def counts(self) -> IndexCounts:
+        """Files, units, chunks, vectors, skips and errors, as every interface counts them."""
+        return read.counts(self.db)
 
     def symbols(self, name: str, limit: int = 20) -> list[UnitRef]:
         return read.find_symbols(self.db, name, limit)
@@ -217,8 +239,11 @@ class CodeRag:
             elif path in skipped or path in walked.skips:
                 reason = skipped.get(path) or walked.skips[path]
                 spec = detect_language(path)
-                out.append(FileState(path, spec.name if spec else "", "error" if reason == "error" else "skipped",
-                                     reason))
+                language = spec.name if spec else ""
+                if reason == "error":
+                    out.append(FileState(path, language, "error", error="could not be read or parsed"))
+                else:
+                    out.append(FileState(path, language, "skipped", reason=reason))
             else:
                 spec = detect_language(path)
                 out.append(FileState(path, spec.name if spec else "", "pending"))
@@ -279,12 +304,19 @@ class CodeRag:
         model = state.model(self.settings.embed)
         return embed_index(self.db, model, progress, should_stop, paths)
 
+    def vectors_pending(self) -> bool:
+        """Whether `embed` has work to do (some chunk lacks a vector, or a stale one is left)."""
+        from coderag_tui.indexing.embedder import up_to_date
+
+        return self.settings.embed.enabled and up_to_date(self.db, self.settings.embed) is None
+
     def searcher(self) -> _Searcher:
         from coderag_tui.retrieval.search import Searcher
 
         state = self._retrieval()
         embed_query = state.query_embedder(self.db, self.settings.embed)
-        return Searcher(self.db, self.settings.search, embed_query, state.matrix if embed_query else None)
+        matrix = state.matrix if embed_query and self.vectors_in_memory else None
+        return Searcher(self.db, self.settings.search, embed_query, matrix)
 
     def check_filters(self, filters: _SearchFilters | None) -> _SearchFilters | None:
         """`filters` spelt as the index spells them; FilterError (one line, with the closest

@@ -321,7 +321,8 @@ def test_file_states(repo, open_service):
     s.index()
     states = {f.path: f for f in s.files()}
     assert states["pkg/core.py"].state == "indexed" and states["pkg/core.py"].language == "python"
-    assert states["blob.bin"].state == "skipped" and states["blob.bin"].error == "binary"
+    assert states["blob.bin"].state == "skipped" and states["blob.bin"].reason == "binary"
+    assert states["blob.bin"].error == ""  # a skip is not an error
     (repo / "pkg/new.py").write_text("def new(): pass\n")
     assert {f.path: f.state for f in s.files()}["pkg/new.py"] == "pending"
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from coderag_tui.cli.progress import progress_printer  # noqa: F401  (re-exported)
 from coderag_tui.errors import CoderagError
 from coderag_tui.models import to_dict
 
@@ -102,17 +103,21 @@ def repo_target(args: argparse.Namespace) -> str | None:
     return path if path is not None else repo
 
 
+# Commands that keep running and answer many searches: they keep the vectors in memory; every
+# other command answers once, from sqlite-vec, without loading them.
+LONG_LIVED = frozenset({"tui", "mcp", "watch"})
+
+
 def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     """The CodeRag service for the repository the arguments name (folder or URL)."""
     from coderag_tui.service import CodeRag
 
     target = repo if repo is not None else repo_target(args)
-    opener = getattr(CodeRag, "open_any", None)
-    if opener is not None:
-        return opener(target, config=args.config, db_path=args.db,
-                      branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
-                      progress=progress_printer("clone"))
-    return CodeRag.open(target, config=args.config, db_path=args.db)
+    service = CodeRag.open_any(target, config=args.config, db_path=args.db,
+                               branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
+                               progress=progress_printer("clone"))
+    service.vectors_in_memory = getattr(args, "command", None) in LONG_LIVED
+    return service
 
 
 def piped_stdin() -> bool:
@@ -176,55 +181,3 @@ def print_json(obj: Any) -> None:
 
 def is_tty() -> bool:
     return sys.stdout.isatty()
-
-
-class progress_printer:
-    """A callable that shows Progress events as a rich progress bar on a TTY (stderr)."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._progress: Any = None
-        self._tasks: dict[str, Any] = {}
-
-    def __call__(self, event: Any) -> None:
-        if not sys.stderr.isatty():
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        if self._progress is None:
-            self._progress = Progress(
-                TextColumn("[bold]{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=False,
-                console=_stderr_console(),
-            )
-            self._progress.start()
-        phase = event.phase
-        if phase == "done":
-            self.close()
-            return
-        info = event.message[-40:] if event.message else ""
-        if event.units or event.chunks:
-            info = f"{event.units} units {event.chunks} chunks {event.rate:.0f}/s"
-        task = self._tasks.get(phase)
-        if task is None:
-            task = self._progress.add_task(phase, total=event.total or None, info=info)
-            self._tasks[phase] = task
-        self._progress.update(task, completed=event.done, total=event.total or None, info=info)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
-            self._tasks.clear()
-
-
-def _stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)

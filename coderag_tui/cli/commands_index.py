@@ -16,6 +16,7 @@ from coderag_tui.cli.base import (
     open_service,
     print_json,
     progress_printer,
+    repo_target,
     width,
 )
 from coderag_tui.models import to_dict
@@ -31,25 +32,29 @@ def _index_args(p: argparse.ArgumentParser) -> None:
 @command("index", "build or update the index of a repository")
 @arguments(_index_args)
 def cmd_index(args: argparse.Namespace) -> int:
+    """The structural index first, its summary as soon as search works, then the vectors."""
     service = open_service(args)
     bar = progress_printer("index")
     summary = service.index(rebuild=args.rebuild, progress=bar)
     bar.close()
-    embed = getattr(service, "embed", None)
+    embedding = not args.no_embed and service.settings.embed.enabled
+    if not args.json:
+        print(render.summary_text(summary, service.counts()))
+        if embedding and service.vectors_pending():
+            print("search works now; vectors are being added")
+        sys.stdout.flush()  # before the minutes of embedding, even into a pipe
     embed_summary = None
-    if embed is not None and not args.no_embed and service.settings.embed.enabled:
+    if embedding:
         bar = progress_printer("embed")
-        embed_summary = embed(progress=bar)
+        embed_summary = service.embed(progress=bar)
         bar.close()
     if args.json:
         out = to_dict(summary)
         if embed_summary is not None:
-            out["embedding"] = to_dict(embed_summary) if hasattr(embed_summary, "__dataclass_fields__") else embed_summary
+            out["embedding"] = to_dict(embed_summary)
         print_json(out)
-    else:
-        print(render.summary_text(summary))
-        if embed_summary is not None:
-            print(getattr(embed_summary, "text", lambda: str(embed_summary))())
+    elif embed_summary is not None:
+        print(render.embed_text(embed_summary))
     return 0
 
 
@@ -58,10 +63,20 @@ def _status_args(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
-@command("status", "what the index holds: files by language, units, chunks, edges, skips, size")
+@command("status", "what the index holds: files by language, units, chunks, edges, skips, size "
+                   "(exit 1 when the repository was never indexed)")
 @arguments(_status_args)
 def cmd_status(args: argparse.Namespace) -> int:
-    st = open_service(args).status()
+    service = open_service(args)
+    if not service.has_index():
+        # asking must not create an index: say what to run instead, and write nothing
+        where = f" {service.display_name}" if repo_target(args) else ""
+        if getattr(args, "db", None):
+            where += f" --db {args.db}"
+        print(f"coderag: {service.display_name} has no index yet; run `coderag index{where}` "
+              "to build it", file=sys.stderr)
+        return 1
+    st = service.status()
     if args.json:
         print_json(st)
     else:

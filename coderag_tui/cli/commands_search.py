@@ -114,7 +114,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        print(summary.text())
+        print(render.embed_text(summary))
     return 0
 
 

@@ -10,9 +10,21 @@ from __future__ import annotations
 import re
 import textwrap
 import time
+from typing import TYPE_CHECKING
 
-from coderag_tui.models import EdgeRef, IndexStatus, IndexSummary, ModelInfo, SearchHit, UnitRef
+from coderag_tui.models import (
+    EdgeRef,
+    IndexCounts,
+    IndexStatus,
+    IndexSummary,
+    ModelInfo,
+    SearchHit,
+    UnitRef,
+)
 from coderag_tui.textsafe import safe_line, safe_text
+
+if TYPE_CHECKING:
+    from coderag_tui.indexing.embedder import EmbedSummary
 
 INDENT = "    "
 
@@ -83,15 +95,49 @@ def human_bytes(n: int) -> str:
     return f"{size:.1f} GB"
 
 
-def summary_text(s: IndexSummary) -> str:
-    skips = ", ".join(f"{n} {r}" for r, n in s.skips.items()) or "none"
-    lines = [
-        f"indexed {s.files_indexed} files ({s.files_unchanged} unchanged, {s.files_deleted} deleted, "
-        f"{s.files_failed} failed) in {s.seconds:.2f}s",
-        f"{s.units} units, {s.chunks} chunks written; {s.edges} edges in the graph; skipped: {skips}",
-    ]
+WIDTH = 80
+
+
+def clip(line: str, width: int = WIDTH) -> str:
+    """One line of at most `width` characters (cut at its end with an ellipsis)."""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def summary_text(s: IndexSummary, counts: IndexCounts | None = None) -> str:
+    """What an index run did, in lines of at most 80 columns; with `counts`, the index's totals
+    (the same counts `status` and the app show) head it."""
+    if counts is not None:
+        head = (f"indexed {counts.files:,} files, {counts.units:,} units, {counts.chunks:,} chunks, "
+                f"{s.edges:,} edges in {s.seconds:.2f}s")
+        run = (f"this run: {s.files_indexed:,} parsed, {s.files_unchanged:,} unchanged, "
+               f"{s.files_deleted:,} deleted, {s.files_failed:,} failed")
+        lines = [head, run]
+    else:
+        lines = [f"indexed {s.files_indexed:,} files ({s.files_unchanged:,} unchanged, "
+                 f"{s.files_deleted:,} deleted, {s.files_failed:,} failed) in {s.seconds:.2f}s",
+                 f"{s.units:,} units, {s.chunks:,} chunks written; {s.edges:,} edges in the graph"]
+    skips = {r: n for r, n in s.skips.items() if r != "error"}
+    if skips:
+        lines.append("skipped: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))
     lines.extend(f"  error: {e}" for e in s.errors[:10])
-    return "\n".join(lines)
+    return "\n".join(clip(line) for line in lines)
+
+
+def embed_text(e: EmbedSummary) -> str:
+    """What an embedding run did, in lines of at most 80 columns."""
+    if e.embedded or e.stopped:
+        head = (f"vectors: {e.embedded:,} chunks embedded in {e.seconds:.1f}s ({e.rate:,.1f}/s), "
+                f"{e.reused:,} already had one")
+    else:
+        head = f"vectors: up to date ({e.reused:,} chunks)"
+    lines = [head, f"model: {e.model}"]
+    if e.removed:
+        lines.append(f"{e.removed:,} stale vectors removed")
+    if e.reset:
+        lines.append("the model changed, so every chunk was embedded again")
+    if e.stopped:
+        lines.append("stopped before the end: `coderag index` adds the rest")
+    return "\n".join(clip(line) for line in lines)
 
 
 def status_text(s: IndexStatus) -> str:
@@ -100,11 +146,14 @@ def status_text(s: IndexStatus) -> str:
         f"repository  {s.repo_root}" + (f" @ {s.commit[:12]}" if s.commit else ""),
         f"index       {s.db_path} ({human_bytes(s.index_bytes)}, schema v{s.schema_version})",
         f"updated     {when}",
-        f"files       {s.files}    units {s.units}    chunks {s.chunks}    edges {s.edges}",
-        f"vectors     {s.vectors}/{s.chunks}" + (f" ({s.embed_model})" if s.embed_model else ""),
+        f"files       {s.files:,}    units {s.units:,}    chunks {s.chunks:,}    edges {s.edges:,}",
+        f"vectors     {s.vectors:,}/{s.chunks:,}" + (f" ({s.embed_model})" if s.embed_model else ""),
     ]
-    if s.skips:
-        lines.append("skipped     " + ", ".join(f"{n} {r}" for r, n in s.skips.items()))
+    skips = {r: n for r, n in s.skips.items() if r != "error"}
+    if skips:
+        lines.append(f"skipped     {s.skipped:,}: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))
+    if s.errors:
+        lines.append(f"errors      {s.errors:,} files could not be read or parsed")
     if s.languages:
         lines.append("languages")
         for lang in s.languages[:25]:

@@ -377,7 +377,7 @@ def embed_index(
         written += write_vectors(db, buffer_h, np.concatenate(buffer_v), model.id)
     seconds = time.perf_counter() - started
     rate = written / max(time.perf_counter() - embed_started, 1e-6) if written else 0.0
-    emit(Progress("done", done, todo, f"{written} chunks embedded", chunks=written, rate=rate))
+    emit(Progress("done", done, todo, f"{written:,} chunks embedded", chunks=written, rate=rate))
     return EmbedSummary(model.id, model.dim, total_chunks, written, reused, removed, reset,
                         seconds, rate, stopped)
 

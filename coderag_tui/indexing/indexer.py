@@ -145,6 +145,8 @@ class Indexer:
         else:  # just these paths: no walk of the whole tree (the watcher, git diffs)
             walked = stat_paths(self.root, only_set, self.settings.index)
         candidates = {c.path: c for c in walked.files}
+        found = len(candidates)
+        emit(Progress("discover", found, found, f"{found} files found, {len(walked.skips)} skipped"))
 
         files_sql = "SELECT id, path, hash, size, mtime_ns FROM files"
         if only_set is None:
@@ -230,7 +232,7 @@ class Indexer:
                         names.update(n for n, _, _ in layout ^ removed.layout)
                         inbound.update(eid for eid, _ in removed.inbound_edges)
                     indexed += 1
-                    units += len(rows.units)
+                    units += len(rows.units) - 1  # counted as IndexCounts does: not the file unit
                     chunks += len(rows.chunks)
             pending_writes.clear()
             last_flush = time.perf_counter()
@@ -267,6 +269,9 @@ class Indexer:
                 emit(Progress("parse", done, total, job.path, units, chunks, rate,
                               (total - done) / rate if rate else 0.0))
         flush()
+        if total:  # the parse row's last word: what it wrote (the files are written by now)
+            rate = total / max(time.perf_counter() - parse_started, 1e-6)
+            emit(Progress("parse", total, total, f"{units:,} units, {chunks:,} chunks written", units, chunks, rate))
 
         with db.transaction():
             db.execute("DELETE FROM skips")

@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterable, Sequence
 
-from coderag_tui.models import EdgeRef, IndexStatus, LanguageCount, UnitRef
+from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, LanguageCount, UnitRef
 from coderag_tui.store.db import Database
 from coderag_tui.store.schema import SCHEMA_VERSION
 
@@ -183,10 +183,30 @@ def orphans(db: Database, limit: int = 200) -> list[EdgeRef]:
             for src, name, line, orphan, kind in rows]
 
 
+def counts(db: Database) -> IndexCounts:
+    """The index's counts, as every interface shows them (see `IndexCounts`)."""
+    skips = dict(db.rows("SELECT reason, count(*) FROM skips GROUP BY reason"))
+    vectors = 0
+    model = db.get_meta("embed_model")
+    if model and db.has_table("vectors"):
+        vectors = int(db.scalar(
+            "SELECT count(*) FROM chunks c WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash AND v.model=?)",
+            (model,), default=0))
+    return IndexCounts(
+        files=int(db.scalar("SELECT count(*) FROM files", default=0)),
+        units=int(db.scalar("SELECT count(*) FROM units WHERE kind<>'file'", default=0)),
+        chunks=int(db.scalar("SELECT count(*) FROM chunks", default=0)),
+        vectors=vectors,
+        skipped=sum(int(n) for reason, n in skips.items() if reason != "error"),
+        errors=int(skips.get("error", 0)),
+    )
+
+
 def status(db: Database, repo_root: str) -> IndexStatus:
     langs = []
     unit_counts = dict(db.rows(
-        "SELECT f.language, count(*) FROM units u JOIN files f ON f.id=u.file_id GROUP BY f.language"))
+        "SELECT f.language, count(*) FROM units u JOIN files f ON f.id=u.file_id WHERE u.kind<>'file' "
+        "GROUP BY f.language"))
     chunk_counts = dict(db.rows(
         "SELECT f.language, count(*) FROM chunks c JOIN files f ON f.id=c.file_id GROUP BY f.language"))
     for lang, n in db.rows("SELECT language, count(*) FROM files GROUP BY language ORDER BY count(*) DESC, language"):
@@ -196,25 +216,20 @@ def status(db: Database, repo_root: str) -> IndexStatus:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(OSError):
             size += os.path.getsize(str(db.path) + suffix)
-    vectors = 0
-    if db.has_table("vectors"):
-        model = db.get_meta("embed_model")
-        vectors = int(db.scalar(
-            "SELECT count(*) FROM chunks c WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash AND v.model=?)",
-            (model,), default=0)) if model else 0
+    n = counts(db)
     return IndexStatus(
         repo_root=repo_root,
         db_path=str(db.path),
         schema_version=SCHEMA_VERSION,
-        files=int(db.scalar("SELECT count(*) FROM files", default=0)),
-        units=int(db.scalar("SELECT count(*) FROM units WHERE kind<>'file'", default=0)),
-        chunks=int(db.scalar("SELECT count(*) FROM chunks", default=0)),
+        files=n.files,
+        units=n.units,
+        chunks=n.chunks,
         edges=int(db.scalar("SELECT count(*) FROM edges", default=0)),
-        vectors=vectors,
+        vectors=n.vectors,
         embed_model=db.get_meta("embed_model"),
         languages=tuple(langs),
         skips=skips,
-        errors=int(skips.get("error", 0)),
+        errors=n.errors,
         index_bytes=size,
         last_update=float(db.get_meta("last_update") or 0),
         commit=db.get_meta("commit"),

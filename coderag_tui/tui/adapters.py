@@ -24,7 +24,8 @@ class FileEntry:
     path: str
     language: str
     state: str  # one of STATES
-    error: str = ""
+    error: str = ""  # what went wrong (the error state only)
+    reason: str = ""  # why it was left out (the skipped state only)
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,12 @@ def list_files(service: Any, errors: Iterable[str] = (), finished: bool = False)
         out = []
         for f in service.files():
             state = str(getattr(f, "state", "indexed"))
-            error = str(getattr(f, "error", "") or failed.get(f.path, ""))
-            out.append(FileEntry(f.path, str(getattr(f, "language", "")), "error" if error else state, error))
+            error = str(failed.get(f.path, "") or getattr(f, "error", ""))
+            if f.path in failed:  # this run's error, not yet in the listing's state
+                state = "error"
+            reason = "" if state == "error" else str(getattr(f, "reason", ""))
+            out.append(FileEntry(f.path, str(getattr(f, "language", "")), state,
+                                 error if state == "error" else "", reason))
         return sorted(out, key=lambda e: e.path)
     from coderag_tui.parsing.languages import detect_language
     from coderag_tui.sources.discovery import walk

@@ -33,6 +33,16 @@ SHORT_LANGUAGE = {"python": "py", "javascript": "js", "typescript": "ts", "tsx":
 EXPAND_ALL_UP_TO = 300  # files; bigger trees open only their top level
 
 
+def files_line(files: list[FileEntry]) -> str:
+    """The counts under the tree, counted as `status` and the status bar count them: "files"
+    are the indexed ones; skipped, errors and pending follow when there are any."""
+    counts = Counter(f.state for f in files)
+    parts = [f"{counts['indexed'] + counts['embedded']:,} files"]
+    parts += [f"{counts[state]:,} {word}" for state, word in
+              (("skipped", "skipped"), ("error", "errors"), ("pending", "pending")) if counts[state]]
+    return " · ".join(parts)
+
+
 def matches(path: str, query: str) -> bool:
     low = path.lower()
     return all(word in low for word in query.lower().split())
@@ -78,6 +88,8 @@ class FileTree(Tree[FileEntry]):
         label = Text.assemble((glyph, style), " ", safe_line(name))
         if entry.language:
             label.append(f" {SHORT_LANGUAGE.get(entry.language, entry.language)}", "dim")
+        if entry.state == "skipped" and entry.reason:  # a skip is no error: say why, quietly
+            label.append(f" {entry.reason}", "dim italic")
         return label
 
     def move_to_path(self, path: str) -> None:
@@ -117,9 +129,7 @@ class FilesPane(Vertical):
 
     def set_files(self, files: list[FileEntry]) -> None:
         self.files = files
-        counts = Counter(f.state for f in files)
-        parts = [f"{counts[s]} {s}" for s in ("pending", "error") if counts[s]]
-        self.border_subtitle = f"{len(files)} files" + (" · " + " · ".join(parts) if parts else "")
+        self.border_subtitle = files_line(files)
         self._refill()
 
     def _refill(self) -> None:

@@ -9,20 +9,28 @@ from textual.widgets import Label, ProgressBar
 from coderag_tui.models import IndexStatus, Progress
 
 PHASES = {"discover": "scanning", "parse": "indexing", "resolve": "linking", "embed": "embedding",
-          "clone": "cloning", "fetch": "fetching"}
+          "summarize": "summarizing", "clone": "cloning", "fetch": "fetching"}
 
 
 def status_line(st: IndexStatus) -> str:
-    return f"{st.files:,} files · {st.chunks:,} chunks · {st.vectors:,} vectors" + (
-        f" · {st.errors} errors" if st.errors else "")
+    """The index's counts, as `status` and the tree count them."""
+    n = st.counts
+    return f"{n.files:,} files · {n.chunks:,} chunks · {n.vectors:,} vectors" + (
+        f" · {n.errors:,} errors" if n.errors else "")
 
 
 def progress_line(p: Progress) -> str:
     verb = PHASES.get(p.phase, p.phase)
-    if p.total:
-        unit = "chunks" if p.phase == "embed" else "files"
-        return f"{verb} {p.done:,}/{p.total:,} {unit}" + (f" · {p.chunks:,} chunks" if p.chunks else "")
-    return f"{verb}…"
+    if not p.total:
+        return f"{verb}…"
+    if p.phase in ("embed", "summarize"):  # minutes of work: how fast, and how long still
+        unit = "chunks" if p.phase == "embed" else "units"
+        line = f"{verb} {p.done:,}/{p.total:,} {unit}"
+        if p.rate > 0:
+            eta = int(p.eta_s or (p.total - p.done) / p.rate)
+            line += f" · {p.rate:,.0f}/s · eta {eta // 60}:{eta % 60:02d}"
+        return line
+    return f"{verb} {p.done:,}/{p.total:,} files" + (f" · {p.chunks:,} chunks" if p.chunks else "")
 
 
 class StatusBar(Horizontal):

@@ -1,0 +1,166 @@
+"""One-shot vector search: sqlite-vec's own KNN against loading every vector into memory first.
+
+    .venv/bin/python bench/bench_oneshot.py [--vectors 70000] [--dim 384] [--runs 5] [--work DIR]
+
+A one-shot command (`coderag search`, `context`, `ask`) opens the index, answers one question
+and exits, so an in-memory copy of the vectors is loaded for a single KNN. This builds an index
+of `--vectors` synthetic chunks (real rows through the store: files, units, chunks, keywords)
+with random unit vectors in the sqlite-vec table, then times, alternating the two ways in one
+run, a fresh connection's first vector search:
+
+- sqlite-vec: `knn_chunks` with no copy (what one-shot commands do now);
+- in memory: `knn_chunks` with a fresh VectorMatrix (load every vector, then KNN: what they did).
+
+and the same for a whole hybrid search (`Searcher.search`, the query's vector given, so no
+model is loaded). For the KNN it reports how often each way returns the exact top 10 (numpy
+over the same vectors): sqlite-vec scans exactly; the in-memory copy ranks by binary codes
+above 60,000 vectors, which random vectors (no structure) defeat far more than real ones.
+The index is made in WORK (default: a temporary folder) and deleted after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from coderag_tui.config import Settings  # noqa: E402
+from coderag_tui.indexing.embedder import ensure_model_table, model_identity, write_vectors  # noqa: E402
+from coderag_tui.models import ParsedChunk, ParsedFile, ParsedUnit  # noqa: E402
+from coderag_tui.parsing.extract import content_hash  # noqa: E402
+from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
+from coderag_tui.retrieval.search import Searcher  # noqa: E402
+from coderag_tui.retrieval.vector import knn_chunks  # noqa: E402
+from coderag_tui.store.db import open_database  # noqa: E402
+from coderag_tui.store.write import FileMeta, write_file  # noqa: E402
+
+PER_FILE = 100
+# the bundled model's identity: random vectors, but `coderag search` then runs its whole real path
+MODEL_ID = model_identity(Settings().embed)
+
+
+def synthetic_file(n: int, per_file: int) -> ParsedFile:
+    """A file of `per_file` one-line functions, each its own chunk."""
+    def unit(index: int, kind: str, name: str, signature: str, start: int, end: int) -> ParsedUnit:
+        return ParsedUnit(index=index, parent=None if index == 0 else 0, kind=kind, name=name, qualname=name,
+                          scope=(), signature=signature, params=(), return_type="", decorators=(),
+                          docstring="", start_line=start, end_line=end)
+
+    units = [unit(0, "file", f"mod{n}.py", "", 1, per_file)]
+    chunks = []
+    for j in range(per_file):
+        name = f"handler_{n}_{j}"
+        text = f"def {name}(request): return dispatch(request, {j})"
+        units.append(unit(j + 1, "function", name, f"def {name}(request)", j + 1, j + 1))
+        chunks.append(ParsedChunk(j + 1, j + 1, ("function_definition",), j + 1, (name,), text,
+                                  f"# pkg/mod{n}.py\n{text}", content_hash(text.encode()), len(text)))
+    return ParsedFile(f"pkg/mod{n}.py", "python", tuple(units), (), tuple(chunks), per_file, False, True)
+
+
+def build(db_path: Path, count: int, dim: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Write the index; returns the chunk ids and their unit vectors (row i: chunk ids[i])."""
+    db = open_database(db_path)
+    with db.transaction():
+        for n in range((count + PER_FILE - 1) // PER_FILE):
+            parsed = synthetic_file(n, min(PER_FILE, count - n * PER_FILE))
+            write_file(db, parsed, FileMeta(parsed.path, f"h{n}", 0, 0))
+    ensure_model_table(db, MODEL_ID, dim)
+    rows = db.rows("SELECT id, hash FROM chunks ORDER BY id")
+    ids = np.asarray([int(i) for i, _ in rows])
+    hashes = [str(h) for _, h in rows]
+    vecs = rng.standard_normal((len(hashes), dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    for i in range(0, len(hashes), 5000):
+        write_vectors(db, hashes[i : i + 5000], vecs[i : i + 5000], MODEL_ID)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return ids, vecs
+
+
+def one_shot(db_path: Path, query: np.ndarray, in_memory: bool, whole: bool) -> tuple[float, list[object]]:
+    """Seconds of a fresh connection's first vector search, and its top 10 (hits' (path, line),
+    or chunk ids)."""
+    db = open_database(db_path)
+    try:
+        started = time.perf_counter()
+        matrix = VectorMatrix() if in_memory else None
+        if whole:
+            searcher = Searcher(db, Settings().search, lambda text: query, matrix)
+            hits = searcher.search("dispatch the request to its handler", 10).hits
+            top: list[object] = [(h.unit.path, h.unit.start_line) for h in hits]
+        else:
+            top = [m.chunk_id for m in knn_chunks(db, query, limit=10, matrix=matrix)]
+        return time.perf_counter() - started, top
+    finally:
+        db.close()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--vectors", type=int, default=70_000)
+    p.add_argument("--dim", type=int, default=384)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--work", help="folder for the index (default: a temporary one, removed after)")
+    p.add_argument("--cli", type=int, default=3, help="also time this many whole `coderag search` runs")
+    args = p.parse_args()
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="coderag-oneshot-"))
+    work.mkdir(parents=True, exist_ok=True)
+    db_path = work / "oneshot.db"
+    rng = np.random.default_rng(7)
+    try:
+        started = time.perf_counter()
+        db_path.unlink(missing_ok=True)
+        ids, vecs = build(db_path, args.vectors, args.dim, rng)
+        print(f"built {args.vectors:,} chunks with {args.dim}-dim vectors in {time.perf_counter() - started:.1f}s "
+              f"({db_path.stat().st_size / 2**20:.0f} MiB)")
+        for whole, label in ((False, "vector KNN (knn_chunks, top 10)"), (True, "hybrid search (Searcher.search)")):
+            times: dict[bool, list[float]] = {False: [], True: []}
+            exact = {False: 0, True: 0}
+            for run in range(args.runs):
+                query = rng.standard_normal(args.dim).astype(np.float32)
+                truth = [int(i) for i in ids[np.argsort(-(vecs @ (query / np.linalg.norm(query))))[:10]]]
+                for in_memory in ((False, True) if run % 2 == 0 else (True, False)):  # share the noise
+                    seconds, top = one_shot(db_path, query, in_memory, whole)
+                    times[in_memory].append(seconds)
+                    exact[in_memory] += top == truth
+            vec, mem = statistics.median(times[False]), statistics.median(times[True])
+            print(f"{label}: sqlite-vec {vec * 1000:.0f} ms, load-all in memory {mem * 1000:.0f} ms "
+                  f"(median of {args.runs}; in-memory / sqlite-vec = {mem / vec:.1f}x)")
+            if not whole:
+                print(f"  exact top 10 (numpy): sqlite-vec {exact[False]}/{args.runs}, "
+                      f"in-memory copy {exact[True]}/{args.runs} (binary codes above 60,000 vectors; "
+                      f"random vectors are their worst case)")
+        if args.cli:
+            command = [sys.executable, "-m", "coderag_tui", "search", "dispatch the request to its handler",
+                       "--repo", str(work), "--db", str(db_path)]
+            env = {**os.environ, "PYTHONPATH": str(ROOT)}
+            walls = []
+            for _ in range(args.cli):
+                started = time.perf_counter()
+                done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+                walls.append(time.perf_counter() - started)
+                if done.returncode not in (0, 1):
+                    print(f"coderag search failed: {done.stderr.strip()}")
+                    break
+            print(f"whole `coderag search` (new process, query model loaded, sqlite-vec): "
+                  f"median {statistics.median(walls) * 1000:.0f} ms of {len(walls)}, "
+                  f"min {min(walls) * 1000:.0f} ms")
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
