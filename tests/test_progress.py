@@ -244,7 +244,7 @@ def test_status_of_a_folder_never_indexed_writes_nothing(make_repo: Callable[...
     before = _all_files(repo, cache, tmp_path)
     assert run_cli(["status", "--repo", str(repo)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "has no index yet" in err and f"`coderag index --repo {repo}`" in err
+    assert err.count("\n") == 1 and "has no index yet" in err and f"`coderag index {repo}`" in err
     assert run_cli(["status", "--repo", str(repo), "--config", str(config)]) == 1
     assert run_cli(["status", "--repo", str(repo), "--db", str(tmp_path / "x.db"), "--json"]) == 1
     out = capsys.readouterr()
