@@ -31,6 +31,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     bar = progress_printer("index")
     summary = service.index(rebuild=args.rebuild, progress=bar)
     bar.close()
+    if summary.recovered:
+        print(f"coderag: {summary.recovered}", file=sys.stderr)
     embed = getattr(service, "embed", None)
     embed_summary = None
     if embed is not None and not args.no_embed and service.settings.embed.enabled:
