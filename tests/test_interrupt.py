@@ -362,7 +362,7 @@ def test_an_update_killed_while_embedding_resumes_to_a_fresh_build(
         updated: tuple[Path, Path, Path, dict[str, Any]], tmp_path: Path) -> None:
     root, _, old, _ = updated
     config = tmp_path / "small-batches.toml"
-    config.write_text("[embed]\nbatch_size = 4\n")  # several vector writes
+    config.write_text("[embed]\nbatch_size = 1\n")  # several vector writes
     fresh = tmp_path / "fresh.db"
     _index(root, fresh, "--config", str(config))
     want = snapshot(fresh, vectors=True)
