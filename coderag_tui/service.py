@@ -76,6 +76,7 @@ class CodeRag:
         self._all: weakref.WeakSet[Database] = weakref.WeakSet()
         self.remote: CloneResult | None = None  # set when the repository was cloned from a URL
         self.display_name = str(self.root)
+        self._verified = False  # every page of the index was read once (see ask)
 
     @classmethod
     def open(
@@ -383,7 +384,9 @@ class CodeRag:
         with lock:
             try:
                 started = time.perf_counter()
-                self.db.verify()  # a damaged index fails here, before a model loads
+                if not self._verified:  # once per service: ~0.6 s for a 90 MB index
+                    self.db.verify()  # a damaged index fails here, before a model loads
+                    self._verified = True
                 yield AnswerEvent("status", text="loading the model", conversation_id=conv)
                 provider = self.llm(model)
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
