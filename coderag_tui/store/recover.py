@@ -58,8 +58,11 @@ def _problem(path: Path) -> str:
         db = open_database(path)
     except CorruptIndexError as exc:
         return exc.message.replace(f"the index {path} ", "").replace(f"{path} ", "")
-    except StoreError as exc:  # locked, unreadable, no sqlite-vec: not the file's fault
-        if "cannot use the index" not in exc.message:
+    except StoreError as exc:
+        low = exc.message.lower()
+        # locked by another process, no permission, no sqlite-vec: not the file's content
+        if "cannot use the index" not in exc.message or any(
+                w in low for w in ("locked", "busy", "readonly", "read-only", "unable to open", "permission")):
             raise
         return f"cannot be used ({exc.message.replace(f'cannot use the index {path}: ', '')})"
     try:
