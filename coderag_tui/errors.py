@@ -28,6 +28,10 @@ class IndexError_(CoderagError):
     """The index is missing, corrupt or from an incompatible version."""
 
 
+class CorruptIndexError(IndexError_):
+    """The index file is damaged or is not an index: `coderag index --rebuild` replaces it."""
+
+
 class StoreError(CoderagError):
     """SQLite or sqlite-vec could not be opened or loaded."""
 

@@ -43,6 +43,9 @@ class ToolFailure(Exception):
 
 
 def _one_line(exc: BaseException) -> str:
+    from coderag_tui.store.db import clear_error
+
+    exc = clear_error(exc) or exc
     if isinstance(exc, CoderagError):
         return exc.one_line()
     text = " ".join(str(exc).split())
@@ -273,7 +276,7 @@ class CodeRagTools:
         file_unit = read.file_unit(db, rel)
         if file_unit is None:
             like = [r[0] for r in db.rows("SELECT path FROM files WHERE path LIKE ? ORDER BY length(path) LIMIT 5",
-                                          ("%" + rel,))] if rel else []
+                                          ("%" + rel,))] if 0 < len(rel) <= 1000 else []
             if len(like) == 1:
                 rel = like[0]
                 file_unit = read.file_unit(db, rel)

@@ -227,6 +227,7 @@ class IndexSummary:
     skips: dict[str, int]
     seconds: float
     errors: tuple[str, ...] = ()  # one line each: "path: what went wrong"
+    recovered: str = ""  # a rebuild that replaced a damaged index file: what it did, in one line
 
 
 # --------------------------------------------------------------------------- retrieval

@@ -6,6 +6,7 @@ dataclasses of `coderag_tui.models`. Each thread gets its own SQLite connection.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import threading
@@ -50,7 +51,12 @@ def default_db_path(root: Path, settings: Settings) -> Path:
     from platformdirs import user_cache_dir
 
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
-    return Path(user_cache_dir("coderag")) / "index" / f"{root.name}-{digest}.db"
+    folder = Path(user_cache_dir("coderag")) / "index"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)  # (a path the user names must exist: see open_database)
+    except OSError as exc:
+        raise RepoError(f"cannot create {folder}: {exc.strerror}") from exc
+    return folder / f"{root.name}-{digest}.db"
 
 
 ATTACHMENT_QUERY_CHARS = 1000  # of text given with a question, the end used to retrieve code
@@ -84,6 +90,7 @@ class CodeRag:
         # A one-shot command sets this False and lets sqlite-vec scan the file instead (0.1 s at
         # 70,000 vectors, against 2.5 s to load the copy first).
         self.vectors_in_memory = True
+        self._verified = False  # every page of the index was read once (see ask)
 
     @classmethod
     def open(
@@ -170,6 +177,13 @@ class CodeRag:
         For a cloned repository whose index is at the clone's previous commit, only the files
         git says changed between the two commits are looked at.
         """
+        note = ""
+        if rebuild:  # whatever state the file is in: a damaged one is replaced first
+            from coderag_tui.store.recover import replace_if_broken
+
+            note = replace_if_broken(self.db_path)
+            if note:
+                self.close()  # connections to the file that was moved aside
         db = self.db
         remote = self.remote
         if (only is None and not rebuild and remote is not None and remote.changed_files is not None
@@ -179,7 +193,7 @@ class CodeRag:
         if remote is not None:
             with db.transaction():
                 db.set_meta("commit", remote.head_commit)
-        return summary
+        return dataclasses.replace(summary, recovered=note) if note else summary
 
     def has_index(self) -> bool:
         """Whether an index of this repository was ever built (asking creates nothing)."""
@@ -415,6 +429,9 @@ class CodeRag:
         with lock:
             try:
                 started = time.perf_counter()
+                if not self._verified:  # once per service: ~0.6 s for a 90 MB index
+                    self.db.verify()  # a damaged index fails here, before a model loads
+                    self._verified = True
                 yield AnswerEvent("status", text="loading the model", conversation_id=conv)
                 provider = self.llm(model)
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)

@@ -37,6 +37,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     bar = progress_printer("index")
     summary = service.index(rebuild=args.rebuild, progress=bar)
     bar.close()
+    if summary.recovered:
+        print(f"coderag: {summary.recovered}", file=sys.stderr)
     embedding = not args.no_embed and service.settings.embed.enabled
     if not args.json:
         print(render.summary_text(summary, service.counts()))

@@ -150,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: one line, no traceback
+        from coderag_tui.store.db import clear_error
+
+        known = clear_error(exc)  # damage SQLite found while rows were being read
+        if known is not None:
+            print(f"coderag: error: {known.one_line()}", file=sys.stderr)
+            return 2
         if os.environ.get("CODERAG_DEBUG"):
             raise
         msg = safe_line(" ".join(str(exc).split()))

@@ -188,6 +188,8 @@ def load_model(settings: EmbedSettings) -> EmbeddingModel:
         folder = None  # a catalog model: fastembed downloads it (needs a network once)
     if folder is not None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # (set by the package too; repeated here, right before onnxruntime can load)
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     try:
         from fastembed import TextEmbedding
     except ImportError as exc:  # pragma: no cover - a dependency

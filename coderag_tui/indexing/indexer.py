@@ -1,8 +1,9 @@
 """The structural indexer: discover, diff by content hash, parse, write, resolve the graph.
 
 Each file is replaced in a transaction (batched several files per transaction), so killing the
-process never leaves a half-written file; a `resolve_pending` mark makes the next run finish
-the graph if a run died between writing files and resolving edges.
+process never leaves a half-written file. The `resolve_pending` mark is committed before the
+first file is written and cleared in the transaction that finishes the graph: a run that finds
+it set resolves the whole graph, since which names the dead run had changed is lost with it.
 """
 
 from __future__ import annotations
@@ -131,6 +132,8 @@ class Indexer:
         if db.get_meta("deferred_indexes"):  # a bulk build was killed before its indexes came back
             with db.transaction():
                 restore_indexes(db)
+        # an earlier run died between writing files and resolving their edges
+        interrupted = db.get_meta("resolve_pending") == "1"
         if rebuild:
             self._clear()
         only_set = set(only) if only is not None else None
@@ -283,9 +286,7 @@ class Indexer:
         pending = db.get_meta("resolve_pending") == "1"
         if pending or changed_ids or deleted:
             emit(Progress("resolve", 0, 1, "resolving the graph"))
-            full = rebuild or not known_total or len(changed_ids) > 0.5 * max(known_total, 1) or (
-                pending and not changed_ids and not deleted
-            )
+            full = rebuild or not known_total or len(changed_ids) > 0.5 * max(known_total, 1) or interrupted
             plan = self._plan_beside_indexes() if bulk and full else None
             with db.transaction():
                 if plan is not None:

@@ -1,4 +1,8 @@
-"""The few git commands a review needs, run with settings that make their output predictable."""
+"""The few git commands a review needs, run with settings that make their output predictable.
+
+They go through the clones' hardened runner (`run_local_git`): the repository under review is
+untrusted input, so no hook, fsmonitor, filter, textconv or external diff it configures runs.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,20 @@ import subprocess
 from pathlib import Path
 
 from coderag_tui.errors import RepoError
+from coderag_tui.sources.remote import run_local_git
 
 # user configuration must not change what we parse: no colour, no external diff, a/ b/ prefixes
-_GIT = ["git", "-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "diff.noprefix=false",
+_GIT = ["-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "diff.noprefix=false",
         "-c", "diff.mnemonicPrefix=false"]
 
 
 def _run(root: Path, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     try:
-        proc = subprocess.run([*_GIT, *args], cwd=root, capture_output=True, timeout=120)
-    except FileNotFoundError as exc:
-        raise RepoError("git is not installed", "install git, or pass the diff with --diff FILE") from exc
+        proc = run_local_git([*_GIT, *args], root, timeout=120)
+    except RepoError as exc:
+        if "not installed" in exc.message:
+            raise RepoError("git is not installed", "install git, or pass the diff with --diff FILE") from exc
+        raise
     except subprocess.TimeoutExpired as exc:
         raise RepoError(f"git {args[0]} took too long") from exc
     if check and proc.returncode != 0:
@@ -50,7 +57,7 @@ def verify_rev(root: Path, rev: str) -> str:
 def diff_text(root: Path, base: str) -> str:
     """`git diff BASE`: the working tree (staged or not) against BASE, renames detected, paths
     relative to `root` (which may be a folder inside the repository) and limited to it."""
-    proc = _run(root, ["diff", "--no-color", "--no-ext-diff", "-M", "--relative", "--src-prefix=a/",
+    proc = _run(root, ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "--relative", "--src-prefix=a/",
                        "--dst-prefix=b/", "--unified=3", base, "--"])
     return proc.stdout.decode("utf-8", "replace")
 
@@ -67,5 +74,6 @@ def show(root: Path, rev: str, path: str) -> bytes | None:
     """A file's bytes at a revision (None when it does not exist there)."""
     if rev == EMPTY_TREE:
         return None
-    proc = _run(root, ["show", f"{rev}:./{path}"], check=False)
+    # cat-file gives the stored bytes (`git show` would run a textconv driver)
+    proc = _run(root, ["cat-file", "blob", f"{rev}:./{path}"], check=False)
     return proc.stdout if proc.returncode == 0 else None

@@ -80,6 +80,7 @@ __all__ = [
     "is_remote",
     "parse_remote",
     "redact",
+    "run_local_git",
 ]
 
 ProgressCallback = Callable[[Progress], None]
@@ -97,6 +98,7 @@ _SAFE_CONFIG: tuple[str, ...] = (
     "advice.detachedHead=false",
     "gc.autoDetach=false",  # no background gc still writing when the caller moves on
     "maintenance.autoDetach=false",
+    "core.pager=cat",
 )
 
 _INFO_ATTRIBUTES = (
@@ -121,7 +123,7 @@ esac
 _DROPPED_ENV = (
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
     "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
-    "GIT_CURL_VERBOSE", "GIT_ASKPASS_OVERRIDE",
+    "GIT_CURL_VERBOSE", "GIT_ASKPASS_OVERRIDE", "GIT_EXTERNAL_DIFF", "GIT_PAGER",
     "CODERAG_GIT_USERNAME", "CODERAG_GIT_PASSWORD", "CODERAG_GIT_HOST",
 )
 
@@ -485,14 +487,20 @@ class _Git:
         return [self.git, *self.flags, *args]
 
     def run(self, args: Sequence[str], cwd: Path) -> _Result:
-        env = dict(self.env, GIT_CEILING_DIRECTORIES=str(cwd.parent))
-        try:
-            proc = subprocess.run(self.cmd(args), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, check=False)
-        except OSError as exc:
-            raise RepoError(f"cannot run git: {exc.strerror}", "check that git is installed") from None
+        proc = self.run_bytes(args, cwd)
         return _Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
                        proc.stderr.decode("utf-8", "replace"))
+
+    def run_bytes(self, args: Sequence[str], cwd: Path, *, ceiling: bool = True,
+                  timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run git in `cwd`; `ceiling`: git may not look above `cwd` for the repository (a clone's
+        own folder), off for a folder inside a local repository."""
+        env = dict(self.env, GIT_CEILING_DIRECTORIES=str(cwd.parent)) if ceiling else self.env
+        try:
+            return subprocess.run(self.cmd(args), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, check=False, timeout=timeout)
+        except OSError as exc:
+            raise RepoError(f"cannot run git: {exc.strerror}", "check that git is installed") from None
 
     def stream(self, args: Sequence[str], cwd: Path, phase: str,
                progress: ProgressCallback | None) -> _Result:
@@ -533,6 +541,42 @@ class _Git:
 _PROGRESS_RE = re.compile(
     r"^(?:remote:\s*)?(?P<op>[A-Za-z][A-Za-z ]*?):\s+\d+%\s+\((?P<cur>\d+)/(?P<max>\d+)\)"
     r"(?:,\s*(?P<extra>.*?))?(?:,?\s*done\.?)?\s*$")
+
+
+def _local_git() -> _Git:
+    git = shutil.which("git")
+    if not git:
+        raise RepoError("git is not installed (or not on PATH)", "install git")
+    runner = _Git(git, Path.cwd(), None, None)
+    # read-only commands only: no index refresh written into the user's repository
+    runner.env["GIT_OPTIONAL_LOCKS"] = "0"
+    return runner
+
+
+def _filter_off_flags(git: _Git, root: Path) -> list[str]:
+    """`-c` flags that blank every filter driver the configuration defines: a local repository
+    has no `.git/info/attributes` of ours, and its `.gitattributes` may name any driver."""
+    proc = git.run_bytes(["config", "--null", "--name-only", "--get-regexp", r"^filter\."], root,
+                         ceiling=False, timeout=60)
+    drivers = set()
+    for key in proc.stdout.decode("utf-8", "replace").split("\0"):
+        name, _, setting = key.rpartition(".")
+        if name.startswith("filter.") and setting in ("clean", "smudge", "process", "required"):
+            drivers.add(name)
+    flags: list[str] = []
+    for name in sorted(drivers):
+        for item in (f"{name}.clean=", f"{name}.smudge=", f"{name}.process=", f"{name}.required=false"):
+            flags += ["-c", item]
+    return flags
+
+
+def run_local_git(args: Sequence[str], root: Path, *, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    """Run a read-only git command in a local repository (or a folder inside one) with the
+    clones' safety flags and no filter driver: nothing the repository configures runs (diff
+    commands must still pass `--no-ext-diff --no-textconv`)."""
+    git = _local_git()
+    flags = _filter_off_flags(git, root)
+    return git.run_bytes([*flags, *args], root, ceiling=False, timeout=timeout)
 
 
 def _progress_feeder(phase: str, progress: ProgressCallback) -> Callable[[str], None]:

@@ -8,6 +8,7 @@ SQLite with FTS5 and can always load sqlite-vec.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -16,18 +17,56 @@ from typing import Any
 
 import apsw
 
-from coderag_tui.errors import IndexError_, StoreError
+from coderag_tui.errors import CorruptIndexError, IndexError_, StoreError
 from coderag_tui.parsing.identifiers import base_name
 from coderag_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 _CORRUPT = (apsw.CorruptError, apsw.NotADBError)
+_REBUILD = "delete it or run `coderag index --rebuild`"
+_last_opened: list[Path] = []  # the index this process opened last (see `clear_error`)
 
 
-def _corrupt(path: Path) -> IndexError_:
-    return IndexError_(
-        f"the index {path} is corrupt or not a coderag index",
-        "delete it or run `coderag index --rebuild`",
-    )
+def _corrupt(path: Path, detail: str = "") -> CorruptIndexError:
+    return CorruptIndexError(f"the index {path} is corrupt{f' ({detail})' if detail else ''}", _REBUILD)
+
+
+def clear_error(exc: BaseException) -> CorruptIndexError | None:
+    """The one clear line for SQLite's word that a file is damaged, raised where no Database
+    wrapped it (while reading a cursor's rows): the index is the last one this process opened."""
+    if isinstance(exc, _CORRUPT):
+        return _corrupt(_last_opened[-1] if _last_opened else Path("file"))
+    return None
+
+
+@functools.cache
+def expected_schema() -> dict[str, frozenset[str]]:
+    """Every table the migrations create, with its columns (virtual tables: no columns checked)."""
+    conn = apsw.Connection(":memory:")
+    conn.create_scalar_function("coderag_base_name", base_name, 1, deterministic=True)
+    for sql in MIGRATIONS:
+        conn.execute(sql)
+    return _tables(conn)
+
+
+def _tables(conn: apsw.Connection) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for name, sql in list(conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table'")):
+        virtual = str(sql or "").upper().startswith("CREATE VIRTUAL")
+        out[name] = frozenset() if virtual else frozenset(
+            r[1] for r in conn.execute(f'PRAGMA table_info("{name}")'))
+    return out
+
+
+def _check_schema(db: Database) -> None:
+    """A table or column the migrations made and the file lacks is damage, found at open
+    (rather than as `no such table` in the middle of a command, or not at all by an update)."""
+    found = _tables(db.conn)
+    for table, columns in expected_schema().items():
+        if table not in found:
+            raise _corrupt(db.path, f"table {table} is missing")
+        missing = sorted(columns - found[table])
+        if missing:
+            raise _corrupt(db.path, f"column {table}.{missing[0]} is missing")
 
 
 def load_vec(conn: apsw.Connection) -> None:
@@ -123,6 +162,16 @@ class Database:
             (key, value),
         )
 
+    def verify(self) -> None:
+        """Read every page of the file (PRAGMA quick_check): damage anywhere raises the one clear
+        error now, not halfway through a command. Costs a read of the whole file."""
+        try:
+            found = [str(r[0]) for r in self.execute("PRAGMA quick_check")]
+        except _CORRUPT as exc:
+            raise _corrupt(self.path) from exc
+        if found != ["ok"]:
+            raise _corrupt(self.path, " ".join(found[0].split())[:160])
+
     def has_table(self, name: str) -> bool:
         return bool(self.scalar("SELECT 1 FROM sqlite_master WHERE name=?", (name,)))
 
@@ -173,7 +222,10 @@ def _migrate(db: Database) -> None:
         with db.transaction():  # BEGIN IMMEDIATE: one migrator at a time
             if db.schema_version >= number:
                 continue  # another connection migrated it meanwhile
-            db.conn.execute(MIGRATIONS[number - 1])
+            try:
+                db.conn.execute(MIGRATIONS[number - 1])
+            except apsw.SQLError as exc:  # its tables do not match its version
+                raise _corrupt(db.path, f"schema version {number - 1} does not match its tables") from exc
             db.conn.execute(f"PRAGMA user_version={number}")
 
 
@@ -206,10 +258,12 @@ def _open(path: Path, readonly: bool, one_thread: bool = False) -> Database:
     path = Path(path)
     if readonly and not path.exists():
         raise IndexError_(f"no index at {path}", "run `coderag index` first")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create {path.parent}: {exc.strerror}") from exc
+    if not path.parent.is_dir():  # a mistyped --db makes no folders
+        raise StoreError(f"the folder of the index {path} does not exist", "create it or give another --db file")
+    if path.is_dir():
+        raise CorruptIndexError(f"the index {path} is a folder, not a file", _REBUILD)
+    if path.exists() and _stays_empty(path):
+        raise _corrupt(path, "the file is empty")
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     if one_thread:  # no connection mutex: apsw relies on it, so sharing this connection would crash
         flags |= apsw.SQLITE_OPEN_NOMUTEX
@@ -223,6 +277,10 @@ def _open(path: Path, readonly: bool, one_thread: bool = False) -> Database:
     conn.create_scalar_function("coderag_base_name", base_name, 1, deterministic=True)
     db = Database(path, conn)
     try:
+        # before anything writes to it (setting WAL mode changes the file's header)
+        if db.schema_version == 0 and db.scalar("SELECT count(*) FROM sqlite_master"):
+            raise CorruptIndexError(f"{path} is not a coderag index (it holds other tables)",
+                                    "give another --db file, or run `coderag index --rebuild` to move it aside")
         if not readonly:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -233,6 +291,7 @@ def _open(path: Path, readonly: bool, one_thread: bool = False) -> Database:
             _migrate(db)
         elif db.schema_version != SCHEMA_VERSION:
             raise IndexError_(f"the index {path} needs a migration", "run `coderag index`")
+        _check_schema(db)
     except _CORRUPT as exc:
         db.close()
         raise _corrupt(path) from exc
@@ -242,4 +301,18 @@ def _open(path: Path, readonly: bool, one_thread: bool = False) -> Database:
     except BaseException:
         db.close()
         raise
+    _last_opened[:] = [path]
     return db
+
+
+def _stays_empty(path: Path) -> bool:
+    """An existing file of no bytes: an index that lost everything (SQLite would take it for a
+    new database). One that another process has just created gets its header within moments."""
+    for _ in range(4):
+        try:
+            if path.stat().st_size:
+                return False
+        except OSError:
+            return False
+        time.sleep(0.05)
+    return True

@@ -65,11 +65,18 @@ def _rank(u: UnitRef, tier: int) -> tuple[int, int, int, int, str]:
     return (tier, test, _KIND_RANK.get(u.kind, 2), len(u.path), u.path)
 
 
+# Longer queries are matched exactly only: SQLite refuses LIKE patterns over 50,000 bytes, and
+# no definition's name is a prefix, part or subsequence match worth finding at that length.
+MAX_LIKE_QUERY = 1000
+_MAX_FUZZY_QUERY = 64  # '%q%u%e%r%y%': each letter more, more backtracking per name
+
+
 def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
     """Definitions matching a name: exact, qualified, case-insensitive, prefix, then fuzzy."""
     q = query.strip().rstrip("()").strip()
     if not q:
         return []
+    like = len(q) <= MAX_LIKE_QUERY
     found: dict[int, tuple[tuple[int, int, int, int, str], UnitRef]] = {}
 
     def add(rows: Iterable[Sequence], tier: int) -> None:
@@ -87,19 +94,22 @@ def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str]
     add(db.execute(UNIT_SELECT + " WHERE u.name=?", (q,)), 0)
     if "." in q or "::" in q or "#" in q:
         qual = q.replace("::", ".").replace("#", ".")
-        add(db.execute(UNIT_SELECT + " WHERE u.qualname=? OR u.qualname LIKE ?", (qual, "%." + qual)), 0)
+        if like:
+            add(db.execute(UNIT_SELECT + " WHERE u.qualname=? OR u.qualname LIKE ?", (qual, "%." + qual)), 0)
+        else:
+            add(db.execute(UNIT_SELECT + " WHERE u.qualname=?", (qual,)), 0)
         add(db.execute(UNIT_SELECT + " WHERE u.name=?", (last,)), 2)
-    if "/" in q:
+    if "/" in q and like:
         add(db.execute(UNIT_SELECT + " WHERE u.kind='file' AND (f.path=? OR f.path LIKE ?)",
                        (q, "%" + q + "%")), 1)
     if len(found) < limit:
         add(db.execute(UNIT_SELECT + " WHERE u.name=? COLLATE NOCASE", (last,)), 1)
     word = _like_escape(last)
-    if len(found) < limit:
+    if len(found) < limit and like:
         add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' LIMIT 200", (word + "%",)), 3)
-    if len(found) < limit:
+    if len(found) < limit and like:
         add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' LIMIT 200", ("%" + word + "%",)), 4)
-    if len(found) < limit and len(last) >= 3:
+    if len(found) < limit and 3 <= len(last) <= _MAX_FUZZY_QUERY:
         # fuzzy: the names holding the query's letters in order, shortest first (LIKE '%q%r%y%'
         # in SQLite: reading every distinct name into Python took ~90 ms on Django)
         subsequence = "%" + "%".join(_like_escape(ch) for ch in last) + "%"
