@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings, load_settings
-from coderag_tui.errors import RepoError
+from coderag_tui.errors import RepoError, StoreError
 from coderag_tui.indexing.indexer import Indexer, ProgressFn
 from coderag_tui.models import EdgeRef, FileState, IndexCounts, IndexStatus, IndexSummary, UnitRef
 from coderag_tui.store import read
@@ -51,17 +51,21 @@ def default_db_path(root: Path, settings: Settings) -> Path:
     from platformdirs import user_cache_dir
 
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
-    folder = Path(user_cache_dir("coderag")) / "index"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)  # (a path the user names must exist: see open_database)
-    except OSError as exc:
-        raise RepoError(f"cannot create {folder}: {exc.strerror}") from exc
-    return folder / f"{root.name}-{digest}.db"
+    return Path(user_cache_dir("coderag")) / "index" / f"{root.name}-{digest}.db"
 
 
 ATTACHMENT_QUERY_CHARS = 1000  # of text given with a question, the end used to retrieve code
-def prepare_db_folder(root: Path, db_path: Path) -> None:
-    """Before the index is first written: an index kept in the repository gets a .gitignore."""
+
+
+def prepare_db_folder(root: Path, db_path: Path, settings: Settings, given: bool = False) -> None:
+    """Before the index is first written: the default cache folder is created, and an index kept
+    in the repository gets a .gitignore. (A folder the user names must exist: see open_database.)"""
+    if not given and not settings.index.db_path and settings.index.location != "repo":
+        try:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RepoError(f"cannot create {db_path.parent}: {exc.strerror}") from exc
+        return
     folder = root / ".coderag"
     if db_path.parent != folder or folder.is_dir():
         return
@@ -78,6 +82,7 @@ class CodeRag:
     def __init__(self, root: Path, settings: Settings, db_path: Path | None = None) -> None:
         self.root = root.resolve()
         self.settings = settings
+        self._db_given = db_path is not None
         self.db_path = db_path or default_db_path(self.root, settings)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -154,7 +159,7 @@ class CodeRag:
         """This thread's connection to the index (opened, created and migrated on first use)."""
         db = getattr(self._local, "db", None)
         if db is None:
-            prepare_db_folder(self.root, self.db_path)
+            prepare_db_folder(self.root, self.db_path, self.settings, self._db_given)
             db = open_database(self.db_path)
             self._local.db = db
             with self._lock:
@@ -197,7 +202,10 @@ class CodeRag:
 
     def has_index(self) -> bool:
         """Whether an index of this repository was ever built (asking creates nothing)."""
-        if not self.db_path.is_file():
+        if not self.db_path.exists():  # (something else in its place is opened, and refused)
+            if not self.db_path.parent.is_dir() and (self.settings.index.db_path or self._db_given):
+                raise StoreError(f"the folder of the index {self.db_path} does not exist",
+                                 "create it or give another --db file")
             return False
         return bool(self.db.get_meta("last_update"))
 
