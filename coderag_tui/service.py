@@ -210,11 +210,11 @@ class CodeRag:
             if path in indexed:
                 language, chunks, vectors = indexed[path]
                 state = "embedded" if model and chunks and vectors >= chunks else "indexed"
-                out.append(FileState(path, language, state))
+                out.append(FileState(path, language, state, skipped.get(path, "")))  # a partial note
             elif path in skipped or path in walked.skips:
                 reason = skipped.get(path) or walked.skips[path]
                 spec = detect_language(path)
-                out.append(FileState(path, spec.name if spec else "", "error" if reason == "error" else "skipped",
+                out.append(FileState(path, spec.name if spec else "", "error" if reason.split(":", 1)[0] == "error" else "skipped",
                                      reason))
             else:
                 spec = detect_language(path)

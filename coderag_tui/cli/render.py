@@ -38,6 +38,8 @@ def status_text(s: IndexStatus) -> str:
     ]
     if s.skips:
         lines.append("skipped     " + ", ".join(f"{n} {r}" for r, n in s.skips.items()))
+    for path, reason in s.problems:
+        lines.append(f"  {path}: {reason}")
     if s.languages:
         lines.append("languages")
         for lang in s.languages[:25]:

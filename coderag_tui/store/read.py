@@ -191,7 +191,14 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         "SELECT f.language, count(*) FROM chunks c JOIN files f ON f.id=c.file_id GROUP BY f.language"))
     for lang, n in db.rows("SELECT language, count(*) FROM files GROUP BY language ORDER BY count(*) DESC, language"):
         langs.append(LanguageCount(lang, n, unit_counts.get(lang, 0), chunk_counts.get(lang, 0)))
-    skips = dict(db.rows("SELECT reason, count(*) FROM skips GROUP BY reason ORDER BY reason"))
+    # an error or a file indexed as plain text keeps its reason after the kind: "error: why"
+    skips = dict(db.rows(
+        "SELECT CASE WHEN instr(reason, ':') THEN substr(reason, 1, instr(reason, ':') - 1) ELSE reason END AS r,"
+        " count(*) FROM skips GROUP BY r ORDER BY r"))
+    problems = tuple(
+        (path, reason) for path, reason in db.rows(
+            "SELECT path, reason FROM skips WHERE reason = 'error' OR reason LIKE 'error:%'"
+            " OR reason LIKE 'partial:%' ORDER BY path LIMIT 50"))
     size = 0
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(OSError):
@@ -219,4 +226,5 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         last_update=float(db.get_meta("last_update") or 0),
         commit=db.get_meta("commit"),
         orphaned=tuple(orphans(db, 50)),
+        problems=problems,
     )
