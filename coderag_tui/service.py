@@ -19,6 +19,7 @@ from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError
 from coderag_tui.indexing.indexer import Indexer, ProgressFn
 from coderag_tui.models import EdgeRef, FileState, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
@@ -205,7 +206,7 @@ class CodeRag:
         walked = walk(self.root, self.settings.index)
         own = {p.name for p in (self.db_path, Path(f"{self.db_path}-wal"), Path(f"{self.db_path}-shm"))}
         for path in sorted({c.path for c in walked.files} | set(walked.skips)):
-            if path.rsplit("/", 1)[-1] in own and (self.root / path).resolve().parent == self.db_path.resolve().parent:
+            if path.rsplit("/", 1)[-1] in own and (self.root / fs_path(path)).resolve().parent == self.db_path.resolve().parent:
                 continue  # the index itself
             if path in indexed:
                 language, chunks, vectors = indexed[path]
@@ -239,7 +240,7 @@ class CodeRag:
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
         """Lines of a repository file (1-based, inclusive), decoded leniently."""
-        full = (self.root / path).resolve()
+        full = (self.root / fs_path(path)).resolve()
         if self.root not in full.parents and full != self.root:
             raise RepoError(f"{path} is outside the repository")
         try:

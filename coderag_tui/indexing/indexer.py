@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,7 +22,7 @@ from pathlib import Path
 from coderag_tui.config import ChunkSettings, IndexSettings, Settings
 from coderag_tui.indexing.graph import FullPlan, apply_full, plan_full, resolve
 from coderag_tui.models import IndexSummary, Progress
-from coderag_tui.parsing.extract import ParseLimit, content_hash, parse_source
+from coderag_tui.parsing.extract import ParseLimit, content_hash, parse_source, timed_parses
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.sources.discovery import Candidate, classify, read_regular, stat_paths, walk
 from coderag_tui.sources.names import fs_path
@@ -50,6 +51,7 @@ _BULK_MIN_FILES = 200  # a build into an empty index this big creates its second
 # a parse worker's address space: a file past max_file_bytes is never read, so only a parser
 # gone wrong comes near it; it then costs that worker (its files are redone apart), not the machine
 _WORKER_MEMORY = 4 << 30
+FILE_SECONDS = 30.0  # one file's read, parse and extraction in a worker (a 1 MB file takes ~1 s)
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,21 @@ def _process(job: _Job, index: IndexSettings, chunk: ChunkSettings, *, plain: st
 
 
 def _process_batch(jobs: list[_Job], index: IndexSettings, chunk: ChunkSettings) -> list[_Outcome]:
+    alarm = _ALARM[0]
+    out = []
     with gc_paused():
-        return [_process(j, index, chunk) for j in jobs]
+        for j in jobs:
+            if alarm:
+                # SIGALRM's default action ends the worker, even inside a parser's C loop (a
+                # Python-level watchdog would need the GIL): its batch is then redone apart
+                signal.setitimer(signal.ITIMER_REAL, FILE_SECONDS)
+            out.append(_process(j, index, chunk))
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return out
+
+
+_ALARM = [False]  # set in parse workers, where the alarm's default action may end the process
 
 
 def _worker_init() -> None:
@@ -115,6 +130,10 @@ def _worker_init() -> None:
     # every `gc_paused` (callgrind, every 10th Django file: 0.6% of a worker's instructions)
     gc.disable()
     limit_memory(_WORKER_MEMORY)
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        _ALARM[0] = True
+        timed_parses(False)  # the alarm bounds each file: no per-parse clock needed
 
 
 def limit_memory(extra: int) -> None:
@@ -136,17 +155,32 @@ def limit_memory(extra: int) -> None:
 
 
 def _isolated(jobs: list[_Job], index: IndexSettings, chunk: ChunkSettings) -> list[_Outcome]:
-    """Parse `jobs` in a fresh one-worker process. A parser that crashes its process (a
-    segfault, the memory limit) is found by halving the batch: that file alone is an error and
-    every other file is parsed. Only runs after a pool broke: the happy path never pays for it."""
+    """Parse `jobs` one at a time in a one-worker process, after a file ended a pool worker: a
+    file that crashes it (a segfault, the memory limit) or outlasts FILE_SECONDS is found,
+    indexed as plain text with the reason (line chunks need no parser: safe here), and a fresh
+    worker takes the next file. Only a broken pool gets here: the happy path never pays for it."""
+    out: list[_Outcome] = []
+    pool: ProcessPoolExecutor | None = None
     try:
-        with ProcessPoolExecutor(max_workers=1, initializer=_worker_init) as pool:
-            return pool.submit(_process_batch, jobs, index, chunk).result()
-    except BrokenProcessPool:
-        if len(jobs) == 1:  # line chunks need no parser: safe in this process
-            return [_process(jobs[0], index, chunk, plain="the parser crashed its process")]
-        mid = len(jobs) // 2
-        return _isolated(jobs[:mid], index, chunk) + _isolated(jobs[mid:], index, chunk)
+        for job in jobs:
+            if pool is None:
+                pool = ProcessPoolExecutor(max_workers=1, initializer=_worker_init)
+            try:
+                out.extend(pool.submit(_process_batch, [job], index, chunk).result(timeout=FILE_SECONDS + 5))
+                continue
+            except BrokenProcessPool:
+                why = "the parser crashed its process (or passed the time or memory limit)"
+            except TimeoutError:
+                why = f"parsing took longer than {FILE_SECONDS:g} s"
+                for proc in list(getattr(pool, "_processes", {}).values()):  # no public way to stop it
+                    proc.kill()
+            pool.shutdown(wait=True, cancel_futures=True)
+            pool = None
+            out.append(_process(job, index, chunk, plain=why))
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return out
 
 
 @contextlib.contextmanager

@@ -64,19 +64,35 @@ def check_nesting(source: bytes, language: str) -> None:
         raise ParseLimit("blocks nested deeper than 120 levels")
 
 
-def parse_tree(language: str, source: bytes, seconds: float = PARSE_SECONDS) -> Any:
-    """The syntax tree of `source`, or ParseLimit when the parse takes longer than `seconds`."""
+def parse_tree(language: str, source: bytes, seconds: float | None = None) -> Any:
+    """The syntax tree of `source`; with `seconds` (default: `PARSE_SECONDS` unless a parse
+    worker turned that off with `timed_parses(False)`), ParseLimit when the parse takes longer."""
     parser = get_parser(language)
+    seconds = seconds if seconds is not None else _TIMED[0]
+    if not seconds:
+        return parser.parse(source)
     view = memoryview(source)
     deadline = time.monotonic() + seconds
     try:
-        return parser.parse(lambda offset, _point: view[offset : offset + _READ_BLOCK],
+        tree = parser.parse(lambda offset, _point: view[offset : offset + _READ_BLOCK],
                             progress_callback=lambda _offset, _error: time.monotonic() > deadline)
     except ValueError:  # the progress callback cancelled it
         parser.reset()  # else the next parse resumes this one
         if time.monotonic() > deadline:
             raise ParseLimit(f"parse took longer than {seconds:g} s") from None
         raise
+    # a tree parsed from a callback has no text: query predicates (#eq?, #match?) on it crash
+    # the process. Reparsing with it as the old tree reuses every node (~10% of a parse).
+    return parser.parse(source, old_tree=tree)
+
+
+_TIMED: list[float] = [PARSE_SECONDS]
+
+
+def timed_parses(on: bool) -> None:
+    """Parse with a time limit (the default) or not: a parse worker has a watchdog instead,
+    which costs nothing per file."""
+    _TIMED[0] = PARSE_SECONDS if on else 0.0
 
 
 @functools.lru_cache(maxsize=65536)
