@@ -26,7 +26,7 @@ from coderag_tui.indexing.indexer import _PARALLEL_MIN_FILES
 from coderag_tui.parsing.extract import ParseLimit, check_nesting, parse_source
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.service import CodeRag
-from coderag_tui.sources.discovery import classify, compile_patterns, walk
+from coderag_tui.sources.discovery import classify, compile_patterns, stat_paths, walk
 from coderag_tui.sources.names import fs_path, repo_path
 
 # ---------------------------------------------------------------------------- the corpus
@@ -392,6 +392,19 @@ def test_walk_reports_special_files_and_never_reads_them(tmp_path: Path) -> None
     assert [c.path for c in result.files] == ["a.py"]
     assert result.skips == {".gitignore": "fifo", "pipe.py": "fifo", "sub/.ignore": "symlink"}
     assert [w.split(":")[0] for w in result.warnings] == [".gitignore", "sub/.ignore"]
+
+
+def test_stat_paths_never_goes_through_a_symlinked_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("TOKEN = 1\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("x = 1\n")
+    os.symlink(outside, repo / "linked")
+    result = stat_paths(repo, ["a.py", "linked/secret.py", "linked"], IndexSettings())
+    assert [c.path for c in result.files] == ["a.py"] and result.skips == {"linked": "symlink"}
+    assert "linked/secret.py" not in {c.path for c in walk(repo, IndexSettings()).files}
 
 
 def test_binary_detection_looks_past_the_first_block() -> None:

@@ -331,6 +331,8 @@ def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
         if matcher.is_ignored(rel):
             continue
         full = root / fs_path(rel)
+        if full.parent != root and os.path.realpath(full.parent) != str(full.parent):
+            continue  # under a symlinked folder: walk() never enters one (it may lead out of the repo)
         try:
             st = full.lstat()
         except OSError:
