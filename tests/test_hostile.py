@@ -54,7 +54,7 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "lang/Shapes.hs": ("area_of_shape", "module Shapes where\n\ndata Shape = Circle Int\n\n"
                                         "area_of_shape :: Shape -> Int\narea_of_shape (Circle r) = 3 * r * r\n"),
     "lang/billing.ex": ("charge_card", "defmodule Billing do\n  def charge_card(card, amount) do\n"
-                                       "    Gateway.post(card, amount)\n  end\nend\n"),
+                                       "    Gateway.post(card, amount)\n    charge_card(card, 0)\n  end\nend\n"),
     "lang/geometry.ml": ("perimeter_of", "let perimeter_of w h = 2 * (w + h)\n\ntype point = { x : int }\n"),
     "lang/schema.sql": ("invoices_table", "CREATE TABLE invoices_table (id INT PRIMARY KEY, total INT);\n"),
 }
@@ -446,11 +446,13 @@ def test_new_language_details() -> None:
         return [(u.kind, u.qualname, tuple(c.name for c in u.calls)) for u in parsed.units[1:]]
 
     assert units("a.ex", DEFINITIONS["lang/billing.ex"][1]) == [
-        ("module", "Billing", ()), ("function", "Billing.charge_card", ("charge_card", "post"))]
+        ("module", "Billing", ()), ("function", "Billing.charge_card", ("post", "charge_card"))]
     assert units("a.ml", "let add x y = helper x + y\nmodule M = struct\n  let f () = add 1 2\nend\n") == [
         ("function", "add", ("helper",)), ("module", "M", ()), ("function", "M.f", ("add",))]
     assert units("a.hs", "class Box f where\n  empty :: f a\ninstance Show T where\n  show _ = render 1\n") == [
         ("interface", "Box", ()), ("method", "Box.empty", ()), ("impl", "Show", ()),
         ("method", "Show.show", ("render",))]
+    assert units("a.mli", "val make_point : int -> int -> t\ntype t = { x : int }\n") == [
+        ("signature", "make_point", ()), ("type", "t", ())]
     assert [k for k, _, _ in units("a.sql", "CREATE VIEW v AS SELECT 1;\nCREATE INDEX i ON t(c);\n")] == [
         "view", "index"]

@@ -470,9 +470,18 @@ def _attach_calls(ex: _Extractor, units: list[_UnitBuild], call_caps: list[tuple
             if u.start_byte <= pos < u.end_byte:
                 break
             i = u.parent if u.parent is not None else 0
+        if i > 0 and units[i].name == name and _is_head(node, units[i].d):
+            continue  # Elixir's `def add(a, b)`: the definition's own head parses as a call
         units[i if i > 0 else 0].calls.append(
             CallSite(_collapse(name, 120), _collapse(receiver, 80) if receiver else "", node.start_point[0] + 1, argc)
         )
+
+
+def _is_head(call: Any, d: _Def | None) -> bool:
+    """Whether a call node is the head of the definition `d` (a call in the definition's own
+    argument list: `def name(args)` in Elixir)."""
+    parent = call.parent
+    return d is not None and parent is not None and parent.type == "arguments" and parent.parent == d.node
 
 
 def _finish_units(units: list[_UnitBuild], ex: _Extractor | None, path: str, file_doc: str) -> list[ParsedUnit]:
