@@ -355,6 +355,54 @@ def test_a_parser_that_segfaults_costs_its_file_only(tmp_path: Path, monkeypatch
         service.close()
 
 
+def _big_python(n: int) -> str:
+    return "".join(f"def big_{i}(x):\n    return helper_{i}(x) + {i}\n\n" for i in range(n))
+
+
+def test_a_file_past_the_worker_time_limit_costs_its_file_only(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's alarm, made tiny (forked workers inherit it): the big file cannot finish."""
+    import coderag_tui.indexing.indexer as indexer
+
+    monkeypatch.setattr(indexer, "FILE_SECONDS", 0.001)
+    root = tmp_path / "repo"
+    root.mkdir()
+    for i in range(_PARALLEL_MIN_FILES + 10):
+        (root / f"m{i:03}.py").write_text(f"def func_{i}(x):\n    return x + {i}\n")
+    (root / "big.py").write_text(_big_python(12000))  # under max_file_bytes
+    settings = Settings(index=IndexSettings(workers=2), embed=EmbedSettings(enabled=False))
+    service = CodeRag(root, settings, tmp_path / "index.db")
+    try:
+        summary = service.index()
+        assert summary.files_indexed == _PARALLEL_MIN_FILES + 11 and summary.files_failed == 0
+        # ended by its alarm (or, on a starved machine, by the wait for a fresh worker)
+        assert [e for e in summary.errors if e.startswith("big.py: ") and e.endswith(": indexed as plain text")]
+        assert service.db.one("SELECT reason FROM skips WHERE path = 'big.py'")[0].startswith("partial: ")
+    finally:
+        service.close()
+
+
+def test_an_in_process_parse_has_a_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _big_python(5000).encode()
+    with pytest.raises(ParseLimit):
+        extract.parse_tree("python", source, seconds=1e-6)
+    assert extract.parse_tree("python", b"def ok():\n    pass\n").root_node.type == "module"  # reset
+    monkeypatch.setattr(extract, "_TIMED", [1e-6])
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "big.py").write_text(_big_python(5000))
+    (root / "small.md").write_text("# Title\n\nText.\n")
+    service = CodeRag(root, _settings(), tmp_path / "index.db")
+    try:
+        summary = service.index()
+        assert summary.files_indexed == 2 and summary.files_failed == 0
+        assert "big.py: parse took longer than 1e-06 s: indexed as plain text" in summary.errors
+        hits = [h.unit.path for h in service.search("big_4999")]
+        assert "big.py" in hits  # searchable as text
+    finally:
+        service.close()
+
+
 # ---------------------------------------------------------------------------- the units
 
 
