@@ -144,7 +144,11 @@ class CodeRagTools:
         return body
 
     def _rel_path(self, path: str) -> str:
-        p = path.strip().replace("\\", "/")
+        p = path.strip()
+        # a backslash is a Windows separator, unless the index has the path as written (the
+        # repository path of a file name with a backslash or bytes that are not UTF-8)
+        if "\\" in p and self.service.db.one("SELECT 1 FROM files WHERE path=?", (p,)) is None:
+            p = p.replace("\\", "/")
         root = str(self.service.root).replace("\\", "/").rstrip("/") + "/"
         if p.startswith(root):
             p = p[len(root) :]

@@ -183,6 +183,7 @@ class IndexStatus:
     last_update: float  # unix time, 0 when never
     commit: str = ""
     orphaned: tuple[EdgeRef, ...] = ()
+    problems: tuple[tuple[str, str], ...] = ()  # (path, "error: why" or "partial: why"), the first 50
 
     @property
     def skipped(self) -> int:

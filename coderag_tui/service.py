@@ -20,6 +20,7 @@ from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError, StoreError
 from coderag_tui.indexing.indexer import Indexer, ProgressFn
 from coderag_tui.models import EdgeRef, FileState, IndexCounts, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
@@ -252,18 +253,21 @@ class CodeRag:
         walked = walk(self.root, self.settings.index)
         own = {p.name for p in (self.db_path, Path(f"{self.db_path}-wal"), Path(f"{self.db_path}-shm"))}
         for path in sorted({c.path for c in walked.files} | set(walked.skips)):
-            if path.rsplit("/", 1)[-1] in own and (self.root / path).resolve().parent == self.db_path.resolve().parent:
+            if path.rsplit("/", 1)[-1] in own and (self.root / fs_path(path)).resolve().parent == self.db_path.resolve().parent:
                 continue  # the index itself
             if path in indexed:
                 language, chunks, vectors = indexed[path]
                 state = "embedded" if model and chunks and vectors >= chunks else "indexed"
-                out.append(FileState(path, language, state))
+                # indexed as plain text after its parse was refused: searchable, with a note why
+                out.append(FileState(path, language, state, reason=skipped.get(path, "")))
             elif path in skipped or path in walked.skips:
                 reason = skipped.get(path) or walked.skips[path]
                 spec = detect_language(path)
                 language = spec.name if spec else ""
-                if reason == "error":
-                    out.append(FileState(path, language, "error", error="could not be read or parsed"))
+                kind, _, detail = reason.partition(":")
+                if kind == "error":
+                    out.append(FileState(path, language, "error",
+                                         error=detail.strip() or "could not be read or parsed"))
                 else:
                     out.append(FileState(path, language, "skipped", reason=reason))
             else:
@@ -289,7 +293,7 @@ class CodeRag:
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
         """Lines of a repository file (1-based, inclusive), decoded leniently."""
-        full = (self.root / path).resolve()
+        full = (self.root / fs_path(path)).resolve()
         if self.root not in full.parents and full != self.root:
             raise RepoError(f"{path} is outside the repository")
         try:

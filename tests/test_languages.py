@@ -984,8 +984,8 @@ def test_invalid_utf8_does_not_raise(language: str) -> None:
             "helper",
         ),
         (
-            "lib/app.ex",
-            'defmodule App.Greeter do\n  def greet(name) do\n    IO.puts("hi")\n  end\nend\n',
+            "lib/app.clj",
+            '(ns app.greeter)\n\n(defn greet [name]\n  (println "hi" name))\n',
             None,
         ),
     ],

@@ -252,7 +252,12 @@ def test_cache_paths(tmp_path: Path, settings: Settings) -> None:
     assert https.cache_path == ssh.cache_path == root / "github.com" / "owner" / "repo"
     assert parse_remote("https://gitlab.com/group/sub/repo", settings).cache_path == (
         root / "gitlab.com" / "group+sub" / "repo")
-    assert parse_remote("git://h.example/p.git", settings).cache_path == root / "h.example" / "_" / "p"
+    assert parse_remote("git://h.example/p.git", settings).cache_path == root / "git~h.example" / "_" / "p"
+    # another scheme or port is another server: never one cache folder
+    plain = parse_remote("http://host:1/x.git", settings).cache_path
+    secure = parse_remote("https://host:2/x.git", settings).cache_path
+    assert plain == root / "http~host~1" / "_" / "x" and secure == root / "host~2" / "_" / "x"
+    assert parse_remote("http://host/x.git", settings).cache_path != parse_remote("https://host/x.git", settings).cache_path
     one = parse_remote("file:///a/x/repo.git", settings).cache_path
     two = parse_remote("file:///b/x/repo.git", settings).cache_path
     assert one != two and one.name == two.name == "repo" and one.parent.parent == root / "file"

@@ -149,11 +149,15 @@ def status_text(s: IndexStatus) -> str:
         f"files       {s.files:,}    units {s.units:,}    chunks {s.chunks:,}    edges {s.edges:,}",
         f"vectors     {s.vectors:,}/{s.chunks:,}" + (f" ({s.embed_model})" if s.embed_model else ""),
     ]
-    skips = {r: n for r, n in s.skips.items() if r != "error"}
+    skips = {r: n for r, n in s.skips.items() if r not in ("error", "partial")}
     if skips:
         lines.append(f"skipped     {s.skipped:,}: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))
+    if s.skips.get("partial"):
+        lines.append(f"plain text  {s.skips['partial']:,} files indexed as plain text (their parse was refused)")
     if s.errors:
         lines.append(f"errors      {s.errors:,} files could not be read or parsed")
+    for path, reason in s.problems:
+        lines.append(f"  {safe_line(path)}: {safe_line(reason)}")
     if s.languages:
         lines.append("languages")
         for lang in s.languages[:25]:

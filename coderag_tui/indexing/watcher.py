@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from coderag_tui.models import EdgeRef, IndexSummary, Progress, WatchEvent
 from coderag_tui.sources.discovery import IGNORE_FILES, IgnoreMatcher
+from coderag_tui.sources.names import fs_path, repo_path
 from coderag_tui.store import read
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ class Watcher:
                 return None
             rel = p[len(root) + 1 :]
         rel = rel.replace(os.sep, "/").strip("/")
-        return rel or None
+        return repo_path(rel) if rel else None  # the index's form of a name that is not UTF-8
 
     # ------------------------------------------------------------------ the watcher's thread
     def _loop(self) -> None:
@@ -312,13 +313,13 @@ class Watcher:
             lo, hi = d + "/", d + "0"  # "0" follows "/": every path starting with d/
             out.update(r[0] for r in self.service.db.execute(
                 "SELECT path FROM files WHERE path >= ? AND path < ?", (lo, hi)))
-            top = self.root / d
+            top = self.root / fs_path(d)
             if not top.is_dir():
                 continue
             for folder, subdirs, names in os.walk(top):
-                base = Path(folder).relative_to(self.root).as_posix()
-                subdirs[:] = [s for s in subdirs if not self._ignored(f"{base}/{s}", True)]
-                out.update(f"{base}/{n}" for n in names if not self._ignored(f"{base}/{n}", False))
+                base = repo_path(Path(folder).relative_to(self.root).as_posix())
+                subdirs[:] = [s for s in subdirs if not self._ignored(f"{base}/{repo_path(s)}", True)]
+                out.update(f"{base}/{n}" for n in map(repo_path, names) if not self._ignored(f"{base}/{n}", False))
         return out - self._own_files
 
     def _ignored(self, rel: str, is_dir: bool) -> bool:

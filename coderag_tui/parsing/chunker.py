@@ -7,7 +7,7 @@ are merged into a neighbour when the pair stays within `max`. See seed 004 and a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,44 +97,51 @@ class CastChunker:
 
     # ---------------------------------------------------------------- internals
     def _pack(self, nodes: Sequence[Any]) -> list[Span]:
+        # iterative (a stack of sibling iterators): a node nested thousands deep (a long call
+        # chain, generated code) must not exhaust Python's recursion limit
         target, maximum = self.settings.target, self.settings.max
         nws = self._nws
         out: list[Span] = []
         cur: Span | None = None
-        for node in nodes:  # hot: one read of each node attribute
-            size = nws[node.end_byte] - nws[node.start_byte]
-            if size == 0:
-                continue
-            start_row = node.start_point[0]
-            end_row, end_col = node.end_point
-            if end_col == 0 and end_row > start_row:  # _end_row, inlined
-                end_row -= 1
-            if size > maximum:
+        stack: list[Iterator[Any]] = [iter(nodes)]
+        while stack:
+            for node in stack[-1]:  # hot: one read of each node attribute
+                size = nws[node.end_byte] - nws[node.start_byte]
+                if size == 0:
+                    continue
+                start_row = node.start_point[0]
+                end_row, end_col = node.end_point
+                if end_col == 0 and end_row > start_row:  # _end_row, inlined
+                    end_row -= 1
+                if size > maximum:
+                    if cur is not None:
+                        out.append(cur)
+                        cur = None
+                    children = node.children
+                    if children:
+                        stack.append(iter(children))
+                        break  # pack the children, then go on with this node's siblings
+                    out.extend(_line_spans(self.line_sizes, start_row, end_row, target, node.type))
+                    continue
+                if cur is not None and cur.size + size > target:
+                    out.append(cur)
+                    cur = None
+                if cur is None:
+                    cur = Span(start_row, end_row, size, [node.type])
+                else:
+                    if end_row > cur.end_row:
+                        cur.end_row = end_row
+                    cur.size += size
+                    kinds = cur.kinds
+                    if len(kinds) < 6:
+                        kind = node.type
+                        if kind not in kinds:
+                            kinds.append(kind)
+            else:  # these siblings are done
+                stack.pop()
                 if cur is not None:
                     out.append(cur)
                     cur = None
-                children = node.children
-                if children:
-                    out.extend(self._pack(children))
-                else:
-                    out.extend(_line_spans(self.line_sizes, start_row, end_row, target, node.type))
-                continue
-            if cur is not None and cur.size + size > target:
-                out.append(cur)
-                cur = None
-            if cur is None:
-                cur = Span(start_row, end_row, size, [node.type])
-            else:
-                if end_row > cur.end_row:
-                    cur.end_row = end_row
-                cur.size += size
-                kinds = cur.kinds
-                if len(kinds) < 6:
-                    kind = node.type
-                    if kind not in kinds:
-                        kinds.append(kind)
-        if cur is not None:
-            out.append(cur)
         return out
 
     def _merge_small(self, spans: list[Span]) -> list[Span]:

@@ -10,6 +10,7 @@ import bisect
 import functools
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -33,6 +34,65 @@ _TEST_PATH = re.compile(
     r"\.(test|spec)\.[a-z]+$|(^|/)[^/]*Tests?\.[a-z]+$|(^|/)conftest\.py$",
     re.IGNORECASE,
 )
+
+
+# Limits that keep one hostile file from taking a parse worker (or the app) down; a file past
+# one is indexed as plain text (line chunks, no units) and reported.
+PARSE_SECONDS = 10.0  # a grammar stuck on its input (GLR ambiguity, a scanner loop)
+# query matches start no deeper than this: matching is quadratic in depth (a 10,000-call chain
+# took 118 s); definitions sit far shallower in any real file
+_MAX_START_DEPTH = 400
+# External scanners keep a stack of open blocks that overflows past ~255 entries: a Markdown
+# file 255 blockquotes deep, a YAML or reStructuredText file 270 levels deep segfault the parse.
+# Every level costs one column of indentation or one container marker at the start of a line.
+_DEEP_INDENT = (b" " * 240, b"\t" * 240)
+_MD_CONTAINERS = re.compile(rb"^(?:[ \t]*(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))){120}", re.M)
+_READ_BLOCK = 1 << 16
+
+
+class ParseLimit(Exception):
+    """A file past a safe limit of the parser (nesting, time): parse it as plain text."""
+
+
+def check_nesting(source: bytes, language: str) -> None:
+    """Raise ParseLimit for nesting a grammar's scanner cannot take (before tree-sitter sees it:
+    a segfault cannot be caught)."""
+    for run in _DEEP_INDENT:
+        if run in source:
+            raise ParseLimit(f"indentation deeper than {len(run)} columns")
+    if language == "markdown" and _MD_CONTAINERS.search(source):
+        raise ParseLimit("blocks nested deeper than 120 levels")
+
+
+def parse_tree(language: str, source: bytes, seconds: float | None = None) -> Any:
+    """The syntax tree of `source`; with `seconds` (default: `PARSE_SECONDS` unless a parse
+    worker turned that off with `timed_parses(False)`), ParseLimit when the parse takes longer."""
+    parser = get_parser(language)
+    seconds = seconds if seconds is not None else _TIMED[0]
+    if not seconds:
+        return parser.parse(source)
+    view = memoryview(source)
+    deadline = time.monotonic() + seconds
+    try:
+        tree = parser.parse(lambda offset, _point: view[offset : offset + _READ_BLOCK],
+                            progress_callback=lambda _offset, _error: time.monotonic() > deadline)
+    except ValueError:  # the progress callback cancelled it
+        parser.reset()  # else the next parse resumes this one
+        if time.monotonic() > deadline:
+            raise ParseLimit(f"parse took longer than {seconds:g} s") from None
+        raise
+    # a tree parsed from a callback has no text: query predicates (#eq?, #match?) on it crash
+    # the process. Reparsing with it as the old tree reuses every node (~10% of a parse).
+    return parser.parse(source, old_tree=tree)
+
+
+_TIMED: list[float] = [PARSE_SECONDS]
+
+
+def timed_parses(on: bool) -> None:
+    """Parse with a time limit (the default) or not: a parse worker has a watchdog instead,
+    which costs nothing per file."""
+    _TIMED[0] = PARSE_SECONDS if on else 0.0
 
 
 @functools.lru_cache(maxsize=65536)
@@ -87,10 +147,12 @@ class _Extractor:
         from tree_sitter import QueryCursor
 
         query = get_query(self.spec.name)
+        cursor = QueryCursor(query)
+        cursor.set_max_start_depth(_MAX_START_DEPTH)
         defs: dict[tuple[int, int], _Def] = {}
         calls: list[tuple[Any, dict[str, list[Any]]]] = []
         imports: dict[int, dict[str, list[Any]]] = {}
-        for pattern, caps in QueryCursor(query).matches(root):
+        for pattern, caps in cursor.matches(root):
             if "call" in caps:
                 calls.append((caps["call"][0], caps))
                 continue
@@ -280,9 +342,10 @@ class _UnitBuild:
 
 
 def parse_source(
-    path: str, source: bytes, spec: LanguageSpec | None, settings: ChunkSettings
+    path: str, source: bytes, spec: LanguageSpec | None, settings: ChunkSettings, *, plain: bool = False
 ) -> ParsedFile:
-    """Parse one file's bytes into a ParsedFile. Never raises on bad syntax."""
+    """Parse one file's bytes into a ParsedFile. Never raises on bad syntax; raises ParseLimit
+    for input past a safe limit of the parser. `plain`: line chunks only (no syntax tree)."""
     language = spec.name if spec is not None else "text"
     n_lines = source.count(b"\n") + (0 if source.endswith(b"\n") or not source else 1)
     file_unit = _UnitBuild(None, "file", PurePosixPath(path).name, (), 1, max(n_lines, 1),
@@ -295,9 +358,10 @@ def parse_source(
     ex: _Extractor | None = None
     file_doc = ""
 
-    if spec is not None and spec.parseable:
+    if spec is not None and spec.parseable and not plain:
+        check_nesting(source, spec.name)
         ex = _Extractor(path, source, spec, settings)
-        tree = get_parser(spec.name).parse(source)
+        tree = parse_tree(spec.name, source)
         root = tree.root_node
         has_errors = bool(root.has_error)
         call_caps: list[tuple[Any, dict[str, list[Any]]]] = []
@@ -409,9 +473,18 @@ def _attach_calls(ex: _Extractor, units: list[_UnitBuild], call_caps: list[tuple
             if u.start_byte <= pos < u.end_byte:
                 break
             i = u.parent if u.parent is not None else 0
+        if i > 0 and units[i].name == name and _is_head(node, units[i].d):
+            continue  # Elixir's `def add(a, b)`: the definition's own head parses as a call
         units[i if i > 0 else 0].calls.append(
             CallSite(_collapse(name, 120), _collapse(receiver, 80) if receiver else "", node.start_point[0] + 1, argc)
         )
+
+
+def _is_head(call: Any, d: _Def | None) -> bool:
+    """Whether a call node is the head of the definition `d` (a call in the definition's own
+    argument list: `def name(args)` in Elixir)."""
+    parent = call.parent
+    return d is not None and parent is not None and parent.type == "arguments" and parent.parent == d.node
 
 
 def _finish_units(units: list[_UnitBuild], ex: _Extractor | None, path: str, file_doc: str) -> list[ParsedUnit]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coderag_tui.parsing.extract import content_hash
+from coderag_tui.sources.names import fs_path
 from coderag_tui.store.db import Database
 
 
@@ -35,7 +36,7 @@ class CodeReader:
             return self._disk[path]
         lines = None
         if self.root is not None:
-            full = (self.root / path).resolve()
+            full = (self.root / fs_path(path)).resolve()
             row = self.db.one("SELECT hash FROM files WHERE path = ?", (path,))
             try:
                 if row is not None and (self.root in full.parents):

@@ -16,10 +16,11 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from coderag_tui.models import ParsedFile, ParsedUnit, UnitRef
-from coderag_tui.parsing.extract import CLASS_LIKE
-from coderag_tui.parsing.languages import detect_language, get_parser
+from coderag_tui.parsing.extract import CLASS_LIKE, check_nesting, parse_tree
+from coderag_tui.parsing.languages import detect_language
 from coderag_tui.review.changes import DELETED, RENAMED, SIGNATURE, FileSides, UnitChange
 from coderag_tui.review.signature import call_args_at, mismatch, param_spec
+from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read
 
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "super()", "super", "@", "Self"})
@@ -129,14 +130,15 @@ class Gatherer:
         if path not in self._trees:
             self._trees[path] = None
             try:
-                data = (self.service.root / path).read_bytes()
+                data = (self.service.root / fs_path(path)).read_bytes()
             except OSError:
                 return None
             spec = detect_language(path, data[:256])
             if spec is None or not spec.parseable:
                 return None
             try:
-                tree = get_parser(spec.name).parse(data)
+                check_nesting(data, spec.name)  # a segfault here would end the app
+                tree = parse_tree(spec.name, data)
             except Exception:  # a grammar that fails to load: no call-site check for this file
                 return None
             self._trees[path] = (tree.root_node, data)

@@ -6,20 +6,20 @@ content (binary, minified, generated) happen when a changed file is read: see `c
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import functools
 import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import pathspec
 
 from coderag_tui.config import DEFAULT_EXCLUDES, IndexSettings
 from coderag_tui.sources.generated import generated_header, generated_name
+from coderag_tui.sources.names import fs_path, repo_path
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,11 @@ class Candidate:
 class WalkResult:
     files: list[Candidate]
     skips: dict[str, str]  # path -> reason (symlink, too-large, excluded dirs are not listed)
+    warnings: list[str] = field(default_factory=list)  # ignore files not read, bad patterns skipped
 
+
+# every byte but the C0 controls text never holds (tab, newlines, form feed, backspace and ESC are text)
+_TEXT_BYTES = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F or b in b"\t\n\r\f\b\x1b")
 
 _IgnoreSpecs = list[tuple[str, pathspec.PathSpec]]
 IGNORE_FILES = (".gitignore", ".ignore", ".coderagignore")
@@ -62,22 +66,102 @@ def _ignored(specs: _IgnoreSpecs, rel: str, is_dir: bool) -> bool:
     return verdict
 
 
-def _load_ignore(dir_path: Path, base: str, names: Iterable[str] = IGNORE_FILES) -> tuple[str, pathspec.PathSpec] | None:
+_IGNORE_FILE_BYTES = 1 << 20  # bigger ignore files are not read (git has no use for them either)
+
+
+def read_regular(path: str | Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, never following a symlink and
+    never opening a FIFO or device for more than the check (O_NONBLOCK: opening a FIFO with
+    no writer would block). Raises OSError (with a strerror) for anything else."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if st.st_size > limit:
+            raise OSError(0, f"larger than {limit} bytes")
+        chunks = []
+        left = limit + 1
+        while left > 0:  # the size can grow between fstat and read
+            part = os.read(fd, min(left, 1 << 20))
+            if not part:
+                break
+            chunks.append(part)
+            left -= len(part)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise OSError(0, f"larger than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _ignore_lines(path: Path, warnings: list[str] | None, shown: str) -> list[str]:
+    try:
+        return read_regular(path, _IGNORE_FILE_BYTES).decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        if warnings is not None and not isinstance(exc, (NotADirectoryError, IsADirectoryError)):
+            warnings.append(f"{shown}: not read ({exc.strerror or exc})")
+        return []
+
+
+def compile_patterns(parts: Iterable[tuple[str, list[str]]], warnings: list[str] | None = None) -> pathspec.PathSpec:
+    """A gitignore spec of the lines of `parts` ((shown name, lines) in order); a line git
+    tolerates but that cannot be compiled (`[z-a]`, a lone `\\` or `!`) is left out with a
+    warning instead of failing the whole walk."""
+    parts = list(parts)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines([line for _, lines in parts for line in lines])
+    except Exception:  # pathspec raises re.error, ValueError and its own errors
+        pass
+    good: list[str] = []
+    for shown, lines in parts:
+        for n, line in enumerate(lines, start=1):
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except Exception as exc:  # see above
+                if warnings is not None:
+                    warnings.append(f"{shown}:{n}: bad ignore pattern {line[:80]!r} skipped ({exc})")
+                continue
+            good.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(good)
+
+
+def _load_ignore(dir_path: Path, base: str, names: Iterable[str] = IGNORE_FILES,
+                 warnings: list[str] | None = None) -> tuple[str, pathspec.PathSpec] | None:
     """The folder's ignore rules; `names`: those of IGNORE_FILES known to be there (a walk
-    has listed the folder, so it does not try to open files that are not)."""
-    lines: list[str] = []
+    has listed the folder, so it does not try to open files that are not). Only regular files
+    are read (a FIFO, a device or a symlink named .gitignore is not); a bad pattern is skipped
+    with a warning."""
+    parts: list[tuple[str, list[str]]] = []
     for name in names:
-        p = dir_path / name
-        try:
-            lines.extend(p.read_text("utf-8", "replace").splitlines())
-        except OSError:
-            continue
+        shown = repo_path(base + name)
+        parts.append((shown, _ignore_lines(dir_path / name, warnings, shown)))
     if not base:
-        with contextlib.suppress(OSError):
-            lines.extend((dir_path / ".git" / "info" / "exclude").read_text("utf-8", "replace").splitlines())
-    if not lines:
+        parts.append((".git/info/exclude", _ignore_lines(dir_path / ".git" / "info" / "exclude", warnings,
+                                                          ".git/info/exclude")))
+    if not any(lines for _, lines in parts):
         return None
-    return base, pathspec.GitIgnoreSpec.from_lines(lines)
+    return base, compile_patterns(parts, warnings)
+
+
+def _special(mode: int) -> str:
+    """The skip reason of a file that is not regular (never opened: reading a FIFO blocks)."""
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special"
+
+
+def _config_spec(lines: Iterable[str], what: str, warnings: list[str] | None) -> pathspec.PathSpec | None:
+    lines = list(lines)
+    return compile_patterns([(what, lines)], warnings) if lines else None
 
 
 def walk(root: Path, settings: IndexSettings,
@@ -85,24 +169,26 @@ def walk(root: Path, settings: IndexSettings,
     """Every file worth considering under root, with stat info; skips with their reasons.
 
     `on_file` sees each file as soon as it is found (a fresh index starts parsing during the walk).
+    Paths are repository paths (see sources/names.py); patterns match the file-system names.
     """
     root = root.resolve()
     dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
-    include = pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None
-    exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
     files: list[Candidate] = []
     skips: dict[str, str] = {}
+    warnings: list[str] = []
+    include = _config_spec(settings.include, "[index] include", warnings)
+    exclude = _config_spec(settings.exclude, "[index] exclude", warnings)
     max_bytes = settings.max_file_bytes
 
     def visit(dir_path: Path, base: str, specs: _IgnoreSpecs) -> None:
         try:
             entries = sorted(os.scandir(dir_path), key=lambda e: e.name)
         except OSError:
-            skips[base.rstrip("/") or "."] = "unreadable"
+            skips[repo_path(base.rstrip("/")) or "."] = "unreadable"
             return
         found = {e.name for e in entries if e.name in IGNORE_FILES}
         present = [name for name in IGNORE_FILES if name in found]  # their order matters
-        own = _load_ignore(dir_path, base, present) if present or not base else None
+        own = _load_ignore(dir_path, base, present, warnings) if present or not base else None
         if own is not None:
             specs = specs + [own]
         for entry in entries:
@@ -110,7 +196,7 @@ def walk(root: Path, settings: IndexSettings,
             try:
                 if entry.is_symlink():
                     if not _ignored(specs, rel, False):
-                        skips[rel] = "symlink"
+                        skips[repo_path(rel)] = "symlink"
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     if _excluded_dir(entry.name, dir_excludes) or _ignored(specs, rel, True):
@@ -119,31 +205,32 @@ def walk(root: Path, settings: IndexSettings,
                         continue
                     visit(Path(entry.path), rel + "/", specs)
                     continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue
                 if _ignored(specs, rel, False):
                     continue
                 if exclude is not None and exclude.match_file(rel):
                     continue
                 if include is not None and not include.match_file(rel):
                     continue
+                if not entry.is_file(follow_symlinks=False):
+                    skips[repo_path(rel)] = _special(entry.stat(follow_symlinks=False).st_mode)
+                    continue
                 if generated_name(entry.name):
-                    skips[rel] = "generated"
+                    skips[repo_path(rel)] = "generated"
                     continue
                 st = entry.stat(follow_symlinks=False)
             except OSError:
-                skips[rel] = "unreadable"
+                skips[repo_path(rel)] = "unreadable"
                 continue
             if st.st_size > max_bytes:
-                skips[rel] = "too-large"
+                skips[repo_path(rel)] = "too-large"
                 continue
-            cand = Candidate(rel, st.st_size, st.st_mtime_ns)
+            cand = Candidate(repo_path(rel), st.st_size, st.st_mtime_ns)
             files.append(cand)
             if on_file is not None:
                 on_file(cand)
 
     visit(root, "", [])
-    return WalkResult(files, skips)
+    return WalkResult(files, skips, warnings)
 
 
 class IgnoreMatcher:
@@ -158,8 +245,8 @@ class IgnoreMatcher:
     def __init__(self, root: Path, settings: IndexSettings) -> None:
         self.root = root.resolve()
         self._dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
-        self._include = pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None
-        self._exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
+        self._include = _config_spec(settings.include, "[index] include", None)
+        self._exclude = _config_spec(settings.exclude, "[index] exclude", None)
         self._own: dict[str, tuple[str, pathspec.PathSpec] | None] = {}
 
     def reset(self) -> None:
@@ -171,8 +258,9 @@ class IgnoreMatcher:
         return self._own[base]
 
     def is_ignored(self, rel_path: str, is_dir: bool = False) -> bool:
-        """True when walk() would not enter (a folder) or not consider (a file) this path."""
-        parts = [p for p in rel_path.replace(os.sep, "/").split("/") if p and p != "."]
+        """True when walk() would not enter (a folder) or not consider (a file) this path
+        (a repository path: see sources/names.py)."""
+        parts = [p for p in fs_path(rel_path).replace(os.sep, "/").split("/") if p and p != "."]
         if not parts or ".." in parts:
             return True
         specs: _IgnoreSpecs = []
@@ -200,8 +288,12 @@ class IgnoreMatcher:
 def classify(data: bytes, settings: IndexSettings, path: str = "") -> str:
     """'' when the content is worth indexing, else the skip reason (binary, minified, generated).
     `path` (relative) tells prose from code: in Markdown a `#` line is a heading, not a comment."""
+    # a NUL anywhere (memchr: ~1 ms for a 1 MB file), or a text start that is mostly control
+    # bytes: a binary file's first NUL can come late (an archive, a database page)
+    if b"\x00" in data:
+        return "binary"
     head = data[:8192]
-    if b"\x00" in head:
+    if len(head) >= 32 and len(head.translate(None, _TEXT_BYTES)) * 20 > len(head):
         return "binary"
     if len(data) > 4096:
         lines = data.count(b"\n") + 1
@@ -219,7 +311,7 @@ def iter_paths(result: WalkResult) -> Iterator[str]:
 
 def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
                matcher: IgnoreMatcher | None = None) -> WalkResult:
-    """What walk() would say about just these paths (missing or ignored ones are left out)."""
+    """What walk() would say about just these repository paths (missing or ignored ones are left out)."""
     root = root.resolve()
     matcher = matcher or IgnoreMatcher(root, settings)
     files: list[Candidate] = []
@@ -227,7 +319,9 @@ def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
     for rel in sorted(set(paths)):
         if matcher.is_ignored(rel):
             continue
-        full = root / rel
+        full = root / fs_path(rel)
+        if full.parent != root and os.path.realpath(full.parent) != str(full.parent):
+            continue  # under a symlinked folder: walk() never enters one (it may lead out of the repo)
         try:
             st = full.lstat()
         except OSError:
@@ -236,6 +330,8 @@ def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
             skips[rel] = "symlink"
             continue
         if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):
+                skips[rel] = _special(st.st_mode)
             continue
         name = PurePosixPath(rel).name
         if generated_name(name):

@@ -320,13 +320,22 @@ def _parse(spec: str) -> _Spec:
     clone_url = urlunsplit((scheme, clean_netloc, path, "", ""))
     return _Spec(
         "ssh" if scheme in _SSH_SCHEMES else scheme, clone_url, shown, host, netloc, owner, name,
-        username, password, _network_key(host, owner, name), bitbucket_server,
+        username, password,
+        _network_key(host, owner, name, "ssh" if scheme in _SSH_SCHEMES else scheme, port), bitbucket_server,
     )
 
 
-def _network_key(host: str, owner: str, name: str) -> tuple[str, ...]:
+def _network_key(host: str, owner: str, name: str, scheme: str = "ssh", port: int | None = None) -> tuple[str, ...]:
+    """Cache folder parts. https and ssh of one host share a clone (a forge serves the same
+    repository over both); another scheme or an explicit port is another server, maybe another
+    repository, and gets its own folder: `http~host~8080` ("~" is in no host name)."""
     owner_part = "+".join(_safe_part(p) for p in owner.split("/")) if owner else "_"
-    return (_safe_part(host), owner_part, _safe_part(name))
+    host_part = _safe_part(host)
+    if port is not None:
+        host_part += f"~{port}"
+    if scheme not in ("https", "ssh"):
+        host_part = f"{_safe_part(scheme)}~{host_part}"
+    return (host_part, owner_part, _safe_part(name))
 
 
 def is_remote(spec: str) -> bool:

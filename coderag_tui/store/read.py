@@ -193,9 +193,17 @@ def orphans(db: Database, limit: int = 200) -> list[EdgeRef]:
             for src, name, line, orphan, kind in rows]
 
 
+def skip_kinds(db: Database) -> dict[str, int]:
+    """Skipped files by kind of reason. An error or a file indexed as plain text keeps its reason
+    after the kind ("error: why", "partial: why"): counted under the kind."""
+    return {str(r): int(n) for r, n in db.rows(
+        "SELECT CASE WHEN instr(reason, ':') THEN substr(reason, 1, instr(reason, ':') - 1) ELSE reason END AS r,"
+        " count(*) FROM skips GROUP BY r ORDER BY r")}
+
+
 def counts(db: Database) -> IndexCounts:
     """The index's counts, as every interface shows them (see `IndexCounts`)."""
-    skips = dict(db.rows("SELECT reason, count(*) FROM skips GROUP BY reason"))
+    skips = skip_kinds(db)
     vectors = 0
     model = db.get_meta("embed_model")
     if model and db.has_table("vectors"):
@@ -207,7 +215,8 @@ def counts(db: Database) -> IndexCounts:
         units=int(db.scalar("SELECT count(*) FROM units WHERE kind<>'file'", default=0)),
         chunks=int(db.scalar("SELECT count(*) FROM chunks", default=0)),
         vectors=vectors,
-        skipped=sum(int(n) for reason, n in skips.items() if reason != "error"),
+        # a file indexed as plain text ("partial: why") is indexed, not skipped
+        skipped=sum(int(n) for reason, n in skips.items() if reason not in ("error", "partial")),
         errors=int(skips.get("error", 0)),
     )
 
@@ -221,7 +230,11 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         "SELECT f.language, count(*) FROM chunks c JOIN files f ON f.id=c.file_id GROUP BY f.language"))
     for lang, n in db.rows("SELECT language, count(*) FROM files GROUP BY language ORDER BY count(*) DESC, language"):
         langs.append(LanguageCount(lang, n, unit_counts.get(lang, 0), chunk_counts.get(lang, 0)))
-    skips = dict(db.rows("SELECT reason, count(*) FROM skips GROUP BY reason ORDER BY reason"))
+    skips = skip_kinds(db)
+    problems = tuple(
+        (path, reason) for path, reason in db.rows(
+            "SELECT path, reason FROM skips WHERE reason = 'error' OR reason LIKE 'error:%'"
+            " OR reason LIKE 'partial:%' ORDER BY path LIMIT 50"))
     size = 0
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(OSError):
@@ -244,6 +257,7 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         last_update=float(db.get_meta("last_update") or 0),
         commit=db.get_meta("commit"),
         orphaned=tuple(orphans(db, 50)),
+        problems=problems,
     )
 
 
