@@ -6,6 +6,7 @@ dataclasses of `coderag_tui.models`. Each thread gets its own SQLite connection.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import threading
@@ -274,7 +275,7 @@ class CodeRag:
             if done is not None:
                 return done
         model = state.model(self.settings.embed)
-        return embed_index(self.db, model, progress, should_stop, paths)
+        return embed_index(self.db, model, progress, self._yielding(should_stop), paths)
 
     def searcher(self) -> _Searcher:
         from coderag_tui.retrieval.search import Searcher
@@ -355,11 +356,15 @@ class CodeRag:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
         Yields status / token / sources / done / error events; never raises (errors are events).
-        A follow-up question in a conversation is retrieved together with the previous one.
+        A follow-up question is retrieved together with the previous one (and answered with the
+        conversation as history) only when it continues it; a new topic starts fresh.
+        `should_stop` ends the answer early: it keeps what was written and its sources.
+        Background embedding waits while an answer is generated (the cores are the model's).
         """
         from coderag_tui.answering import Answerer
         from coderag_tui.errors import CoderagError
         from coderag_tui.models import AnswerEvent
+        from coderag_tui.retrieval.followup import continues
 
         conv = conversation_id or 0
         question = question.strip()
@@ -375,12 +380,14 @@ class CodeRag:
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
                 answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
                                     temperature=self.settings.llm.temperature)
-                query = question
+                query, same_topic = question, True
                 if conversation_id:
                     earlier = [m.content for m in answerer.load_conversation(conversation_id)
                                if m.role == "user"]
                     if earlier:
-                        query = f"{earlier[-1]}\n{question}"
+                        same_topic = continues(earlier[-1], question)
+                        if same_topic:
+                            query = f"{earlier[-1]}\n{question}"
                 context_budget, map_budget = self._answer_budgets(provider)
                 context = self.context(query, max_tokens=context_budget)
                 repo_map = self.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
@@ -388,11 +395,46 @@ class CodeRag:
             except CoderagError as exc:
                 yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
                 return
-            for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s):
-                yield event
-                if should_stop is not None and should_stop() and event.kind == "token":
-                    yield AnswerEvent("error", text="cancelled", conversation_id=event.conversation_id)
-                    return
+            with self._generating():
+                yield from answerer.ask(question, context, repo_map, conversation_id,
+                                        retrieval_s=retrieval_s, should_stop=should_stop,
+                                        use_history=same_topic)
+
+    @contextlib.contextmanager
+    def _generating(self) -> Iterator[None]:
+        """Marks an answer in progress: `embed` pauses between its batches meanwhile."""
+        idle = self._idle_event()
+        with self._lock:
+            self._answers = self.__dict__.get("_answers", 0) + 1
+            idle.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._answers -= 1
+                if self._answers == 0:
+                    idle.set()
+
+    def _idle_event(self) -> threading.Event:
+        with self._lock:
+            idle: threading.Event | None = self.__dict__.get("_idle")
+            if idle is None:
+                idle = self._idle = threading.Event()
+                idle.set()
+            return idle
+
+    def _yielding(self, should_stop: Callable[[], bool] | None) -> Callable[[], bool]:
+        """`should_stop` for embedding: it first waits while an answer is generated, so that a
+        watcher's or the app's embedding does not halve the model's speed on a small machine."""
+        idle = self._idle_event()
+
+        def check() -> bool:
+            while not idle.wait(0.2):
+                if should_stop is not None and should_stop():
+                    return True
+            return should_stop() if should_stop is not None else False
+
+        return check
 
     def _answer_budgets(self, provider: _Provider) -> tuple[int, int]:
         """Tokens for the composed context and the repo map, so that the system rules, the
@@ -408,12 +450,11 @@ class CodeRag:
                             "LIMIT ?", (limit,))
         return [(int(i), str(t), float(u)) for i, t, u in rows]
 
-    def load_conversation(self, conversation_id: int) -> list[_ChatMessage]:
-        from coderag_tui.models import ChatMessage
+    def load_conversation(self, conversation_id: int) -> list[_StoredMessage]:
+        """A stored conversation's messages, each answer with its sources and how it ended."""
+        from coderag_tui.answering.answerer import load_messages
 
-        rows = self.db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
-                            (conversation_id,))
-        return [ChatMessage(str(r), str(c)) for r, c in rows]
+        return load_messages(self.db, conversation_id)
 
     def list_models(self, model: str | None = None) -> list[_ModelInfo]:
         from coderag_tui.answering import list_models
@@ -423,8 +464,8 @@ class CodeRag:
 
     if TYPE_CHECKING:
         from coderag_tui.answering import Provider as _Provider
+        from coderag_tui.answering.answerer import StoredMessage as _StoredMessage
         from coderag_tui.models import AnswerEvent as _AnswerEvent
-        from coderag_tui.models import ChatMessage as _ChatMessage
         from coderag_tui.models import ModelInfo as _ModelInfo
 
 
