@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from coderag_tui.config import DEFAULT_EXCLUDES, IndexSettings
+from coderag_tui.paths import EXPORT_MARK
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ _GENERATED_NAMES = (
 _GENERATED_RE = re.compile("|".join(fnmatch.translate(p) for p in _GENERATED_NAMES))
 _GENERATED_MARK = re.compile(rb"@generated|DO NOT EDIT|Code generated .* DO NOT EDIT|auto-generated", re.I)
 
+
+_OWN_MARK = EXPORT_MARK.encode()
+# coderag's own folder is never indexed, even with the default excludes turned off
+_ALWAYS_EXCLUDED = (".git", ".coderag")
 
 _IgnoreSpecs = list[tuple[str, pathspec.PathSpec]]
 IGNORE_FILES = (".gitignore", ".ignore", ".coderagignore")
@@ -97,7 +102,7 @@ def walk(root: Path, settings: IndexSettings,
     `on_file` sees each file as soon as it is found (a fresh index starts parsing during the walk).
     """
     root = root.resolve()
-    dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
+    dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else _ALWAYS_EXCLUDED
     include = pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None
     exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
     files: list[Candidate] = []
@@ -167,7 +172,7 @@ class IgnoreMatcher:
 
     def __init__(self, root: Path, settings: IndexSettings) -> None:
         self.root = root.resolve()
-        self._dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
+        self._dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else _ALWAYS_EXCLUDED
         self._include = pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None
         self._exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
         self._own: dict[str, tuple[str, pathspec.PathSpec] | None] = {}
@@ -217,6 +222,8 @@ def classify(data: bytes, settings: IndexSettings) -> str:
         if len(data) / lines > settings.max_line_length:
             return "minified"
     start = data[:1024]
+    if _OWN_MARK in start:
+        return "coderag"  # a file coderag wrote (an exported conversation)
     low = start.lower()  # every marker has one of these words: most files skip the regex scan
     if (b"generated" in low or b"do not edit" in low) and _GENERATED_MARK.search(start):
         return "generated"
