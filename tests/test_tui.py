@@ -19,7 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Markdown
 
 from coderag_tui import paths
-from coderag_tui.models import Progress
+from coderag_tui.models import AnswerEvent, Progress
 from coderag_tui.service import CodeRag
 from coderag_tui.tui import adapters, chatlog
 from coderag_tui.tui.app import CodeRagApp, create_app
@@ -446,6 +446,28 @@ async def test_esc_keeps_the_partial_answer_and_its_sources(tmp_path: Path) -> N
         assert "stopped" in str(view.query_one(".status").render())
         assert view.query_one(".sources").display
         assert screen.conversation_id == 7  # the stopped answer is part of the conversation
+        await pilot.press("1")
+        await settle(pilot)
+        assert screen.code.document is not None and screen.code.document.path == "shop/cart.py"
+
+
+async def test_a_model_error_keeps_the_sources_of_the_retrieval(tmp_path: Path) -> None:
+    class FailsMidway(ScriptedAnswers):
+        def ask(self, question: str, conversation_id: int | None = None) -> Any:  # as the service does
+            yield AnswerEvent("token", "The total ")
+            yield AnswerEvent("sources", sources=ANSWER_SOURCES)
+            yield AnswerEvent("error", "server said 503: overloaded", conversation_id=7)
+
+    app = app_for(make_service(tmp_path, FailsMidway))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await ask(pilot, "total")
+        screen = main(app)
+        view = screen.chat.current
+        assert view is not None and not screen.answering
+        assert screen.chat.turns[-1].sources == ANSWER_SOURCES and view.query_one(".sources").display
+        assert "error: server said 503" in str(view.query_one(".status").render())
+        assert screen.conversation_id == 7  # the question and its sources were stored
         await pilot.press("1")
         await settle(pilot)
         assert screen.code.document is not None and screen.code.document.path == "shop/cart.py"
