@@ -240,6 +240,35 @@ def test_a_real_answer_stopped_mid_way_still_has_its_sources(smollm: LlamaProvid
     assert events[-1].kind == "done" and events[-1].stats["stopped"] == 1.0
 
 
+@real
+def test_the_service_stops_a_real_answer_while_the_prompt_is_read(tmp_path: Path) -> None:
+    """The path the app takes on Esc: service.ask -> Answerer -> llama.cpp's abort callback."""
+    repo = tmp_path / "repo"
+    for rel, text in TOPICS.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    settings = Settings(embed=EmbedSettings(enabled=False))
+    settings = replace(settings, llm=replace(settings.llm, n_ctx=2048, max_tokens=64))
+    service = CodeRag(repo, settings, tmp_path / "index.db")
+    try:
+        service.index()
+        polls = [0]
+
+        def stop() -> bool:  # true from the 10th poll: inside the prompt's decoding
+            polls[0] += 1
+            return polls[0] >= 10
+
+        events = list(service.ask("where are session cookies signed?", should_stop=stop))
+        assert polls[0] >= 10
+        assert not [e for e in events if e.kind == "token"]
+        assert any(s.path == "auth/session.py" for s in next(e for e in events if e.kind == "sources").sources)
+        assert events[-1].kind == "done" and events[-1].stats["stopped"] == 1.0
+        assert cpu_over_next_second() < 0.3
+        assert service.load_conversation(events[-1].conversation_id)[-1].outcome == STOPPED
+    finally:
+        service.close()
+
+
 # --------------------------------------------------------------------------- follow-ups
 
 TOPICS = {
