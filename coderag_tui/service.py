@@ -70,6 +70,9 @@ class CodeRag:
         # every thread's connection, held weakly: a finished thread's connection is closed with it
         self._all: weakref.WeakSet[Database] = weakref.WeakSet()
         self.remote: CloneResult | None = None  # set when the repository was cloned from a URL
+        self._answers = 0  # answers being generated: embedding waits while there are any
+        self._idle = threading.Event()
+        self._idle.set()
         self.display_name = str(self.root)
 
     @classmethod
@@ -403,30 +406,21 @@ class CodeRag:
     @contextlib.contextmanager
     def _generating(self) -> Iterator[None]:
         """Marks an answer in progress: `embed` pauses between its batches meanwhile."""
-        idle = self._idle_event()
         with self._lock:
-            self._answers = self.__dict__.get("_answers", 0) + 1
-            idle.clear()
+            self._answers += 1
+            self._idle.clear()
         try:
             yield
         finally:
             with self._lock:
                 self._answers -= 1
                 if self._answers == 0:
-                    idle.set()
-
-    def _idle_event(self) -> threading.Event:
-        with self._lock:
-            idle: threading.Event | None = self.__dict__.get("_idle")
-            if idle is None:
-                idle = self._idle = threading.Event()
-                idle.set()
-            return idle
+                    self._idle.set()
 
     def _yielding(self, should_stop: Callable[[], bool] | None) -> Callable[[], bool]:
         """`should_stop` for embedding: it first waits while an answer is generated, so that a
         watcher's or the app's embedding does not halve the model's speed on a small machine."""
-        idle = self._idle_event()
+        idle = self._idle
 
         def check() -> bool:
             while not idle.wait(0.2):

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -52,6 +53,7 @@ class TurnView(Vertical):
         self._stream: MarkdownStream | None = None
         self._reading: tuple[int, float] | None = None  # prompt tokens, when reading began
         self._frame = 0
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("› ", "bold"), self.turn.question), classes="question")
@@ -62,11 +64,12 @@ class TurnView(Vertical):
     def on_mount(self) -> None:
         self.set_status(ended_text(self.turn) if self.turn.done else "")
         self.query_one(".sources", Static).display = bool(self.turn.sources or self.turn.invalid)
-        self.set_interval(0.2, self._tick)
 
     def start_reading(self, prompt_tokens: int) -> None:
         """The model reads the prompt: the spinner shows it is at work, and for how long."""
         self._reading = (prompt_tokens, time.monotonic())
+        if self._timer is None:
+            self._timer = self.set_interval(0.2, self._tick)
         self._show(self.reading_text())
 
     def reading_text(self) -> str:
@@ -91,6 +94,9 @@ class TurnView(Vertical):
 
     def set_status(self, text: str) -> None:
         self._reading = None  # another step took over
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         self._show(text)
 
     def _show(self, text: str) -> None:
@@ -105,7 +111,6 @@ class TurnView(Vertical):
         box.display = bool(sources or invalid)
 
     async def finish(self, error: str = "", cancelled: bool = False) -> None:
-        self._reading = None
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
