@@ -6,6 +6,7 @@ dataclasses of `coderag_tui.models`. Each thread gets its own SQLite connection.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import re
@@ -90,6 +91,9 @@ class CodeRag:
         # every thread's connection, held weakly: a finished thread's connection is closed with it
         self._all: weakref.WeakSet[Database] = weakref.WeakSet()
         self.remote: CloneResult | None = None  # set when the repository was cloned from a URL
+        self._answers = 0  # answers being generated: embedding waits while there are any
+        self._idle = threading.Event()
+        self._idle.set()
         self.display_name = str(self.root)
         # A long-lived process (the app, the MCP server, watch) keeps a copy of the vectors in
         # memory: loading it costs seconds on a big index, then each search takes milliseconds.
@@ -328,7 +332,7 @@ class CodeRag:
             if done is not None:
                 return done
         model = state.model(self.settings.embed)
-        return embed_index(self.db, model, progress, should_stop, paths)
+        return embed_index(self.db, model, progress, self._yielding(should_stop), paths)
 
     def vectors_pending(self) -> bool:
         """Whether `embed` has work to do (some chunk lacks a vector, or a stale one is left)."""
@@ -424,13 +428,17 @@ class CodeRag:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
         Yields status / token / sources / done / error events; never raises (errors are events).
-        A follow-up question in a conversation is retrieved together with the previous one.
+        A follow-up question is retrieved together with the previous one (and answered with the
+        conversation as history) only when it continues it; a new topic starts fresh.
+        `should_stop` ends the answer early: it keeps what was written and its sources.
+        Background embedding waits while an answer is generated (the cores are the model's).
         `attachment`: text the user gave with the question (a log, a traceback): shown to the
         model with it, and its last lines help retrieval.
         """
         from coderag_tui.answering import Answerer
         from coderag_tui.errors import CoderagError
         from coderag_tui.models import AnswerEvent
+        from coderag_tui.retrieval.followup import continues
 
         conv = conversation_id or 0
         question = question.strip()
@@ -449,12 +457,14 @@ class CodeRag:
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
                 answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
                                     temperature=self.settings.llm.temperature)
-                query = question
+                query, same_topic = question, True
                 if conversation_id:
                     earlier = [m.content for m in answerer.load_conversation(conversation_id)
                                if m.role == "user"]
                     if earlier:
-                        query = f"{earlier[-1]}\n{question}"
+                        same_topic = continues(earlier[-1], question)
+                        if same_topic:
+                            query = f"{earlier[-1]}\n{question}"
                 if attachment.strip():
                     # the end of a log or a traceback names what failed: it steers retrieval
                     query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
@@ -465,12 +475,37 @@ class CodeRag:
             except CoderagError as exc:
                 yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
                 return
-            for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s,
-                                      attachment=attachment):
-                yield event
-                if should_stop is not None and should_stop() and event.kind == "token":
-                    yield AnswerEvent("error", text="cancelled", conversation_id=event.conversation_id)
-                    return
+            with self._generating():
+                yield from answerer.ask(question, context, repo_map, conversation_id,
+                                        retrieval_s=retrieval_s, should_stop=should_stop,
+                                        use_history=same_topic, attachment=attachment)
+
+    @contextlib.contextmanager
+    def _generating(self) -> Iterator[None]:
+        """Marks an answer in progress: `embed` pauses between its batches meanwhile."""
+        with self._lock:
+            self._answers += 1
+            self._idle.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._answers -= 1
+                if self._answers == 0:
+                    self._idle.set()
+
+    def _yielding(self, should_stop: Callable[[], bool] | None) -> Callable[[], bool]:
+        """`should_stop` for embedding: it first waits while an answer is generated, so that a
+        watcher's or the app's embedding does not halve the model's speed on a small machine."""
+        idle = self._idle
+
+        def check() -> bool:
+            while not idle.wait(0.2):
+                if should_stop is not None and should_stop():
+                    return True
+            return should_stop() if should_stop is not None else False
+
+        return check
 
     def _answer_budgets(self, provider: _Provider) -> tuple[int, int]:
         """Tokens for the composed context and the repo map, so that the system rules, the
@@ -486,12 +521,11 @@ class CodeRag:
                             "LIMIT ?", (limit,))
         return [(int(i), str(t), float(u)) for i, t, u in rows]
 
-    def load_conversation(self, conversation_id: int) -> list[_ChatMessage]:
-        from coderag_tui.models import ChatMessage
+    def load_conversation(self, conversation_id: int) -> list[_StoredMessage]:
+        """A stored conversation's messages, each answer with its sources and how it ended."""
+        from coderag_tui.answering.answerer import load_messages
 
-        rows = self.db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
-                            (conversation_id,))
-        return [ChatMessage(str(r), str(c)) for r, c in rows]
+        return load_messages(self.db, conversation_id)
 
     def list_models(self, model: str | None = None) -> list[_ModelInfo]:
         from coderag_tui.answering import list_models
@@ -501,8 +535,8 @@ class CodeRag:
 
     if TYPE_CHECKING:
         from coderag_tui.answering import Provider as _Provider
+        from coderag_tui.answering.answerer import StoredMessage as _StoredMessage
         from coderag_tui.models import AnswerEvent as _AnswerEvent
-        from coderag_tui.models import ChatMessage as _ChatMessage
         from coderag_tui.models import ModelInfo as _ModelInfo
 
 

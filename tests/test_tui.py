@@ -10,6 +10,7 @@ deterministic.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Markdown
 
-from coderag_tui.models import Progress
+from coderag_tui import paths
+from coderag_tui.models import AnswerEvent, Progress
 from coderag_tui.service import CodeRag
 from coderag_tui.tui import adapters, chatlog
 from coderag_tui.tui.app import CodeRagApp, create_app
@@ -32,7 +34,7 @@ from coderag_tui.tui.widgets.chat import Transcript
 from coderag_tui.tui.widgets.file_tree import FilesPane, FileTree
 from coderag_tui.tui.widgets.status_bar import StatusBar
 from coderag_tui.tui.widgets.viewer import ViewerPane
-from tests.tui_fixtures import ScriptedAnswers, make_service
+from tests.tui_fixtures import ANSWER_SOURCES, ScriptedAnswers, StoppableAnswers, make_service
 
 SIZE = (80, 24)
 pytestmark = pytest.mark.anyio
@@ -408,11 +410,67 @@ async def test_cancel_stops_the_answer(tmp_path: Path) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert not screen.answering
-        assert "cancelled" in str(screen.chat.current.query_one(".status").render())  # type: ignore[union-attr]
+        assert "stopped" in str(screen.chat.current.query_one(".status").render())  # type: ignore[union-attr]
         await until(pilot, lambda: service.stopped.is_set())  # type: ignore[attr-defined]
         words = screen.chat.turns[-1].answer.count("word")
         await pilot.pause(0.5)
         assert screen.chat.turns[-1].answer.count("word") == words  # nothing after the cancel
+
+
+async def test_esc_keeps_the_partial_answer_and_its_sources(tmp_path: Path) -> None:
+    service = make_service(tmp_path, StoppableAnswers)
+    service.release = threading.Event()  # type: ignore[attr-defined]
+    service.delay = 0.1  # type: ignore[attr-defined]
+    service.tokens = tuple(f"word{i} " for i in range(200))  # type: ignore[attr-defined]
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f3")
+        await type_text(pilot, "slow")
+        await pilot.press("enter")
+        screen = main(app)
+        view = screen.chat.current
+        assert view is not None
+        # while the model reads the prompt, the status says so (a spinner and the seconds)
+        await until(pilot, lambda: "reading 1,234 tokens of context" in str(view.query_one(".status").render()))
+        service.release.set()  # type: ignore[attr-defined]
+        await until(pilot, lambda: "word2" in screen.chat.turns[-1].answer)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not screen.answering
+        await until(pilot, lambda: bool(screen.chat.turns[-1].sources))  # retrieval's sources come
+        await settle(pilot)
+        turn = screen.chat.turns[-1]
+        assert turn.answer.startswith("word0 word1 word2") and turn.stopped
+        assert turn.answer.count("word") < 200
+        assert "stopped" in str(view.query_one(".status").render())
+        assert view.query_one(".sources").display
+        assert screen.conversation_id == 7  # the stopped answer is part of the conversation
+        await pilot.press("1")
+        await settle(pilot)
+        assert screen.code.document is not None and screen.code.document.path == "shop/cart.py"
+
+
+async def test_a_model_error_keeps_the_sources_of_the_retrieval(tmp_path: Path) -> None:
+    class FailsMidway(ScriptedAnswers):
+        def ask(self, question: str, conversation_id: int | None = None) -> Any:  # as the service does
+            yield AnswerEvent("token", "The total ")
+            yield AnswerEvent("sources", sources=ANSWER_SOURCES)
+            yield AnswerEvent("error", "server said 503: overloaded", conversation_id=7)
+
+    app = app_for(make_service(tmp_path, FailsMidway))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await ask(pilot, "total")
+        screen = main(app)
+        view = screen.chat.current
+        assert view is not None and not screen.answering
+        assert screen.chat.turns[-1].sources == ANSWER_SOURCES and view.query_one(".sources").display
+        assert "error: server said 503" in str(view.query_one(".status").render())
+        assert screen.conversation_id == 7  # the question and its sources were stored
+        await pilot.press("1")
+        await settle(pilot)
+        assert screen.code.document is not None and screen.code.document.path == "shop/cart.py"
 
 
 async def test_answer_error_and_failing_lookups_are_notifications(tmp_path: Path) -> None:
@@ -465,12 +523,13 @@ async def test_export_new_and_previous_conversations(tmp_path: Path) -> None:
         await settle(pilot)
         await ask(pilot, "what does total return")
         await pilot.press("ctrl+s")
-        exported = tmp_path / "coderag-what-does-total-return.md"
+        assert not list(tmp_path.rglob("coderag-*.md"))  # never into the repository nor the cwd
+        exported = paths.exports_dir() / "coderag-what-does-total-return.md"
         assert exported.is_file()
         text = exported.read_text()
         assert text.startswith("# what does total return\n")
         assert "1. `shop/cart.py:18-20` Cart.total" in text and "(context)" in text
-        assert any(exported.name in n.message for n in app._notifications)
+        assert any(str(exported) in n.message for n in app._notifications)  # the full path
 
         screen = main(app)
         await pilot.press("ctrl+n")
@@ -486,6 +545,15 @@ async def test_export_new_and_previous_conversations(tmp_path: Path) -> None:
         assert screen.conversation_id == 7
         assert [t.question for t in screen.chat.turns] == ["what does Cart.total return?"]
         assert "shop/cart.py:18-20" in screen.chat.turns[0].answer
+        # the reopened answer has its sources back, and says it was stopped
+        assert screen.chat.turns[0].sources == ANSWER_SOURCES
+        view = screen.chat.current
+        assert view is not None and view.query_one(".sources").display
+        assert "[2] shop/pricing.py:12-13  with_tax" in str(view.query_one(".sources").render())
+        assert "stopped" in str(view.query_one(".status").render())
+        await pilot.press("2")
+        await settle(pilot)
+        assert screen.code.document is not None and screen.code.document.path == "shop/pricing.py"
 
 
 async def test_ask_without_a_model_shows_the_best_matching_code(tmp_path: Path) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from coderag_tui.answering.answerer import StoredMessage
 from coderag_tui.config import EmbedSettings, Settings, TUISettings, WatchSettings
-from coderag_tui.models import AnswerEvent, ChatMessage, ModelInfo, Source
+from coderag_tui.models import AnswerEvent, ModelInfo, Source
 from coderag_tui.service import CodeRag
 
 FILES = {
@@ -142,6 +143,35 @@ class ScriptedAnswers(CodeRag):
     def conversations(self) -> list[tuple[int, str, float]]:
         return [(7, "what does Cart.total return?", 1_700_000_000.0)]
 
-    def load_conversation(self, conversation_id: int) -> list[ChatMessage]:
-        return [ChatMessage("user", "what does Cart.total return?"),
-                ChatMessage("assistant", "The subtotal with tax (`shop/cart.py:18-20`).")]
+    def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
+        return [StoredMessage("user", "what does Cart.total return?", (), 1_700_000_000.0),
+                StoredMessage("assistant", "The subtotal with tax (`shop/cart.py:18-20`).",
+                              ANSWER_SOURCES, 1_700_000_000.0, outcome="stopped")]
+
+
+class StoppableAnswers(ScriptedAnswers):
+    """Scripted answers that stop the way the real service does: `should_stop` ends the
+    tokens, and the retrieval's sources and the conversation's id still come. `release`
+    holds the answer while the model "reads the prompt"."""
+
+    release: threading.Event
+
+    def ask(self, question: str, conversation_id: int | None = None,  # type: ignore[override]
+            should_stop: Callable[[], bool] | None = None) -> Iterator[AnswerEvent]:
+        stop = should_stop or (lambda: False)
+        yield AnswerEvent("status", "asking the scripted model: 1234 prompt tokens",
+                          stats={"prompt_tokens": 1234.0})
+        while not self.release.wait(0.02):
+            if stop():
+                break
+        stopped = False
+        for token in self.tokens:
+            if stop():
+                stopped = True
+                break
+            if self.delay:
+                time.sleep(self.delay)
+            yield AnswerEvent("token", token)
+        yield AnswerEvent("sources", sources=self.sources)
+        yield AnswerEvent("done", conversation_id=conversation_id or 7,
+                          stats={"stopped": 1.0} if stopped else {})

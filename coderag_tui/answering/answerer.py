@@ -5,8 +5,10 @@
 or `error` (one line). It never raises into the UI.
 
 Conversations live in the index's `conversations`/`messages` tables: each turn stores the
-question and the answer (with its sources as JSON); the next question of the same
-conversation gets the earlier turns as history (fitted to the window, oldest dropped first).
+question and the answer (with its sources as JSON, and how it ended: complete, stopped by the
+user, or the error line); the next question of the same conversation gets the earlier turns as
+history (fitted to the window, oldest dropped first). An answer that is stopped (`should_stop`)
+or fails after retrieval still gets its sources and is stored: the code it was given exists.
 The Database is used from the thread that calls `ask` (open one per thread).
 """
 
@@ -19,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from coderag_tui.answering.citations import ExistsFn, check_citations, index_file_lines, make_exists
 from coderag_tui.answering.prompts import fit_prompt
-from coderag_tui.answering.providers.base import Provider
+from coderag_tui.answering.providers.base import Provider, accepts_keyword
 from coderag_tui.errors import CoderagError
 from coderag_tui.models import AnswerEvent, ChatMessage, ComposedContext, ContextPiece, Source
 from coderag_tui.store.db import Database
@@ -36,12 +38,25 @@ class Conversation:
     messages: int = 0
 
 
+STOPPED = "stopped"  # the outcome of an answer the user stopped
+
+
 @dataclass(frozen=True)
 class StoredMessage:
     role: str  # user or assistant
     content: str
     sources: tuple[Source, ...]
     created: float
+    outcome: str = ""  # '' complete, STOPPED, else the error line
+    invalid: tuple[str, ...] = ()  # citations that were flagged
+
+
+def _strings_from_json(text: str) -> tuple[str, ...]:
+    try:
+        items = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    return tuple(str(i) for i in items) if isinstance(items, list) else ()
 
 
 def _title(question: str) -> str:
@@ -61,6 +76,20 @@ def _sources_from_json(text: str) -> tuple[Source, ...]:
         except TypeError:
             continue
     return tuple(out)
+
+
+def load_messages(store: Database, conversation_id: int) -> list[StoredMessage]:
+    """A stored conversation's messages, oldest first, with each answer's sources and outcome."""
+    rows = store.rows(
+        "SELECT role, content, sources, created, outcome, invalid FROM messages "
+        "WHERE conversation_id=? ORDER BY id",
+        (conversation_id,),
+    )
+    return [
+        StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3]), str(r[4]),
+                      _strings_from_json(str(r[5])))
+        for r in rows
+    ]
 
 
 class Answerer:
@@ -94,14 +123,7 @@ class Answerer:
         return [Conversation(int(r[0]), str(r[1]), float(r[2]), float(r[3]), int(r[4])) for r in rows]
 
     def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
-        if self.store is None:
-            return []
-        rows = self.store.rows(
-            "SELECT role, content, sources, created FROM messages "
-            "WHERE conversation_id=? ORDER BY id",
-            (conversation_id,),
-        )
-        return [StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3])) for r in rows]
+        return load_messages(self.store, conversation_id) if self.store is not None else []
 
     def delete_conversation(self, conversation_id: int) -> None:
         if self.store is None:
@@ -113,10 +135,18 @@ class Answerer:
     def _history(self, conversation_id: int | None) -> list[ChatMessage]:
         if conversation_id is None or self.store is None:
             return []
-        return [ChatMessage(m.role, m.content) for m in self.load_conversation(conversation_id)]
+        # an answer stopped before its first word, or failed, adds nothing the model could use
+        return [ChatMessage(m.role, m.content) for m in self.load_conversation(conversation_id)
+                if m.content.strip()]
 
     def _save(
-        self, conversation_id: int | None, question: str, answer: str, sources: tuple[Source, ...]
+        self,
+        conversation_id: int | None,
+        question: str,
+        answer: str,
+        sources: tuple[Source, ...],
+        outcome: str = "",
+        invalid: tuple[str, ...] = (),
     ) -> int:
         if self.store is None:
             return conversation_id or 0
@@ -137,9 +167,10 @@ class Answerer:
                 (conversation_id, question, now),
             )
             db.execute(
-                "INSERT INTO messages(conversation_id, role, content, sources, created) "
-                "VALUES(?, 'assistant', ?, ?, ?)",
-                (conversation_id, answer, json.dumps([asdict(s) for s in sources]), now),
+                "INSERT INTO messages(conversation_id, role, content, sources, created, outcome, invalid) "
+                "VALUES(?, 'assistant', ?, ?, ?, ?, ?)",
+                (conversation_id, answer, json.dumps([asdict(s) for s in sources]), now, outcome,
+                 json.dumps(list(invalid))),
             )
         return conversation_id
 
@@ -160,10 +191,17 @@ class Answerer:
         *,
         retrieval_s: float | None = None,
         attachment: str = "",
+        should_stop: Callable[[], bool] | None = None,
+        use_history: bool = True,
     ) -> Iterator[AnswerEvent]:
-        """`attachment`: text the user gave with the question, shown to the model with it."""
+        """`attachment`: text the user gave with the question, shown to the model with it.
+        `should_stop`: polled while the model reads the prompt (by providers that can stop
+        there) and between tokens; when it says so, the partial answer ends with its sources and
+        a `done` event whose stats have `stopped`. `use_history`: give the model the earlier
+        turns (False for a question on a new topic: they would only take room)."""
         try:
-            yield from self._ask(question, context, repo_map, conversation_id, retrieval_s, attachment)
+            yield from self._ask(question, context, repo_map, conversation_id, retrieval_s, attachment,
+                                 should_stop, use_history)
         except CoderagError as exc:
             yield AnswerEvent("error", text=exc.one_line(), conversation_id=conversation_id or 0)
         except Exception as exc:  # never raise into the UI
@@ -182,6 +220,8 @@ class Answerer:
         conversation_id: int | None,
         retrieval_s: float | None,
         attachment: str = "",
+        should_stop: Callable[[], bool] | None = None,
+        use_history: bool = True,
     ) -> Iterator[AnswerEvent]:
         question = question.strip()
         if not question:
@@ -195,7 +235,7 @@ class Answerer:
             return
         provider = self.provider
         yield AnswerEvent("status", text=f"preparing the prompt for {provider.name}", conversation_id=cid)
-        history = self._history(conversation_id)
+        history = self._history(conversation_id) if use_history else []
         fitted = fit_prompt(question, context, repo_map, history, provider, self.max_tokens, attachment)
         notes = []
         if fitted.attachment_lines_dropped:
@@ -209,20 +249,40 @@ class Answerer:
             "status",
             text=f"asking {provider.name}: {fitted.prompt_tokens} prompt tokens{note}",
             conversation_id=cid,
+            stats={"prompt_tokens": float(fitted.prompt_tokens)},
         )
 
+        stop = should_stop or (lambda: False)
+        options: dict[str, object] = {}
+        if should_stop is not None and accepts_keyword(provider.stream, "should_stop"):
+            options["should_stop"] = should_stop
         start = time.perf_counter()
         first: float | None = None
         parts: list[str] = []
         chunks = 0
-        for text in provider.stream(
-            fitted.messages, max_tokens=fitted.max_answer_tokens, temperature=self.temperature
-        ):
-            if first is None:
-                first = time.perf_counter()
-            parts.append(text)
-            chunks += 1
-            yield AnswerEvent("token", text=text, conversation_id=cid)
+        stopped = stop()
+        failure: CoderagError | None = None
+        if not stopped:
+            stream = provider.stream(
+                fitted.messages, max_tokens=fitted.max_answer_tokens, temperature=self.temperature,
+                **options,  # type: ignore[arg-type]
+            )
+            try:
+                for text in stream:
+                    if first is None:
+                        first = time.perf_counter()
+                    parts.append(text)
+                    chunks += 1
+                    yield AnswerEvent("token", text=text, conversation_id=cid)
+                    if stop():
+                        break
+            except CoderagError as exc:  # retrieval succeeded: its sources are still shown and kept
+                failure = exc
+            finally:
+                close = getattr(stream, "close", None)  # a stop frees the model at once
+                if close is not None:
+                    close()
+            stopped = failure is None and stop()
         end = time.perf_counter()
         answer = "".join(parts).strip()
 
@@ -230,7 +290,11 @@ class Answerer:
         yield AnswerEvent(
             "sources", sources=checked.sources, invalid_citations=checked.invalid, conversation_id=cid
         )
-        cid = self._save(conversation_id, question, answer, checked.sources)
+        outcome = failure.one_line() if failure is not None else STOPPED if stopped else ""
+        cid = self._save(conversation_id, question, answer, checked.sources, outcome, checked.invalid)
+        if failure is not None:
+            yield AnswerEvent("error", text=outcome, conversation_id=cid)
+            return
 
         try:
             tokens = provider.count_tokens(answer) if answer else 0
@@ -250,6 +314,10 @@ class Answerer:
         }
         if retrieval_s is not None:
             stats["retrieval_s"] = round(retrieval_s, 4)
+        if stopped:
+            stats["stopped"] = 1.0
+            yield AnswerEvent("done", text=f"stopped after {tokens} tokens", conversation_id=cid, stats=stats)
+            return
         answered_by = getattr(provider, "answered_by", "") or provider.name
         text = f"answered by {answered_by}"
         failures = getattr(provider, "failures", None)
@@ -258,3 +326,4 @@ class Answerer:
         if not answer:
             text += ": the model returned an empty answer"
         yield AnswerEvent("done", text=text, conversation_id=cid, stats=stats)
+

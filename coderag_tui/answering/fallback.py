@@ -8,9 +8,9 @@ is streaming, a failure is reported as is. `answered_by` names the provider that
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
-from coderag_tui.answering.providers.base import Provider, ProviderOptions, create
+from coderag_tui.answering.providers.base import Provider, ProviderOptions, accepts_keyword, create
 from coderag_tui.config import LLMSettings, ProviderSettings
 from coderag_tui.errors import CoderagError, ProviderError
 from coderag_tui.models import ChatMessage, ModelInfo
@@ -53,6 +53,7 @@ class FallbackProvider:
         max_tokens: int,
         temperature: float,
         stop: list[str] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
         self.answered_by = ""
         self.failures = []
@@ -60,8 +61,10 @@ class FallbackProvider:
         for provider in self.providers:
             produced = False
             try:
+                options = {"should_stop": should_stop} if should_stop is not None and accepts_keyword(
+                    provider.stream, "should_stop") else {}
                 for text in provider.stream(
-                    messages, max_tokens=max_tokens, temperature=temperature, stop=stop
+                    messages, max_tokens=max_tokens, temperature=temperature, stop=stop, **options
                 ):
                     if not produced:
                         produced = True

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from coderag_tui.config import DEFAULT_EXCLUDES, IndexSettings
+from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.sources.generated import generated_header, generated_name
 from coderag_tui.sources.names import fs_path, repo_path
 
@@ -38,6 +39,10 @@ class WalkResult:
 
 # every byte but the C0 controls text never holds (tab, newlines, form feed, backspace and ESC are text)
 _TEXT_BYTES = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F or b in b"\t\n\r\f\b\x1b")
+
+_OWN_MARK = EXPORT_MARK.encode()
+# coderag's own folder is never indexed, even with the default excludes turned off
+_ALWAYS_EXCLUDED = (".git", ".coderag")
 
 _IgnoreSpecs = list[tuple[str, pathspec.PathSpec]]
 IGNORE_FILES = (".gitignore", ".ignore", ".coderagignore")
@@ -172,7 +177,7 @@ def walk(root: Path, settings: IndexSettings,
     Paths are repository paths (see sources/names.py); patterns match the file-system names.
     """
     root = root.resolve()
-    dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
+    dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else _ALWAYS_EXCLUDED
     files: list[Candidate] = []
     skips: dict[str, str] = {}
     warnings: list[str] = []
@@ -244,7 +249,7 @@ class IgnoreMatcher:
 
     def __init__(self, root: Path, settings: IndexSettings) -> None:
         self.root = root.resolve()
-        self._dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else (".git",)
+        self._dir_excludes = DEFAULT_EXCLUDES if settings.default_excludes else _ALWAYS_EXCLUDED
         self._include = _config_spec(settings.include, "[index] include", None)
         self._exclude = _config_spec(settings.exclude, "[index] exclude", None)
         self._own: dict[str, tuple[str, pathspec.PathSpec] | None] = {}
@@ -299,6 +304,8 @@ def classify(data: bytes, settings: IndexSettings, path: str = "") -> str:
         lines = data.count(b"\n") + 1
         if len(data) / lines > settings.max_line_length:
             return "minified"
+    if _OWN_MARK in data[:1024]:
+        return "coderag"  # a file coderag wrote (an exported conversation)
     if generated_header(data, path):
         return "generated"
     return ""

@@ -169,6 +169,12 @@ MIGRATIONS: list[str] = [
     DROP INDEX IF EXISTS edges_dst;
     CREATE INDEX edges_dst ON edges(dst, kind) WHERE dst IS NOT NULL;
     """,
+    # 9: an answer keeps how it ended ('' complete, 'stopped' by the user, else the error line) and
+    # the citations it made that were flagged, so a reopened conversation shows what was shown
+    """
+    ALTER TABLE messages ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
+    ALTER TABLE messages ADD COLUMN invalid TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

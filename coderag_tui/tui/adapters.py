@@ -7,6 +7,7 @@ so the app runs on any build of the service. Everything here runs in worker thre
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -90,10 +91,16 @@ def ask(service: Any, question: str, conversation_id: int | None,
     """Answer events for a question: the service's own answer when it can give one, else the
     best matching code (search, or symbols named in the question) as sources."""
     if has(service, "ask"):
-        kwargs: dict[str, Any] = {}
-        if should_stop is not None and "should_stop" in inspect.signature(service.ask).parameters:
-            kwargs["should_stop"] = should_stop
-        yield from service.ask(question, conversation_id=conversation_id, **kwargs)
+        if should_stop is None or "should_stop" in inspect.signature(service.ask).parameters:
+            kwargs: dict[str, Any] = {} if should_stop is None else {"should_stop": should_stop}
+            yield from service.ask(question, conversation_id=conversation_id, **kwargs)
+            return
+        events = service.ask(question, conversation_id=conversation_id)
+        with contextlib.closing(events):  # a service that cannot stop itself is closed
+            for event in events:
+                yield event
+                if should_stop():
+                    return
         return
     yield AnswerEvent("status", "no answering model in this build: showing the matching code")
     found: dict[tuple[str, int, int], UnitRef] = {}
@@ -148,6 +155,10 @@ def load_turns(service: Any, conversation_id: int) -> list[Turn]:
             turn = turns[-1]
             turn.answer = content
             turn.sources = tuple(getattr(message, "sources", ()) or ())
+            turn.invalid = tuple(getattr(message, "invalid", ()) or ())
+            outcome = str(getattr(message, "outcome", "") or "")
+            turn.stopped = outcome == "stopped"
+            turn.error = "" if outcome in ("", "stopped") else outcome
             turn.done = True
     return turns
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coderag_tui.models import Source
+from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.textsafe import safe_line
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
@@ -20,6 +21,7 @@ class Turn:
     invalid: tuple[str, ...] = ()
     done: bool = False
     error: str = ""
+    stopped: bool = False  # the user stopped it: the answer is what was written until then
 
 
 def source_line(s: Source) -> str:
@@ -30,9 +32,12 @@ def source_line(s: Source) -> str:
 
 def to_markdown(turns: list[Turn], repo: str, title: str = "") -> str:
     heading = title or (turns[0].question if turns else "conversation")
-    out = [f"# {heading}", "", f"Repository: `{repo}`", ""]
+    # the mark keeps coderag from indexing the export if it is ever copied into a repository
+    out = [f"# {heading}", "", f"Repository: `{repo}`", "", EXPORT_MARK, ""]
     for turn in turns:
         out += [f"## {turn.question}", "", turn.answer.strip() or "_(no answer)_", ""]
+        if turn.stopped:
+            out += ["> stopped before the end", ""]
         if turn.error:
             out += [f"> error: {turn.error}", ""]
         if turn.sources:

@@ -56,7 +56,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("conversations", "ctrl+o", "conversations", "History",
             "Open a previous conversation", "Answers"),
     KeySpec("export", "ctrl+s", "export", "Export",
-            "Save the conversation as Markdown in the current folder", "Answers"),
+            "Save the conversation as Markdown in your data folder", "Answers"),
     KeySpec("copy_answer", "ctrl+y", "copy_answer", "Copy answer",
             "Copy the last answer (OSC 52, or the local clipboard)", "Answers"),
     KeySpec("copy_code", "y", "copy_code", "Copy code",

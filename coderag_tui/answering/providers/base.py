@@ -7,6 +7,7 @@ provider never means editing a chain of if/elif.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -86,6 +87,15 @@ def _load_builtins() -> None:
     # Importing the modules registers them; llama_cpp itself is imported only when a local
     # model is first used, so a remote-only setup never pays for it.
     from coderag_tui.answering.providers import anthropic, local, openai_compat  # noqa: F401
+
+
+def accepts_keyword(function: Callable[..., object], name: str) -> bool:
+    """Whether a provider's method takes a keyword (`stream`'s `should_stop` is optional:
+    a provider without it is stopped between the pieces it yields)."""
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def estimate_tokens(text: str) -> int:

@@ -12,10 +12,11 @@ because it cannot follow a conversation.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.util
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +176,10 @@ class LlamaProvider:
         max_tokens: int,
         temperature: float,
         stop: list[str] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
+        """`should_stop` ends the answer (no error): checked between tokens, and while the
+        prompt is read, inside llama.cpp's own loop, so the cores are free at once."""
         llm = self.load()
         window = self.context_window()
         with self._lock:
@@ -186,6 +190,7 @@ class LlamaProvider:
                     f"with a context window of {window}: raise [llm] n_ctx or ask with less context"
                 )
             chunks: Any = None
+            abort = _Abort(llm, should_stop)
             try:
                 chunks = llm.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in messages],
@@ -196,6 +201,11 @@ class LlamaProvider:
                     stop=stop or [],
                 )
                 for chunk in chunks:
+                    # the prompt is read; from here on a check between tokens is enough, and
+                    # costs nothing inside llama.cpp's graph
+                    abort.remove()
+                    if should_stop is not None and should_stop():
+                        return
                     choice = chunk["choices"][0]
                     text = choice.get("delta", {}).get("content")
                     if text:
@@ -209,11 +219,59 @@ class LlamaProvider:
                     ) from exc
                 raise ModelError(f"{self.path.name} failed: {_first_line(exc)}") from exc
             except RuntimeError as exc:
+                if abort.fired:
+                    return  # stopped while reading the prompt: llama_decode reports the abort
                 raise ModelError(f"{self.path.name} failed: {_first_line(exc)}") from exc
             finally:
+                abort.remove()
                 if chunks is not None and hasattr(chunks, "close"):
                     with contextlib.suppress(Exception):
                         chunks.close()
+
+
+class _Abort:
+    """llama.cpp's abort callback, polling `should_stop` while a prompt is decoded.
+
+    Reading a long prompt is one llama_decode call per batch of 512 tokens, each seconds long
+    on a busy small machine; only this callback, asked between the nodes of the graph, ends one
+    early. It is installed for the prompt only: during generation it would cost a trip into
+    Python per node of every token.
+    """
+
+    def __init__(self, llm: Any, should_stop: Callable[[], bool] | None) -> None:
+        self.fired = False
+        self._ctx: Any = None
+        self._callback: Any = None  # kept alive while llama.cpp holds it
+        if should_stop is None:
+            return
+        try:
+            from llama_cpp import llama_cpp as lib
+
+            setter = lib._lib.llama_set_abort_callback
+            setter.argtypes = [ctypes.c_void_p, lib.ggml_abort_callback, ctypes.c_void_p]
+            setter.restype = None
+            ctx = llm.ctx
+        except (ImportError, AttributeError):
+            return  # an older or different build: stopping waits for the next token
+
+        def check(_data: object) -> bool:
+            try:
+                if should_stop():
+                    self.fired = True
+            except Exception:  # an exception cannot cross into C: keep going
+                return False
+            return self.fired
+
+        self._setter = setter
+        self._null = lib.ggml_abort_callback()  # a NULL function pointer: no callback
+        self._ctx = ctx
+        self._callback = lib.ggml_abort_callback(check)
+        setter(ctx, self._callback, None)
+
+    def remove(self) -> None:
+        if self._ctx is not None:
+            self._setter(self._ctx, self._null, None)
+            self._ctx = None
 
 
 def _first_line(exc: BaseException) -> str:

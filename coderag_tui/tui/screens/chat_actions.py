@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from textual import on, work
 from textual.worker import get_current_worker
 
+from coderag_tui.paths import exports_dir
 from coderag_tui.tui import adapters, chatlog
 from coderag_tui.tui.history import Location
 from coderag_tui.tui.messages import AnswerArrived, AnswerEnded, ConversationLoaded
@@ -83,9 +83,9 @@ class ChatActions(MainBase):
         worker = get_current_worker()
         events = adapters.ask(self.service, question, conversation_id, lambda: worker.is_cancelled)
         try:
+            # after a cancel the events still come (promptly: the service stops at once): the
+            # sources of the retrieval that succeeded and the stored conversation's id
             for event in events:
-                if worker.is_cancelled:
-                    break
                 self.post_message(AnswerArrived(turn, event))
         finally:
             close = getattr(events, "close", None)
@@ -95,21 +95,32 @@ class ChatActions(MainBase):
 
     async def on_answer_arrived(self, message: AnswerArrived) -> None:
         view = self.chat.current
-        if message.turn != self.turn_no or not self.answering or view is None:
-            return  # a cancelled answer's late events
+        if message.turn != self.turn_no or view is None:
+            return  # an earlier conversation's late events
         event = message.event
+        if not self.answering:  # stopped: only what completes the stopped answer still counts
+            if event.kind == "sources":
+                view.set_sources(event.sources, event.invalid_citations)
+            elif event.kind in ("done", "error") and event.conversation_id:
+                self.conversation_id = event.conversation_id
+            return
         if event.kind == "token":
             view.set_status("")
             await view.append(event.text)
         elif event.kind == "status":
-            view.set_status(event.text)
+            if "prompt_tokens" in event.stats:
+                view.start_reading(int(event.stats["prompt_tokens"]))
+            else:
+                view.set_status(event.text)
         elif event.kind == "sources":
             view.set_sources(event.sources, event.invalid_citations)
         elif event.kind == "done":
             if event.conversation_id:
                 self.conversation_id = event.conversation_id
-            await self._finish(view)
+            await self._finish(view, cancelled=bool(event.stats.get("stopped")))
         elif event.kind == "error":
+            if event.conversation_id:  # the question and its sources were kept
+                self.conversation_id = event.conversation_id
             self.notify(event.text, severity="error")
             await self._finish(view, error=event.text)
 
@@ -129,11 +140,12 @@ class ChatActions(MainBase):
             return
         self.workers.cancel_group(self, "ask")
         await self._finish(view, cancelled=True)
-        self.notify("answer cancelled")
+        self.notify("answer stopped")
 
     async def action_new_conversation(self) -> None:
         if self.answering:
             await self.action_cancel()
+        self.turn_no += 1  # a stopped answer's late events belong to the old conversation
         self.conversation_id = None
         await self.chat.clear()
         self.chat.focus_question()
@@ -166,6 +178,7 @@ class ChatActions(MainBase):
     async def on_conversation_loaded(self, message: ConversationLoaded) -> None:
         if self.answering:
             await self.action_cancel()
+        self.turn_no += 1
         self.conversation_id = message.conversation_id
         await self.chat.load(message.turns)
         self.chat.focus_transcript()
@@ -175,13 +188,15 @@ class ChatActions(MainBase):
         if not turns:
             self.notify("nothing to export yet", severity="warning")
             return
-        path = chatlog.export_path(Path.cwd(), turns)
+        folder = exports_dir()
         try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = chatlog.export_path(folder, turns)
             path.write_text(chatlog.to_markdown(turns, self.repo_name), encoding="utf-8")
         except OSError as exc:
-            self.notify(f"cannot write {path.name}: {exc.strerror}", severity="error")
+            self.notify(f"cannot export to {folder}: {exc.strerror}", severity="error")
             return
-        self.notify(f"exported to {path.name}")
+        self.notify(f"exported to {path}")
 
     # ------------------------------------------------------------------ copy
     def action_copy_answer(self) -> None:

@@ -1,10 +1,13 @@
 """The chat: questions, answers streamed as Markdown, numbered sources under each answer.
 
 Tokens go to a MarkdownStream (it batches fragments while a render is in progress); the
-transcript follows the growing answer only while the reader is at the bottom.
+transcript follows the growing answer only while the reader is at the bottom. While the model
+reads the prompt (minutes for a long one on a busy small machine) a spinner counts the seconds.
 """
 
 from __future__ import annotations
+
+import time
 
 from rich.text import Text
 from textual import events, on
@@ -12,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -31,6 +35,16 @@ def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = ()) -> 
     return text
 
 
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def ended_text(turn: Turn) -> str:
+    """The status line of a finished answer ('' when it is complete)."""
+    if turn.stopped:
+        return "stopped: the answer ends where Esc stopped it"
+    return f"error: {turn.error}" if turn.error else ""
+
+
 class TurnView(Vertical):
     """One question and its answer."""
 
@@ -38,6 +52,9 @@ class TurnView(Vertical):
         super().__init__(classes="turn")
         self.turn = turn
         self._stream: MarkdownStream | None = None
+        self._reading: tuple[int, float] | None = None  # prompt tokens, when reading began
+        self._frame = 0
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("› ", "bold"), self.turn.question), classes="question")
@@ -46,10 +63,31 @@ class TurnView(Vertical):
         yield Static(sources_text(self.turn.sources, self.turn.invalid), classes="sources")
 
     def on_mount(self) -> None:
-        self.query_one(".status", Static).display = False
-        self.query_one(".sources", Static).display = bool(self.turn.sources)
+        self.set_status(ended_text(self.turn) if self.turn.done else "")
+        self.query_one(".sources", Static).display = bool(self.turn.sources or self.turn.invalid)
+
+    def start_reading(self, prompt_tokens: int) -> None:
+        """The model reads the prompt: the spinner shows it is at work, and for how long."""
+        self._reading = (prompt_tokens, time.monotonic())
+        if self._timer is None:
+            self._timer = self.set_interval(0.2, self._tick)
+        self._show(self.reading_text())
+
+    def reading_text(self) -> str:
+        if self._reading is None:
+            return ""
+        tokens, since = self._reading
+        seconds = int(time.monotonic() - since)
+        return f"{SPINNER[self._frame % len(SPINNER)]} reading {tokens:,} tokens of context · {seconds} s"
+
+    def _tick(self) -> None:
+        if self._reading is not None:
+            self._frame += 1
+            self._show(self.reading_text())
 
     async def append(self, text: str) -> None:
+        if self._reading is not None:
+            self.set_status("")
         text = safe_text(text)  # the model may repeat the escape sequences of the code it read
         self.turn.answer += text
         if self._stream is None:
@@ -57,6 +95,13 @@ class TurnView(Vertical):
         await self._stream.write(text)
 
     def set_status(self, text: str) -> None:
+        self._reading = None  # another step took over
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._show(text)
+
+    def _show(self, text: str) -> None:
         status = self.query_one(".status", Static)
         status.update(Text(text, "dim italic"))
         status.display = bool(text)
@@ -71,14 +116,13 @@ class TurnView(Vertical):
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
+            if cancelled or error:
+                # a stopped stream may still hold fragments it had not rendered: show them all
+                await self.query_one(Markdown).update(self.turn.answer)
         self.turn.done = True
         self.turn.error = error
-        if cancelled:
-            self.set_status("cancelled")
-        elif error:
-            self.set_status(f"error: {error}")
-        else:
-            self.set_status("")
+        self.turn.stopped = cancelled
+        self.set_status(ended_text(self.turn))
 
 
 class Transcript(VerticalScroll, can_focus=True):
