@@ -12,7 +12,8 @@ from coderag_tui.models import AnswerEvent, Source
 
 def _ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", nargs="+", help="the question, in plain language")
-    p.add_argument("--model", help="a GGUF path (or a remote model name) instead of the configured one")
+    p.add_argument("--model", metavar="NAME", help="answer with another model: a GGUF path, a GGUF in models/, "
+                   "a model served on loopback or a configured one (`coderag models list` shows the names)")
     p.add_argument("--json", action="store_true", help="print one JSON object when done")
     p.add_argument("--no-stream", action="store_true", help="print the answer when complete")
     p.add_argument("--conversation", type=int, metavar="ID", help="continue a stored conversation")
@@ -111,8 +112,13 @@ def cmd_models(args: argparse.Namespace) -> int:
         bar.close()
         print(f"saved {path}; coderag uses the first GGUF in {models_dir()} unless [llm] model names one")
         return 0
+    from coderag_tui.answering.choices import discovery_ports
+    from coderag_tui.answering.discovery import discover
+
     settings = load_settings(None, args.config)
-    infos = list_models(settings.llm, models_dir(), model_override=args.model)
+    ports = discovery_ports(settings.llm)
+    infos = list_models(settings.llm, models_dir(), model_override=args.model,
+                        served=discover(ports) if ports else [])
     if args.json:
         print_json(infos)
         return 0
@@ -122,4 +128,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(f"{m.provider:<9} {m.name}  ctx {m.context_window}  {size}  {m.path_or_url}{found}")
         if m.note:
             print(f"          {m.note}")
+        if m.choice and m.choice != m.path_or_url:
+            print(f"          --model {m.choice}")
+    if ports is None:
+        print("(looking for model servers on this machine is off: [llm] discover = false)")
     return 0

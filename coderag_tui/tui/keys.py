@@ -68,6 +68,8 @@ KEYS: tuple[KeySpec, ...] = (
             "Go back (like a browser)", "Answers"),
     KeySpec("forward", "right_square_bracket,alt+right", "forward", "Forward",
             "Go forward again", "Answers"),
+    KeySpec("pick_model", "f8", "pick_model", "Model",
+            "Choose the model that answers (GGUFs, servers on this machine, configured)", "Answers"),
     # Code viewer (while it has focus; also from the command palette)
     KeySpec("definition", "d,f12", "screen.definition", "Definition",
             "Go to the definition of the identifier under the cursor", "Code", "viewer", True),
