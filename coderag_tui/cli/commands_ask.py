@@ -87,31 +87,51 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def _models_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["list", "pull"], help="list: configured and found models; "
-                   "pull REPO FILE: download a GGUF into models/")
-    p.add_argument("repo_id", nargs="?", help="pull: the model repository, e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")
-    p.add_argument("filename", nargs="?", help="pull: the GGUF file in it")
+                   "pull: the models there are to download; pull NAME, or pull REPO FILE: download a GGUF "
+                   "into models/")
+    p.add_argument("repo_id", nargs="?", metavar="NAME|REPO",
+                   help="pull: a name from `coderag models pull`, or a hub repository, "
+                   "e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")
+    p.add_argument("filename", nargs="?", metavar="FILE", help="pull REPO FILE: the GGUF in the repository")
     p.add_argument("--model", help="list: also describe this GGUF path")
-    p.add_argument("--base-url", default="https://huggingface.co", help="pull: the model hub")
+    p.add_argument("--base-url", default=None, help="pull: the model hub (default: $HF_ENDPOINT, else "
+                   "https://huggingface.co)")
     p.add_argument("--json", action="store_true")
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from coderag_tui.answering.catalog import CATALOG, catalog_lines, find, hub_pull
+    from coderag_tui.paths import models_dir
+
+    if not args.repo_id:
+        if args.json:
+            print_json(list(CATALOG))
+            return 0
+        print("\n".join(catalog_lines()))
+        print("download one with `coderag models pull NAME` (or `coderag models pull REPO FILE`)")
+        return 0
+    if args.filename:
+        repo, filename = args.repo_id, args.filename
+    else:
+        entry = find(args.repo_id)
+        if entry is None:
+            raise CoderagError(f"no model named {args.repo_id!r} in the list",
+                               "`coderag models pull` lists them; or give REPO FILE")
+        repo, filename = entry.repo, entry.file
+    path = hub_pull(repo, filename, models_dir(), args.base_url)
+    print(f"saved {path}; answer with it: --model {path.name}, or F8 in the app")
+    return 0
 
 
 @command("models", "list the configured and available models, or pull a GGUF into models/")
 @arguments(_models_args)
 def cmd_models(args: argparse.Namespace) -> int:
-    from coderag_tui.answering import list_models, pull_model
+    from coderag_tui.answering import list_models
     from coderag_tui.config import load_settings
     from coderag_tui.paths import models_dir
 
     if args.action == "pull":
-        if not args.repo_id or not args.filename:
-            raise CoderagError("models pull needs REPO and FILE", "e.g. coderag models pull OWNER/REPO model.Q4_K_M.gguf")
-        from coderag_tui.cli.base import progress_printer
-
-        bar = progress_printer("download")
-        path = pull_model(args.repo_id, args.filename, models_dir(), bar, base_url=args.base_url)
-        bar.close()
-        print(f"saved {path}; coderag uses the first GGUF in {models_dir()} unless [llm] model names one")
-        return 0
+        return _pull(args)
     from coderag_tui.answering.choices import discovery_ports
     from coderag_tui.answering.discovery import discover
 
