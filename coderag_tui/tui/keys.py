@@ -71,7 +71,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("forward", "right_square_bracket,alt+right", "forward", "Forward",
             "Go forward again", "Answers"),
     KeySpec("pick_model", "f8", "pick_model", "Model",
-            "Choose the model that answers (GGUFs, servers on this machine, configured)", "Answers"),
+            "Choose the model that answers (GGUF, local server, remote)", "Answers"),
     # Code viewer (while it has focus; also from the command palette)
     KeySpec("definition", "d,f12", "screen.definition", "Definition",
             "Go to the definition of the identifier under the cursor", "Code", "viewer", True),
