@@ -183,8 +183,11 @@ def model_choices(service: Any) -> list[ModelChoice]:
         choice = "" if i == 0 else str(getattr(info, "choice", "") or "")
         mark = "● " if choice == current else "  "
         where = "configured" if i == 0 else str(info.note).split(";")[0]
+        if where.startswith("tiny default model"):
+            where = "bundled (tiny)"
         window = f"ctx {info.context_window:,}" if info.context_window else "ctx ?"
-        label = f"{mark}{short_model_name(str(info.name))}  · {info.provider} · {window} · {where}"
+        name = short_model_name(re.sub(r" \(.*\)$", "", str(info.name)))  # "file.gguf (its title)"
+        label = f"{mark}{name}  · {info.provider} · {window} · {where}"
         out.append(ModelChoice(label, choice, bool(info.found) and (i == 0 or bool(choice))))
     return out
 
