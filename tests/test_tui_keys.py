@@ -51,6 +51,24 @@ async def test_the_palette_lists_quit_once(tmp_path: Path, monkeypatch: pytest.M
         await pilot.press("escape")
 
 
+@pytest.mark.anyio
+async def test_the_palette_opens_the_model_picker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from coderag_tui.tui.screens.picker import PickerScreen
+
+    monkeypatch.chdir(tmp_path)
+    app = create_app(make_service(tmp_path), watch=False, local_clipboard=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "choose the model")
+        await settle(pilot)
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, PickerScreen)
+        assert app.screen.items[0][1] == "", "the configured model comes first"
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -177,6 +177,8 @@ def model_choices(service: Any) -> list[ModelChoice]:
     """Every model the service can answer with (the configured one first), for the picker."""
     if not has(service, "list_models"):
         return []
+    if has(service, "served_models"):
+        service.served_models(refresh=True)  # a server started since the last look is listed too
     current = getattr(service, "selected_model", None) or ""
     out = []
     for i, info in enumerate(service.list_models()):
