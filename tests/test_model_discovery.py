@@ -396,3 +396,32 @@ def test_select_model_keeps_the_model_in_use_when_the_name_is_unknown(tmp_path: 
     assert service.selected_model == bundled.name and info.provider == "llama"
     assert service.model_info().path_or_url == str(bundled)
 
+
+
+@pytest.mark.anyio
+async def test_picker_shows_a_served_name_as_text_not_markup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.widgets import OptionList
+
+    from coderag_tui.tui.app import create_app
+    from coderag_tui.tui.screens.picker import PickerScreen
+    from tests.test_tui import settle
+
+    monkeypatch.chdir(tmp_path)
+    name = "[bold red]coder:7b"
+    routes = {("GET", "/v1/models"): {"data": [{"id": name, "max_model_len": 4096}]}}
+    with scripted(routes) as port:
+        service = make_service(tmp_path)
+        service.discover_ports = [port]
+        app = create_app(service, watch=False, local_clipboard=False)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("f8")
+            await settle(pilot)
+            assert isinstance(app.screen, PickerScreen)
+            options = app.screen.query_one(OptionList)
+            labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+            assert any(name in text and "ctx 4,096" in text for text in labels), labels
+            await pilot.press("end", "enter")
+            await settle(pilot)
+            assert service.selected_model == name
+            assert f"{name} @ :{port}" in str(app.screen.query_one("#model").render())

@@ -4,6 +4,7 @@ blocks the screen."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 
 from coderag_tui.tui import adapters
@@ -26,7 +27,9 @@ class ModelActions(MainBase):
             self.notify("no models found: put a GGUF in models/ or start a local model server",
                         severity="warning")
             return
-        items = [(c.label, c.choice if c.usable else None) for c in choices]
+        # Text, not markup: model names come from files and servers
+        items: list[tuple[str | Text, str | None]] = [(Text(c.label), c.choice if c.usable else None)
+                                                      for c in choices]
         self.app.push_screen(PickerScreen[str]("Answer with", items), self._picked_model)
 
     def _picked_model(self, choice: str | None) -> None:
@@ -38,7 +41,7 @@ class ModelActions(MainBase):
         """Select the model (errors become a notification; the model in use stays)."""
         label = adapters.select_model(self.service, choice)
         self.post_message(ModelChanged(label))
-        self.app.call_from_thread(self.notify, f"answering with {label}")
+        self.app.call_from_thread(self.notify, f"answering with {label}", markup=False)
 
     @work(thread=True, exclusive=True, group="discover", exit_on_error=False)
     def discover_models(self) -> None:
