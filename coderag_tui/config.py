@@ -103,6 +103,8 @@ class ProviderSettings:
 @dataclass(frozen=True)
 class LLMSettings(ProviderSettings):
     fallback: tuple[ProviderSettings, ...] = ()
+    discover: bool = True  # look for model servers on loopback (127.0.0.1, ::1) at start
+    discover_ports: tuple[int, ...] = ()  # scanned besides the usual ports of local servers
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,7 @@ class ModelInfo:
     size_bytes: int = 0
     found: bool = True
     note: str = ""
+    choice: str = ""  # the name that selects it (`--model NAME`, the TUI's model picker)
 
 
 # --------------------------------------------------------------------------- watching

@@ -401,17 +401,52 @@ class CodeRag:
     # The provider (a loaded GGUF, or an HTTP client) is built once per model and kept; one
     # answer runs at a time (llama.cpp is not re-entrant).
     def llm(self, model: str | None = None) -> _Provider:  # noqa: F821
-        """The configured model (with its fallbacks), or `model` (a GGUF path) instead."""
+        """The model named `model` (see `answering.choices.resolve`: a GGUF path or name, the
+        configured model, a model served on loopback...), else the selected one, else the
+        configured model with its fallbacks."""
+        return self._provider(model or self.selected_model)
+
+    def _provider(self, name: str | None) -> _Provider:  # noqa: F821
         from coderag_tui.answering import ProviderOptions, create_llm
+        from coderag_tui.answering.choices import resolve
         from coderag_tui.paths import models_dir
 
         cache = self.__dict__.setdefault("_providers", {})
         with self._lock:
-            provider = cache.get(model)
-            if provider is None:
-                options = ProviderOptions(models_dir=models_dir(), model_override=model)
-                provider = cache[model] = create_llm(self.settings.llm, options)
+            provider = cache.get(name)
+        if provider is None:
+            how = resolve(name, self.settings.llm, models_dir(), self.served_models)
+            options = ProviderOptions(models_dir=models_dir(), model_override=how.override,
+                                      context_window=how.context_window)
+            with self._lock:
+                provider = cache.get(name) or cache.setdefault(name, create_llm(how.settings, options))
         return provider
+
+    selected_model: str | None = None  # the model that answers by default (the TUI's picker)
+
+    def select_model(self, name: str | None) -> _ModelInfo:
+        """Answer with `name` from now on (None or "": the configured model); raises a
+        CoderagError (one line) when it names nothing, keeping the model in use."""
+        info = self._provider(name or None).info()
+        self.selected_model = name or None
+        return info
+
+    def served_models(self, refresh: bool = False) -> list[_ServedModel]:
+        """Models served on loopback (discovered once, then cached; [] when [llm] discover is off)."""
+        from coderag_tui.answering.choices import discovery_ports
+        from coderag_tui.answering.discovery import discover
+
+        with self._lock:
+            found = None if refresh else self.__dict__.get("_served")
+        if found is None:
+            ports = discovery_ports(self.settings.llm) if self.discover_ports is None else self.discover_ports
+            found = discover(ports) if ports else []
+            with self._lock:
+                self.__dict__["_served"] = found
+        return found
+
+    # the ports to scan instead of the settings' (tests inject a server's port)
+    discover_ports: list[int] | None = None
 
     def model_info(self, model: str | None = None) -> _ModelInfo:
         return self.llm(model).info()
@@ -527,15 +562,19 @@ class CodeRag:
 
         return load_messages(self.db, conversation_id)
 
-    def list_models(self, model: str | None = None) -> list[_ModelInfo]:
+    def list_models(self, model: str | None = None, *, discover: bool = True) -> list[_ModelInfo]:
+        """The configured model and fallbacks, local GGUFs and (`discover`) models on loopback,
+        each with its `choice`: the name `llm(model=...)` and `select_model` take."""
         from coderag_tui.answering import list_models
         from coderag_tui.paths import models_dir
 
-        return list_models(self.settings.llm, models_dir(), model_override=model)
+        served = self.served_models() if discover else []
+        return list_models(self.settings.llm, models_dir(), model_override=model, served=served)
 
     if TYPE_CHECKING:
         from coderag_tui.answering import Provider as _Provider
         from coderag_tui.answering.answerer import StoredMessage as _StoredMessage
+        from coderag_tui.answering.discovery import ServedModel as _ServedModel
         from coderag_tui.models import AnswerEvent as _AnswerEvent
         from coderag_tui.models import ModelInfo as _ModelInfo
 

@@ -40,6 +40,8 @@ RESTRICTED: dict[str, str] = {
     "llm.base_url": "where questions and code are sent",
     "llm.api_key_env": "which environment variable is sent as an API key",
     "llm.fallback": "where questions, code and keys are sent when the model fails",
+    "llm.discover": "whether model servers on this machine are contacted",
+    "llm.discover_ports": "which ports on this machine are contacted for model servers",
     "remote.cache_dir": "where clones are written",
     "remote.token_env": "which environment variables are sent as git tokens",
 }

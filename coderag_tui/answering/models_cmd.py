@@ -12,13 +12,16 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
 import httpx
 
 from coderag_tui.answering import gguf
+from coderag_tui.answering.choices import served_name, served_window
+from coderag_tui.answering.discovery import ServedModel
 from coderag_tui.answering.providers._http import redact
 from coderag_tui.answering.providers.base import ProviderOptions, create
 from coderag_tui.answering.providers.local import (
@@ -82,31 +85,48 @@ def _configured(settings: ProviderSettings, models_dir: Path | None, override: s
     return ModelInfo(info.name, info.provider, info.path_or_url, info.context_window, 0, True, note)
 
 
+def served_info(model: ServedModel, served: Sequence[ServedModel]) -> ModelInfo:
+    """A model found on a loopback server, as a ModelInfo."""
+    if not model.context_window:
+        window = f"window unknown: prompts kept to {served_window(model)} tokens"
+    elif model.served:
+        window = "the window it serves"
+    else:
+        window = f"trained window; the server's may be smaller (prompts kept to {served_window(model)})"
+    return ModelInfo(
+        name=model.id, provider="openai", path_or_url=model.base_url, context_window=model.context_window,
+        note=f"{model.server} on loopback; {window}", choice=served_name(model, served),
+    )
+
+
 def list_models(
     settings: LLMSettings | ProviderSettings,
     models_dir: Path | None = None,
     *,
     model_override: str | None = None,
+    served: Sequence[ServedModel] = (),
 ) -> list[ModelInfo]:
+    """The configured model and its fallbacks, the GGUFs of models/, the bundled GGUF, then the
+    models served on loopback (`served`), each with the name that selects it."""
     out: list[ModelInfo] = []
     seen: set[str] = set()
     chain: tuple[ProviderSettings, ...] = (settings, *getattr(settings, "fallback", ()))
     for i, item in enumerate(chain):
         info = _configured(item, models_dir, model_override if i == 0 else None)
+        choice = info.path_or_url if item.provider == "llama" else item.model
+        info = replace(info, choice=choice if info.found else "")
         if i:
-            info = ModelInfo(
-                info.name, info.provider, info.path_or_url, info.context_window,
-                info.size_bytes, info.found, f"fallback {i}; {info.note}".rstrip("; "),
-            )
+            info = replace(info, note=f"fallback {i}; {info.note}".rstrip("; "))
         out.append(info)
         seen.add(info.path_or_url)
     for path in models_in(models_dir):
         if str(path) not in seen:
-            out.append(gguf_info(path, "llama", "in models/"))
+            out.append(replace(gguf_info(path, "llama", "in models/"), choice=path.name))
             seen.add(str(path))
     bundled = bundled_model_path()
     if bundled is not None and str(bundled) not in seen:
-        out.append(gguf_info(bundled, "llama", BUNDLED_NOTE))
+        out.append(replace(gguf_info(bundled, "llama", BUNDLED_NOTE), choice=bundled.name))
+    out.extend(served_info(m, served) for m in served)
     return out
 
 

@@ -27,7 +27,8 @@ def _ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", nargs="*", help="the question, in plain language; - or none: read it from "
                    "stdin. Text piped in after a question is given to the model with it (cat err.log | "
                    "coderag ask \"why?\")")
-    p.add_argument("--model", help="a GGUF path (or a remote model name) instead of the configured one")
+    p.add_argument("--model", metavar="NAME", help="answer with another model: a GGUF path, a GGUF in models/, "
+                   "a model served on loopback or a configured one (`coderag models list` shows the names)")
     add_json(p, "print one JSON object when done")
     p.add_argument("--no-stream", action="store_true", help="print the answer when complete")
     p.add_argument("--conversation", type=int, metavar="ID", help="continue a stored conversation")
@@ -106,38 +107,57 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def _models_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["list", "pull"], help="list: configured and found models; "
-                   "pull REPO FILE: download a GGUF into models/")
-    p.add_argument("repo_id", nargs="?", help="pull: the model repository, e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")
-    p.add_argument("filename", nargs="?", help="pull: the GGUF file in it")
+                   "pull: the models there are to download; pull NAME, or pull REPO FILE: download a GGUF "
+                   "into models/")
+    p.add_argument("repo_id", nargs="?", metavar="NAME|REPO",
+                   help="pull: a name from `coderag models pull`, or a hub repository, "
+                   "e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")
+    p.add_argument("filename", nargs="?", metavar="FILE", help="pull REPO FILE: the GGUF in the repository")
     p.add_argument("--model", help="list: also describe this GGUF path")
-    p.add_argument("--base-url", default="https://huggingface.co", help="pull: the model hub")
+    p.add_argument("--base-url", default=None, help="pull: the model hub (default: $HF_ENDPOINT, else "
+                   "https://huggingface.co)")
     add_json(p)
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from coderag_tui.answering.catalog import CATALOG, catalog_lines, find, hub_pull
+    from coderag_tui.paths import models_dir
+
+    if not args.repo_id:
+        if args.json:
+            print_json(list(CATALOG))
+            return 0
+        print("\n".join(catalog_lines()))
+        print("download one with `coderag models pull NAME` (or `coderag models pull REPO FILE`)")
+        return 0
+    if args.filename:
+        repo, filename = args.repo_id, args.filename
+    else:
+        entry = find(args.repo_id)
+        if entry is None:
+            raise CoderagError(f"no model named {args.repo_id!r} in the list",
+                               "`coderag models pull` lists them; or give REPO FILE")
+        repo, filename = entry.repo, entry.file
+    path = hub_pull(repo, filename, models_dir(), args.base_url)
+    print(f"saved {path}; answer with it: --model {path.name}, or F8 in the app")
+    return 0
 
 
 @command("models", "list the configured and available models, or pull a GGUF into models/")
 @arguments(_models_args)
 def cmd_models(args: argparse.Namespace) -> int:
-    from coderag_tui.answering import pull_model
-    from coderag_tui.paths import models_dir
-
     if args.action == "pull":
-        if not args.repo_id or not args.filename:
-            raise CoderagError("models pull needs REPO and FILE", "e.g. coderag models pull OWNER/REPO model.Q4_K_M.gguf")
-        from coderag_tui.cli.base import progress_printer
-
-        bar = progress_printer("download")
-        path = pull_model(args.repo_id, args.filename, models_dir(), bar, base_url=args.base_url)
-        bar.close()
-        if args.json:
-            print_json({"path": str(path)})
-            return 0
-        print(f"saved {path}; coderag uses the first GGUF in {models_dir()} unless [llm] model names one")
-        return 0
-    infos = open_service(args).list_models(args.model)
+        return _pull(args)
+    service = open_service(args)
+    infos = service.list_models(args.model)
     if args.json:
         print_json(infos)
-    else:
-        cols = width()
-        for m in infos:
-            print(render.model_line(m, cols))
+        return 0 if infos else 1
+    cols = width()
+    for m in infos:
+        print(render.model_line(m, cols))
+        if m.choice and m.choice != m.path_or_url:
+            print("\n".join(render.wrap(f"--model {safe_line(m.choice)}", cols, first=render.INDENT)))
+    if not service.settings.llm.discover:
+        print("(looking for model servers on this machine is off: [llm] discover = false)")
     return 0 if infos else 1

@@ -167,12 +167,64 @@ def model_label(service: Any) -> str:
     """The model in use, in a few words ("SmolLM2-135M (tiny default model)")."""
     if not has(service, "model_info"):
         return "model: unknown"
-    info = service.model_info()
+    return info_label(service.model_info())
+
+
+def info_label(info: Any) -> str:
     if not getattr(info, "found", True):
         return f"model missing: {info.name}"
     note = str(getattr(info, "note", "") or "")
     tiny = " (tiny default model)" if "tiny" in note.lower() else ""
-    return f"{short_model_name(str(info.name))}{tiny}"
+    where = ""
+    port = re.match(r"https?://(?:127\.0\.0\.1|\[::1\]|localhost):(\d+)", str(getattr(info, "path_or_url", "")))
+    if port and getattr(info, "provider", "") != "llama":
+        where = f" @ :{port.group(1)}"
+    return f"{short_model_name(str(info.name))}{tiny}{where}"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    label: str  # one line for the picker
+    choice: str  # the name select_model takes ("" = the configured model)
+    usable: bool
+
+
+def model_choices(service: Any) -> list[ModelChoice]:
+    """Every model the service can answer with (the configured one first), for the picker."""
+    if not has(service, "list_models"):
+        return []
+    if has(service, "served_models"):
+        service.served_models(refresh=True)  # a server started since the last look is listed too
+    current = getattr(service, "selected_model", None) or ""
+    out = []
+    for i, info in enumerate(service.list_models()):
+        choice = "" if i == 0 else str(getattr(info, "choice", "") or "")
+        mark = "● " if choice == current else "  "
+        where = "configured" if i == 0 else str(info.note).split(";")[0]
+        if where.startswith("tiny default model"):
+            where = "bundled (tiny)"
+        window = f"ctx {info.context_window:,}" if info.context_window else "ctx ?"
+        name = short_model_name(re.sub(r" \(.*\)$", "", str(info.name)))  # "file.gguf (its title)"
+        label = f"{mark}{name}  · {info.provider} · {window} · {where}"
+        out.append(ModelChoice(label, choice, bool(info.found) and (i == 0 or bool(choice))))
+    return out
+
+
+def select_model(service: Any, choice: str) -> str:
+    """Switch the service's model; the new status-line label."""
+    return info_label(service.select_model(choice or None))
+
+
+def served_count(service: Any) -> int:
+    return len(service.served_models()) if has(service, "served_models") else 0
+
+
+def key_hint(app: Any, binding_id: str) -> str:
+    """The first key of a binding, as the user set it ("F8")."""
+    from coderag_tui.tui.keys import BY_ID, effective_keys
+
+    keys = effective_keys(BY_ID[binding_id], getattr(app, "keymap", {}))
+    return keys.split(",")[0].strip().upper()
 
 
 def short_model_name(name: str) -> str:

@@ -6,16 +6,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.worker import Worker
 
 from coderag_tui.tui.clipboard import copy_local
 from coderag_tui.tui.commands import CoderagCommands
-from coderag_tui.tui.keys import KEYS
+from coderag_tui.tui.keys import KEYS, check_keymap
 from coderag_tui.tui.notify import report_worker_errors
 from coderag_tui.tui.screens.help import HelpScreen
 from coderag_tui.tui.screens.main import MainScreen
@@ -38,6 +39,7 @@ class CodeRagApp(App[int]):
         self.options = {"auto_index": auto_index, "watch": watch, "embed": embed}
         self.local_clipboard = local_clipboard
         tui = service.settings.tui
+        check_keymap(tui.keys)
         self.keymap: dict[str, str] = dict(tui.keys)
         self.dark_theme = tui.theme
 
@@ -49,6 +51,10 @@ class CodeRagApp(App[int]):
             self.notify(f"unknown theme {self.dark_theme!r}; using {DARK}", severity="warning")
             self.dark_theme = DARK
         self.push_screen(MainScreen(self.service, **self.options))
+
+    def get_system_commands(self, screen: Any) -> Iterable[SystemCommand]:
+        # Our own "Quit coderag" entry shows its key; Textual's would be a second Quit.
+        return (c for c in super().get_system_commands(screen) if c.title != "Quit")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         report_worker_errors(self, event)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coderag_tui.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class KeySpec:
@@ -68,6 +70,8 @@ KEYS: tuple[KeySpec, ...] = (
             "Go back (like a browser)", "Answers"),
     KeySpec("forward", "right_square_bracket,alt+right", "forward", "Forward",
             "Go forward again", "Answers"),
+    KeySpec("pick_model", "f8", "pick_model", "Model",
+            "Choose the model that answers (GGUF, local server, remote)", "Answers"),
     # Code viewer (while it has focus; also from the command palette)
     KeySpec("definition", "d,f12", "screen.definition", "Definition",
             "Go to the definition of the identifier under the cursor", "Code", "viewer", True),
@@ -92,3 +96,12 @@ def effective_keys(spec: KeySpec, keymap: dict[str, str]) -> str:
 def plain_action(spec: KeySpec) -> str:
     """The action name without its namespace ("screen.callers" -> "callers")."""
     return spec.action.split(".", 1)[-1]
+
+
+def check_keymap(keymap: dict[str, str]) -> None:
+    """Raise a ConfigError for an id that names no binding, as for an unknown setting (a typo
+    would otherwise be ignored without a word)."""
+    unknown = sorted(set(keymap) - set(BY_ID))
+    if unknown:
+        raise ConfigError(f"config: unknown setting tui.keys.{unknown[0]}",
+                          "the ids are in docs/tui.md and the help screen (F1), e.g. callers, symbols")

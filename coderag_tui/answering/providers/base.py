@@ -56,6 +56,7 @@ class ProviderOptions:
     model_override: str | None = None  # `--model PATH_OR_NAME`
     backoff_s: float = 0.5  # first retry delay of remote providers (doubles each retry)
     max_retry_after_s: float = 30.0  # a server's Retry-After is honoured up to this
+    context_window: int = 0  # the window a discovered server reported (0: from the settings)
 
 
 ProviderFactory = Callable[[ProviderSettings, ProviderOptions], Provider]

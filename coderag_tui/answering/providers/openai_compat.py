@@ -40,6 +40,7 @@ class OpenAICompatProvider:
         options = options or ProviderOptions()
         self.settings = settings
         self.model = options.model_override or settings.model
+        self.window = options.context_window
         self.url = chat_url(settings.base_url)
         self.name = f"openai:{self.model or 'default'}"
         key = os.environ.get(settings.api_key_env, "") if settings.api_key_env else ""
@@ -59,7 +60,7 @@ class OpenAICompatProvider:
         )
 
     def context_window(self) -> int:
-        return remote_context_window(self.settings)
+        return self.window or remote_context_window(self.settings)
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)

@@ -36,6 +36,7 @@ from coderag_tui.tui.messages import (
 )
 from coderag_tui.tui.screens.chat_actions import ChatActions
 from coderag_tui.tui.screens.code_actions import CodeActions
+from coderag_tui.tui.screens.model_actions import ModelActions
 from coderag_tui.tui.widgets.chat import ChatPane
 from coderag_tui.tui.widgets.file_tree import FilesPane
 from coderag_tui.tui.widgets.status_bar import StatusBar
@@ -57,7 +58,7 @@ class _Throttle:
             self.post(p)
 
 
-class MainScreen(ChatActions, CodeActions):
+class MainScreen(ChatActions, CodeActions, ModelActions):
     BINDINGS = [Binding(k.keys, k.action, k.description, show=k.show, id=k.id, tooltip=k.help)
                 for k in KEYS if k.scope == "main"]
 
@@ -107,6 +108,7 @@ class MainScreen(ChatActions, CodeActions):
         else:
             self._start_watch_once()
         self.load_model()
+        self.discover_models()
 
     def _start_watch_once(self) -> None:
         if self.watch_started:

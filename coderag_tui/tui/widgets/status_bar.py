@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label, ProgressBar
@@ -56,7 +57,8 @@ class StatusBar(Horizontal):
         self.query_one("#index-text", Label).update(status_line(st))
 
     def set_model(self, label: str) -> None:
-        self.query_one("#model", Label).update(label)
+        # plain text: a model's name comes from a file or a server, never markup
+        self.query_one("#model", Label).update(Text(label))
 
     def set_watch(self, label: str) -> None:
         self.query_one("#watch", Label).update(label)
