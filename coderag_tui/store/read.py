@@ -46,6 +46,13 @@ def file_unit(db: Database, path: str) -> UnitRef | None:
     return unit_from_row(row) if row else None
 
 
+def paths_ending(db: Database, suffix: str, limit: int = 20) -> list[str]:
+    """Indexed paths equal to `suffix` or ending with `/suffix`, shortest first."""
+    rows = db.rows("SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\' ORDER BY length(path), path "
+                   "LIMIT ?", (suffix, "%/" + _like_escape(suffix), limit))
+    return [str(r[0]) for r in rows]
+
+
 def file_outline(db: Database, path: str) -> list[UnitRef]:
     return [unit_from_row(r) for r in db.execute(UNIT_SELECT + " WHERE f.path=? ORDER BY u.start_line, u.id", (path,))]
 

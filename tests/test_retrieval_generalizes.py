@@ -1,0 +1,186 @@
+"""Retrieval on code it was not tuned on: prose against code, bug reports, question words
+against names. A small Flask-like repository with docs, a changelog and issue templates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.retrieval import names, prose, report
+from coderag_tui.service import CodeRag
+
+_CHANGES = "".join(
+    f"Version 1.{i}.0\n-------------\n\n- The request context is pushed earlier when dispatching a request.\n"
+    f"- A view function may return a tuple; the request context is documented.\n\n"
+    for i in range(60)
+)
+FLASKISH: dict[str, str | bytes] = {
+    "src/flaskish/__init__.py": "from .app import Flask\n",
+    "src/flaskish/ctx.py": '''"""Contexts."""
+
+
+class RequestContext:
+    """Holds request-level information."""
+
+    def __init__(self, app, environ):
+        self.app = app
+        self.environ = environ
+
+    def push(self):
+        """Bind the context to the current context."""
+        app_ctx = self.app.app_context()
+        app_ctx.push()
+        self._cv_tokens = [app_ctx]
+
+    def pop(self, exc=None):
+        self._cv_tokens.pop()
+''',
+    "src/flaskish/app.py": '''"""The application object."""
+from .ctx import RequestContext
+
+
+class Flask:
+    """The application: a WSGI callable."""
+
+    def request_context(self, environ):
+        return RequestContext(self, environ)
+
+    def dispatch_request(self):
+        """Match the URL and call the view function."""
+        rule = self.url_map.match()
+        return self.view_functions[rule.endpoint](**rule.args)
+
+    def full_dispatch_request(self):
+        """Preprocess, dispatch and handle errors."""
+        rv = self.preprocess_request()
+        if rv is None:
+            rv = self.dispatch_request()
+        return self.finalize_request(rv)
+
+    def make_response(self, rv):
+        if rv is None:
+            raise TypeError("The view function did not return a valid response.")
+        return rv
+
+    def wsgi_app(self, environ, start_response):
+        ctx = self.request_context(environ)
+        ctx.push()
+        return self.full_dispatch_request()
+''',
+    "docs/reqcontext.rst": "The Request Context\n===================\n\n"
+    + "The request context is pushed when a request is dispatched to a view function.\n" * 30,
+    "docs/views.md": "# Views\n\n" + "A view function is called when a request is dispatched.\n" * 30,
+    "CHANGES.rst": _CHANGES,
+    ".github/ISSUE_TEMPLATE/bug_report.md": """---
+name: Bug report
+about: Report a bug in Flaskish (not other projects which depend on Flaskish)
+---
+
+Describe the bug. Include a minimal reproducible example.
+
+To Reproduce: the steps to reproduce the behavior and the full traceback.
+
+Expected behavior: describe what you expected to happen.
+
+Environment:
+- Python version:
+- Flaskish version:
+""",
+}
+
+BUG_REPORT = """**Describe the bug**
+Returning None from a view function raises an error.
+
+**To Reproduce**
+Steps to reproduce the behavior:
+
+```
+Traceback (most recent call last):
+  File "/home/me/venv/lib/python3.12/site-packages/flaskish/app.py", line 27, in make_response
+    raise TypeError("The view function did not return a valid response.")
+TypeError: The view function did not return a valid response.
+```
+
+**Expected behavior**
+A clear error.
+
+**Environment**
+- Python version: 3.12
+- Flaskish version: 3.0.3
+"""
+
+
+@pytest.fixture
+def flaskish(make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> CodeRag:
+    return open_service(make_repo(FLASKISH))
+
+
+def _top(service: CodeRag, query: str, k: int = 5) -> list[str]:
+    return [f"{h.unit.path}:{h.unit.qualname}" for h in service.search(query, k=k)]
+
+
+def test_a_behaviour_question_ranks_code_before_docs(flaskish: CodeRag) -> None:
+    top = _top(flaskish, "where is the request context pushed")
+    assert top[0].startswith("src/"), top
+    assert "src/flaskish/ctx.py:RequestContext.push" in top, top
+    files = [h.unit.path for h in flaskish.search_files("where is the request context pushed", k=3)]
+    assert files[0].startswith("src/"), files
+
+
+def test_a_docs_question_still_finds_the_docs(flaskish: CodeRag) -> None:
+    files = [h.unit.path for h in flaskish.search_files("where is the request context documented", k=5)]
+    assert files[0] in ("docs/reqcontext.rst", "CHANGES.rst"), files
+    assert "docs/reqcontext.rst" in files
+
+
+def test_question_words_find_joined_names(flaskish: CodeRag) -> None:
+    top = _top(flaskish, "How does Flask dispatch a request to a view function?")
+    assert "src/flaskish/app.py:Flask.dispatch_request" in top[:3], top
+    assert "src/flaskish/app.py:Flask.full_dispatch_request" in top, top
+
+
+def test_bug_report_finds_the_code_not_the_template(flaskish: CodeRag) -> None:
+    files = [h.unit.path for h in flaskish.search_files(BUG_REPORT, k=3)]
+    assert files[0] == "src/flaskish/app.py", files
+    top = _top(flaskish, BUG_REPORT, k=3)
+    assert top[0] == "src/flaskish/app.py:Flask.make_response", top
+    assert all(".github" not in t for t in top)
+
+
+def test_report_signals() -> None:
+    sig = report.signals(BUG_REPORT)
+    assert "Describe the bug" not in sig.text and "Expected behavior" not in sig.text
+    assert "Returning None" in sig.text
+    assert sig.frames == (report.Frame("/home/me/venv/lib/python3.12/site-packages/flaskish/app.py", 27,
+                                       "make_response"),)
+    assert sig.errors == ("TypeError",)
+    stdlib = report.signals('File "/usr/lib/python3.12/threading.py", line 1, in run')
+    assert stdlib.frames == ()
+    assert report.path_suffixes("/a/b/c.py") == ["a/b/c.py", "b/c.py", "c.py"]
+
+
+def test_name_pairs_and_forms() -> None:
+    pairs = names.name_pairs("how is the request context pushed")
+    assert ("context", "push") in pairs and ("request", "context") in pairs
+    assert names.forms("retries") == ("retries", "retry")
+    assert "configure" in names.forms("configured")
+    assert names.name_pairs("what does the function code do") == []
+
+
+@pytest.mark.parametrize(("query", "docs"), [
+    ("how do I install it", True), ("where is the changelog", True), ("what does the documentation say", True),
+    ("where is the request context pushed", False), ("how are retries configured", False),
+])
+def test_about_docs(query: str, docs: bool) -> None:
+    assert prose.about_docs(query) is docs
+
+
+def test_prose_units() -> None:
+    assert prose.is_prose_unit("docs/index.rst", "rst")
+    assert prose.is_prose_unit("CHANGES.rst", "rst")
+    assert prose.is_prose_unit("HISTORY", "text")
+    assert prose.is_prose_unit(".github/ISSUE_TEMPLATE/bug_report.md", "markdown")
+    assert prose.is_prose_unit(".github/ISSUE_TEMPLATE/config.yml", "yaml")
+    assert not prose.is_prose_unit("src/flaskish/app.py", "python")
