@@ -13,9 +13,9 @@ import re
 
 from coderag_tui.models import SearchFilters, UnitRef
 from coderag_tui.parsing.identifiers import split_identifier
+from coderag_tui.retrieval import symbols
 from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
 from coderag_tui.retrieval.lexical import STOP_WORDS, bm25_chunks, doc_freqs
-from coderag_tui.retrieval import symbols
 from coderag_tui.retrieval.refine import refine
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
