@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.retrieval import names, prose, report
+from coderag_tui.retrieval import focus, names, prose, report
 from coderag_tui.service import CodeRag
 
 _CHANGES = "".join(
@@ -184,3 +184,52 @@ def test_prose_units() -> None:
     assert prose.is_prose_unit(".github/ISSUE_TEMPLATE/bug_report.md", "markdown")
     assert prose.is_prose_unit(".github/ISSUE_TEMPLATE/config.yml", "yaml")
     assert not prose.is_prose_unit("src/flaskish/app.py", "python")
+
+
+_LONG_DOC = "\n".join(f"        Paragraph {i} of the documentation about middlewares and WSGI servers." for i in range(40))
+LONG_UNIT: dict[str, str | bytes] = {
+    "app.py": f'''class App:
+    def wsgi_app(self, environ, start_response):
+        """The actual WSGI application.
+
+{_LONG_DOC}
+        """
+        ctx = self.request_context(environ)
+        error = None
+        try:
+            ctx.push()
+            response = self.full_dispatch_request()
+        finally:
+            ctx.pop(error)
+        return response(environ, start_response)
+
+    def request_context(self, environ):
+        return environ
+''',
+}
+
+
+def test_a_shortened_unit_keeps_the_lines_the_question_is_about(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
+    service = open_service(make_repo(LONG_UNIT))
+    ctx = service.context("where does wsgi_app push the request context", max_tokens=500)
+    text = ctx.render()
+    assert "def wsgi_app(self, environ, start_response):" in text
+    assert "ctx.push()" in text, text
+    assert "Paragraph 39" not in text  # the docstring gave way
+    assert ctx.tokens <= 500
+
+
+def test_matching_lines_put_code_before_comments() -> None:
+    lines = list(enumerate(['    """Push the context."""', "    # push it", "    x = 1", "    ctx.push()"], 1))
+    order = focus.matching_lines(lines, focus.question_stems("pushed context"), context=0)
+    assert order[0] == 4 and set(order) == {1, 2, 4}
+    assert focus.comment_lines(lines) == {1, 2}
+
+
+def test_a_parent_that_is_a_primary_has_no_outline_too(flaskish: CodeRag) -> None:
+    ctx = flaskish.context("RequestContext push pop", max_tokens=4000)
+    primaries = {(p.path, p.start_line) for p in ctx.pieces if p.role == "primary"}
+    for p in ctx.pieces:
+        if p.role == "parent":
+            assert (p.path, p.start_line) not in primaries, p.citation
