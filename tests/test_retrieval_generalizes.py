@@ -11,9 +11,11 @@ import pytest
 from coderag_tui.retrieval import focus, names, prose, report
 from coderag_tui.service import CodeRag
 
+_WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
 _CHANGES = "".join(
-    f"Version 1.{i}.0\n-------------\n\n- The request context is pushed earlier when dispatching a request.\n"
-    f"- A view function may return a tuple; the request context is documented.\n\n"
+    f"Version 1.{i}.0\n-------------\n\n- Fix {_WORDS[i % 13]} handling in {_WORDS[(i * 7) % 13]} mode.\n"
+    + ("- The request context is pushed earlier when dispatching a request; documented.\n" if i % 20 == 3 else "")
+    + "\n"
     for i in range(60)
 )
 FLASKISH: dict[str, str | bytes] = {
@@ -233,3 +235,31 @@ def test_a_parent_that_is_a_primary_has_no_outline_too(flaskish: CodeRag) -> Non
     for p in ctx.pieces:
         if p.role == "parent":
             assert (p.path, p.start_line) not in primaries, p.citation
+
+
+def test_rst_is_chunked_by_its_headings() -> None:
+    from coderag_tui.config import ChunkSettings
+    from coderag_tui.parsing.extract import parse_source
+    from coderag_tui.parsing.languages import registry
+
+    text = "".join(f"Version 1.{i}.0\n-------------\n\n" + "".join(
+        f"- Fixed the {w} option of the {_WORDS[(i + j) % 13]} command.\n" for j, w in enumerate(_WORDS[: 4 + i % 20]))
+        + "\n" for i in range(40))
+    pf = parse_source("CHANGES.rst", text.encode(), registry()["rst"], ChunkSettings())
+    sections = [u for u in pf.units if u.kind == "section"]
+    assert len(sections) == 40
+    assert [u.name for u in sections[:2]] == ["Version 1.0.0", "Version 1.1.0"]
+    assert sections[0].start_line == 1 and sections[0].end_line < sections[1].start_line
+    starts = {u.start_line for u in sections}
+    assert len(pf.chunks) >= 40
+    for c in pf.chunks:  # no chunk runs across a heading, and none is larger than a code chunk
+        assert not any(c.start_line < s <= c.end_line for s in starts), (c.start_line, c.end_line)
+        assert c.nws <= ChunkSettings().max
+
+
+def test_a_prose_hit_cites_its_chunk_not_the_whole_page(flaskish: CodeRag) -> None:
+    ctx = flaskish.context("changelog: when is the request context pushed", max_tokens=4000)
+    pages = [p for p in ctx.pieces if p.path in ("CHANGES.rst", "docs/reqcontext.rst", "docs/views.md")]
+    assert pages
+    assert all(p.end_line - p.start_line < 60 for p in pages if p.role != "parent"), \
+        [(p.citation, p.role) for p in pages]

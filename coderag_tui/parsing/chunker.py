@@ -91,6 +91,14 @@ class CastChunker:
         spans = self._pack(root.children)
         return self._merge_small(spans)
 
+    def chunk_groups(self, groups: Sequence[Sequence[Any]]) -> list[Span]:
+        """Sibling nodes packed group by group (a document's sections): no chunk spans two
+        groups, except small ones merged into a neighbour."""
+        spans: list[Span] = []
+        for group in groups:
+            spans.extend(self._pack(group))
+        return self._merge_small(spans)
+
     def chunk_lines(self, n_lines: int) -> list[Span]:
         spans = _line_spans(self.line_sizes, 0, max(n_lines - 1, 0), self.settings.target, "lines")
         return self._merge_small([s for s in spans if s.size > 0])

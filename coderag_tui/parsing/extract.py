@@ -318,7 +318,8 @@ def parse_source(
             "comment" in first.type or first.type in ("string", "expression_statement")
         ):
             file_doc = _clean_doc(ex.text(first))
-        spans = chunker.chunk_tree(root)
+        groups = _heading_groups(ex, root, units) if spec.kind == "doc" and not spec.structured else []
+        spans = chunker.chunk_groups(groups) if groups else chunker.chunk_tree(root)
     else:
         spans = chunker.chunk_lines(n_lines)
 
@@ -334,6 +335,28 @@ def parse_source(
         has_errors=has_errors,
         structured=structured,
     )
+
+
+def _heading_groups(ex: _Extractor, root: Any, units: list[_UnitBuild]) -> list[list[Any]]:
+    """A document whose grammar marks headings with flat `section` nodes (reST: a title and its
+    underline): one `section` unit per heading, running to the next one, and the top-level nodes
+    grouped by section, so that chunks break at headings. [] when it has no headings."""
+    children = [c for c in root.children if c.end_byte > c.start_byte]
+    heads = [i for i, c in enumerate(children) if c.type == "section"]
+    if not heads:
+        return []
+    groups = [children[: heads[0]]] if heads[0] else []
+    for j, i in enumerate(heads):
+        end_i = heads[j + 1] if j + 1 < len(heads) else len(children)
+        group = children[i:end_i]
+        groups.append(group)
+        node = children[i]
+        title = next((c for c in node.named_children if c.type == "title"), node)
+        name = _collapse(ex.text(title).strip().splitlines()[0] if ex.text(title).strip() else "", 200)
+        last = group[-1]
+        units.append(_UnitBuild(0, "section", name or "section", (), node.start_point[0] + 1, _end_row(last) + 1,
+                                node.start_byte, last.end_byte, None))
+    return groups
 
 
 def _module_path(ex: _Extractor, nodes: list[Any]) -> str:

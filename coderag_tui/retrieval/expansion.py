@@ -118,6 +118,7 @@ def expand(
     primary that must shrink keeps the lines holding `terms` (the question's words) first."""
     primaries = list(hits[: settings.primary_results])
     primary_ids = {h.unit.id for h in primaries}
+    primary_spans = {(h.unit.path, h.unit.start_line, h.unit.end_line) for h in primaries}
     out: list[Candidate] = []
     neighbours: list[Candidate] = []
     extended: list[Candidate] = []
@@ -155,7 +156,7 @@ def expand(
         # (a parent that is itself a primary is shown whole: its outline would repeat it)
         if u.parent_id is not None and u.parent_id not in primary_ids and ("parent", u.parent_id) not in used:
             parent = read.get_unit(db, u.parent_id)
-            if parent is not None:
+            if parent is not None and (parent.path, parent.start_line, parent.end_line) not in primary_spans:
                 used.add(("parent", parent.id))
                 text = outline(db, parent)
                 if text.strip():
