@@ -11,7 +11,7 @@ import pytest
 from coderag_tui.retrieval import focus, names, prose, report
 from coderag_tui.service import CodeRag
 
-_WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+_WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike"]
 _CHANGES = "".join(
     f"Version 1.{i}.0\n-------------\n\n- Fix {_WORDS[i % 13]} handling in {_WORDS[(i * 7) % 13]} mode.\n"
     + ("- The request context is pushed earlier when dispatching a request; documented.\n" if i % 20 == 3 else "")
