@@ -263,3 +263,47 @@ def test_a_prose_hit_cites_its_chunk_not_the_whole_page(flaskish: CodeRag) -> No
     assert pages
     assert all(p.end_line - p.start_line < 60 for p in pages if p.role != "parent"), \
         [(p.citation, p.role) for p in pages]
+
+
+CONTEXTVAR: dict[str, str | bytes] = {
+    "pkg/__init__.py": "",
+    "pkg/globals.py": 'from contextvars import ContextVar\n\n_cv_app = ContextVar("app_ctx")\n',
+    "pkg/helpers.py": "def make_name(x):\n    return str(x)\n",
+    "pkg/ctx.py": '''from pkg.globals import _cv_app
+from pkg.helpers import make_name
+
+
+class _AppCtxGlobals:
+    def get(self, name, default=None):
+        return self.__dict__.get(name, default)
+
+
+class AppContext:
+    def push(self):
+        ctx = _cv_app.get(None)
+        self._check(ctx)
+        local_helper()
+        return make_name(ctx)
+
+    def _check(self, ctx):
+        return ctx
+
+
+def local_helper():
+    return 1
+''',
+    "pkg/config.py": "class Config:\n    def get(self, key):\n        return key\n",
+}
+
+
+def test_a_call_on_an_object_of_unknown_type_is_not_resolved_by_name(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
+    service = open_service(make_repo(CONTEXTVAR))
+    callees = {e.name: e for e in service.callees("AppContext.push")}
+    assert callees["get"].unit is None  # not _AppCtxGlobals.get, not Config.get
+    assert (callees["_check"].how, callees["_check"].confidence) == ("scope", 1.0)
+    assert callees["make_name"].how == "import" and callees["make_name"].unit is not None
+    assert callees["local_helper"].how == "same file"
+    assert callees["_check"].confidence > callees["make_name"].confidence == callees["local_helper"].confidence
+    callers = service.callers("make_name")
+    assert callers and callers[0].how == "import"

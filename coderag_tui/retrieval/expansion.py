@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from coderag_tui.config import ContextSettings
-from coderag_tui.models import SearchHit, UnitRef
+from coderag_tui.models import EdgeRef, SearchHit, UnitRef
 from coderag_tui.retrieval.packing import Candidate
 from coderag_tui.retrieval.prose import is_prose_unit
 from coderag_tui.retrieval.source import CodeReader
@@ -51,6 +51,11 @@ def _code(reader: CodeReader, tier: str, role: str, unit: UnitRef, rel: float, t
     lines = reader.lines(unit.path, start, end)
     return Candidate(tier, role, unit.path, start, end, title, rel, unit.language, lines,
                      head=head_lines(lines), focus=focus, max_lines=max_lines, terms=terms)
+
+
+def _unsure(e: EdgeRef) -> str:
+    """A call resolved by name alone says so: the reader weighs it."""
+    return f" [{e.how}, confidence {e.confidence:.1f}]" if e.how and e.confidence < 0.9 else ""
 
 
 def outline(db: Database, unit: UnitRef) -> str:
@@ -138,7 +143,7 @@ def expand(
                 continue
             used.add(("caller", c.id))
             neighbours.append(_code(reader, "neighbours", "caller", c, rel * 0.5 - 0.01 * j,
-                                    f"{c.qualname} calls {u.name} (line {e.line})",
+                                    f"{c.qualname} calls {u.name} (line {e.line}){_unsure(e)}",
                                     focus=(max(e.line - 2, c.start_line), e.line + 2), max_lines=BRIEF_LINES))
             j += 1
         j = 0
@@ -150,7 +155,7 @@ def expand(
                 continue
             used.add(("callee", c.id))
             neighbours.append(_code(reader, "neighbours", "callee", c, rel * 0.45 - 0.01 * j,
-                                    f"{c.qualname} (called by {u.name})", max_lines=BRIEF_LINES))
+                                    f"{c.qualname} (called by {u.name}){_unsure(e)}", max_lines=BRIEF_LINES))
             j += 1
         # level 2: parent outline, tests, similar code
         # (a parent that is itself a primary is shown whole: its outline would repeat it)
