@@ -46,11 +46,19 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
     if embed:  # otherwise the index has no vectors and search runs on keywords, symbols, graph
         service.embed()
     recalls: list[float] = []
+    file_hits: list[float] = []  # per question with evidence files: the share of them in the top 5 files
+    indexed = {str(r[0]) for r in service.db.rows("SELECT path FROM files")}
     t0 = time.perf_counter()
     for case in cases:
         evidence = list(dict.fromkeys(case.get("evidence") or []))
         if not evidence:
             continue
+        gold = {p for e in evidence if "/" in e for p in indexed if p == e or p.endswith("/" + e)}
+        if gold:
+            top = [h.unit.path for h in service.search_files(case["question"], k=5)]
+            file_hits.append(len(gold & set(top)) / len(gold))
+            if verbose and gold - set(top):
+                print(f"  files {file_hits[-1]:.2f} {case['question'][:70]!r} missed {sorted(gold - set(top))}")
         ctx = service.context(case["question"], max_tokens=max_tokens)
         text = ctx.render()
         cited = _CITE.findall(text)
@@ -60,7 +68,9 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
             print(f"  {recalls[-1]:.2f} {case['question'][:90]!r} missed {missed}")
     service.close()
     mean = sum(recalls) / max(len(recalls), 1)
-    print(f"{name:12s} n={len(recalls):3d} evidence recall {mean:.3f}  ({time.perf_counter() - t0:.1f} s)")
+    files = sum(file_hits) / max(len(file_hits), 1)
+    print(f"{name:12s} n={len(recalls):3d} evidence recall {mean:.3f}  evidence files in top-5 files "
+          f"{files:.3f} (n={len(file_hits)})  ({time.perf_counter() - t0:.1f} s)")
     return mean, len(recalls)
 
 

@@ -22,6 +22,7 @@ from coderag_tui.store.db import Database
 
 _WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 MAX_PAIRS = 48
+FEW_PAIRS = 8
 # words every question has ("function", "code") join with anything: they are not names here
 _VAGUE_WORDS = (
     """function functions method methods class classes code file files module modules work works
@@ -66,6 +67,13 @@ def name_pairs(text: str) -> list[tuple[str, str]]:
         if len(out) >= MAX_PAIRS:
             break
     return list(out)[:MAX_PAIRS]
+
+
+def pair_share(text: str) -> float:
+    """How much a name match says: a short question's few pairs name what it is about; a long
+    one's dozens join words at random (`content type` in a question about redirects)."""
+    n = len(name_pairs(text))
+    return min(1.0, FEW_PAIRS / n) ** 0.5 if n else 0.0
 
 
 def name_chunks(db: Database, text: str, limit: int, filters: SearchFilters | None = None) -> list[ChunkMatch]:

@@ -193,7 +193,7 @@ class Searcher:
                     out.lists["name"], best = names.name_units(self.db, text, terms, n, filters)
                     for uid, m in best.items():
                         out.best.setdefault(uid, m)
-                    out.weights["name"] = s.weight_symbol * NAME_SHARE
+                    out.weights["name"] = s.weight_symbol * NAME_SHARE * names.pair_share(text)
                 if sig is not None and (sig.frames or sig.paths):
                     out.lists["trace"] = [u.id for u in report.frame_units(self.db, sig) if symbols.passes(u, filters)]
                     out.weights["trace"] = s.weight_symbol
