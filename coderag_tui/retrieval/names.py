@@ -23,6 +23,7 @@ from coderag_tui.store.db import Database
 _WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 MAX_PAIRS = 48
 FEW_PAIRS = 8
+MAX_NAME_CHUNKS = 40
 # words every question has ("function", "code") join with anything: they are not names here
 _VAGUE_WORDS = (
     """function functions method methods class classes code file files module modules work works
@@ -105,12 +106,13 @@ def name_units(db: Database, text: str, terms: list[str], limit: int,
     """Units whose own name holds adjacent words of the text, those holding the most words
     first (then by BM25 over names), and each one's chunk."""
     pairs = name_pairs(text)
-    matches = keep_kind(db, refine(db, name_chunks(db, text, limit * 2, filters), terms, limit=limit * 2), filters)
+    fetch = min(limit, MAX_NAME_CHUNKS)  # refine reads each chunk's text: the best few are enough
+    matches = keep_kind(db, refine(db, name_chunks(db, text, fetch, filters), terms, limit=fetch), filters)
     order, best = unit_ranking(matches)
     units = read.get_units(db, order)
     # a method named by the pair's second word inside a class named by its first
     # (`RequestContext.push` for "context pushed"): its chunk's names do not hold the pair in order
-    for u in symbols.units_named(db, sorted({b for _, b in pairs}), filters):
+    for u in symbols.units_named(db, sorted({b for _, b in pairs}), filters, per_name=20):
         if u.id not in units:
             units[u.id] = u
             order.append(u.id)
