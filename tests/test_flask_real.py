@@ -52,8 +52,11 @@ def test_a_contextvar_get_is_not_another_class_get(flask: CodeRag) -> None:
 
 def test_the_changelog_is_never_one_piece(requests: CodeRag) -> None:
     # HISTORY.md is one Markdown section of ~2,000 lines
-    ctx = requests.context("How are retries configured for a session? See the release history", max_tokens=4000)
+    question = "changelog: which release fixed custom SSLContexts in sub-classes of HTTPAdapter"
+    ctx = requests.context(question, max_tokens=4000)
     pages = [p for p in ctx.pieces if p.path == "HISTORY.md" and p.role not in ("parent", "metadata")]
     assert pages and all(p.end_line - p.start_line < 80 for p in pages), [p.citation for p in pages]
+    hit = next(h for h in requests.search(question, k=5) if h.unit.path == "HISTORY.md")
+    assert hit.unit.name == "2.32.3 (2024-05-29)"  # the version's section, not the whole history
     hits = requests.search("How are retries configured for a session?", k=5)
     assert all(h.unit.path.startswith("src/requests/") for h in hits), [h.unit.path for h in hits]

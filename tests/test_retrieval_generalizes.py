@@ -307,3 +307,24 @@ def test_a_call_on_an_object_of_unknown_type_is_not_resolved_by_name(
     assert callees["_check"].confidence > callees["make_name"].confidence == callees["local_helper"].confidence
     callers = service.callers("make_name")
     assert callers and callers[0].how == "import"
+
+
+def test_markdown_setext_headings_inside_a_section_get_sections() -> None:
+    from coderag_tui.config import ChunkSettings
+    from coderag_tui.parsing.extract import parse_source
+    from coderag_tui.parsing.languages import registry
+
+    text = "Release History\n===============\n\n" + "".join(
+        f"2.{i}.0 (2024-01-{i + 1:02d})\n-----------------\n\n" + "".join(
+            f"- Fixed the {w} option of the {_WORDS[(i + j) % 13]} command.\n" for j, w in enumerate(_WORDS[: 4 + i]))
+        + "\n" for i in range(9))
+    pf = parse_source("HISTORY.md", text.encode(), registry()["markdown"], ChunkSettings())
+    top = [u for u in pf.units if u.name == "Release History"]
+    subs = [u for u in pf.units if u.kind == "section" and u.name.startswith("2.")]
+    assert len(top) == 1 and len(subs) == 9
+    assert all(pf.units[u.parent].name == "Release History" for u in subs if u.parent is not None)
+    assert [u.start_line for u in pf.units[1:]] == sorted(u.start_line for u in pf.units[1:])
+    starts = {u.start_line for u in subs}
+    for c in pf.chunks:  # a chunk belongs to the version it is in, never spans two
+        assert not any(c.start_line < s <= c.end_line for s in starts), (c.start_line, c.end_line)
+        assert pf.units[c.unit_index].name != "Release History" or c.end_line < min(starts)
