@@ -23,6 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.wholefile_bm25 import MODE as WHOLEFILE  # noqa: E402
+from bench.wholefile_bm25 import WholeFileBM25  # noqa: E402
+from bench.wholefile_bm25 import file_rank as wholefile_rank  # noqa: E402
 from coderag_tui.config import Settings  # noqa: E402
 from coderag_tui.indexing.embedder import (  # noqa: E402
     ensure_model_table,
@@ -30,7 +33,15 @@ from coderag_tui.indexing.embedder import (  # noqa: E402
     vectors_for_hashes,
     write_vectors,
 )
-from coderag_tui.retrieval.evaluate import Case, CaseResult, evaluate_case, load_cases, table  # noqa: E402
+from coderag_tui.retrieval.evaluate import (  # noqa: E402
+    KS,
+    Case,
+    CaseResult,
+    accuracy,
+    evaluate_case,
+    load_cases,
+    table,
+)
 from coderag_tui.retrieval.search import MODES, Searcher  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
@@ -142,12 +153,17 @@ def main() -> int:
             if args.no_embed:  # keywords, symbols and the graph only, even where vectors exist
                 searcher = Searcher(service.db, service.settings.search, None)
             r = evaluate_case(searcher, case, modes)
+            baseline = WholeFileBM25(service)  # the reference point: whole files, no structure
+            r.file_rank[WHOLEFILE] = wholefile_rank(baseline.rank(case.query), case.gold_files)
+            baseline.close()
             results.append(r)
             log(f"[{n}/{len(cases)}] {case.id}: file ranks {r.file_rank} unit ranks {r.unit_rank} "
                 f"({time.perf_counter() - t:.1f}s)")
         service.close()
     if results:
         print(table(results, modes))
+        print("whole-file BM25 baseline (file level only): " + "  ".join(
+            f"file@{k} {accuracy(results, 'file', WHOLEFILE, k):.1f}" for k in KS))
         if args.results:
             Path(args.results).write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
     log(f"done in {time.perf_counter() - t0:.0f}s")

@@ -129,6 +129,8 @@ class EdgeRef:
     name: str  # the target name as written (always set)
     line: int  # where the edge occurs in the source unit's file
     source: UnitRef | None = None  # the unit the edge starts from
+    how: str = ""  # for a resolved call: scope, import, same file, unique name or guess
+    confidence: float = 1.0  # how sure the resolution is (store/confidence.py), 0-1
 
 
 @dataclass(frozen=True)

@@ -187,17 +187,25 @@ def edge_line(e: EdgeRef, incoming: bool, width: int = 80) -> str:
         src = e.unit
         if src is None:
             return two_part(f"?:{e.line}", f"calls {name}", width)
-        return two_part(f"{safe_line(src.path)}:{e.line}", f"{src.kind:<9} {safe_line(src.qualname)}", width)
+        return two_part(f"{safe_line(src.path)}:{e.line}",
+                        f"{src.kind:<9} {safe_line(src.qualname)}{_how(e)}", width)
     if e.unit is not None:
         u = e.unit
         return two_part(f"{safe_line(u.path)}:{u.start_line}-{u.end_line}",
-                        f"{u.kind:<9} {safe_line(u.qualname)}  (line {e.line})", width)
+                        f"{u.kind:<9} {safe_line(u.qualname)}  (line {e.line}){_how(e)}", width)
     return two_part("(external)", f"{name}  (line {e.line})", width)
+
+
+def _how(e: EdgeRef) -> str:
+    """How a call was resolved, when it is less than sure (a name match, a guess)."""
+    return f"  [{e.how} {e.confidence:.1f}]" if e.how and e.confidence < 0.9 else ""
 
 
 def edge_json(e: EdgeRef, incoming: bool) -> dict[str, object]:
     u = e.unit
     out: dict[str, object] = {"kind": e.kind, "name": e.name, "line": e.line}
+    if e.how:
+        out.update(resolved_by=e.how, confidence=e.confidence)
     if u is not None:
         out.update(path=u.path, start_line=u.start_line, end_line=u.end_line, qualname=u.qualname,
                    unit_kind=u.kind)

@@ -371,6 +371,13 @@ class Lookup:
             hit = self._pick(self.by_file_name.get((target_file, name), ()))
             if hit is not None:
                 return hit
+        if local is not None and receiver:
+            # `obj.get()` on an object of unknown type is not this file's `get` of some other
+            # class (a ContextVar's `.get` is not `_AppCtxGlobals.get`); `Cls.get()` is Cls's
+            pid = self.units[local].parent_id
+            parent = self.units.get(pid) if pid is not None else None
+            if parent is None or parent.kind == "file" or receiver.split(".")[-1] != parent.name:
+                return None
         return local
 
     def _import_maps(self, fid: int) -> tuple[dict[str, list[int]], dict[str, list[int]], list[int]]:

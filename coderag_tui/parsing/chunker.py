@@ -91,6 +91,27 @@ class CastChunker:
         spans = self._pack(root.children)
         return self._merge_small(spans)
 
+    def chunk_groups(self, groups: Sequence[Sequence[Any]]) -> list[Span]:
+        """Sibling nodes packed group by group (a document's sections): no chunk spans two
+        groups, except small ones merged into a neighbour."""
+        spans: list[Span] = []
+        for group in groups:
+            spans.extend(self._pack(group))
+        return self._merge_small(spans)
+
+    def split_at(self, spans: list[Span], rows: Sequence[int]) -> list[Span]:
+        """Spans cut before each of the given rows (headings) that falls inside one."""
+        sizes = self.line_sizes
+        out: list[Span] = []
+        for span in spans:
+            cuts = [r for r in rows if span.start_row < r <= span.end_row]
+            start = span.start_row
+            for r in [*cuts, span.end_row + 1]:
+                if r > start:
+                    out.append(Span(start, r - 1, sum(sizes[start:r]), list(span.kinds)))
+                start = r
+        return [s for s in out if s.size > 0]
+
     def chunk_lines(self, n_lines: int) -> list[Span]:
         spans = _line_spans(self.line_sizes, 0, max(n_lines - 1, 0), self.settings.target, "lines")
         return self._merge_small([s for s in spans if s.size > 0])

@@ -7,6 +7,7 @@ from pathlib import Path
 from coderag_tui.config import ContextSettings
 from coderag_tui.models import ComposedContext
 from coderag_tui.retrieval.expansion import SimilarFn, expand
+from coderag_tui.retrieval.focus import question_stems
 from coderag_tui.retrieval.packing import TokenCounter, estimate_tokens, pack
 from coderag_tui.retrieval.search import Searcher
 from coderag_tui.retrieval.source import CodeReader
@@ -25,7 +26,7 @@ def compose(
     budget = max(int(settings.max_tokens if max_tokens is None else max_tokens), 0)
     result = searcher.search(query, k=max(settings.primary_results, searcher.settings.k))
     reader = CodeReader(searcher.db, root)
-    candidates = expand(searcher.db, reader, result.hits, settings, similar)
+    candidates = expand(searcher.db, reader, result.hits, settings, similar, question_stems(query))
     pieces = pack(candidates, budget, settings, count)
     return ComposedContext(
         query=query,

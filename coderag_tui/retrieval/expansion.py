@@ -11,8 +11,9 @@ import json
 from collections.abc import Callable, Sequence
 
 from coderag_tui.config import ContextSettings
-from coderag_tui.models import SearchHit, UnitRef
+from coderag_tui.models import EdgeRef, SearchHit, UnitRef
 from coderag_tui.retrieval.packing import Candidate
+from coderag_tui.retrieval.prose import is_prose_unit
 from coderag_tui.retrieval.source import CodeReader
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
@@ -36,7 +37,7 @@ def head_lines(lines: Sequence[tuple[int, str]]) -> int:
 
 def _span(hit: SearchHit) -> tuple[int, int]:
     u = hit.unit
-    if u.kind == "file":
+    if u.kind == "file" or is_prose_unit(u.path, u.language):  # a long page or section: its chunk
         if hit.chunk_start:
             return hit.chunk_start, hit.chunk_end
         return u.start_line, min(u.end_line, u.start_line + FILE_HIT_LINES - 1)
@@ -44,11 +45,17 @@ def _span(hit: SearchHit) -> tuple[int, int]:
 
 
 def _code(reader: CodeReader, tier: str, role: str, unit: UnitRef, rel: float, title: str,
-          span: tuple[int, int] | None = None, focus: tuple[int, int] = (0, 0), max_lines: int = 0) -> Candidate:
+          span: tuple[int, int] | None = None, focus: tuple[int, int] = (0, 0), max_lines: int = 0,
+          terms: frozenset[str] = frozenset()) -> Candidate:
     start, end = span or (unit.start_line, unit.end_line)
     lines = reader.lines(unit.path, start, end)
     return Candidate(tier, role, unit.path, start, end, title, rel, unit.language, lines,
-                     head=head_lines(lines), focus=focus, max_lines=max_lines)
+                     head=head_lines(lines), focus=focus, max_lines=max_lines, terms=terms)
+
+
+def _unsure(e: EdgeRef) -> str:
+    """A call resolved by name alone says so: the reader weighs it."""
+    return f" [{e.how}, confidence {e.confidence:.1f}]" if e.how and e.confidence < 0.9 else ""
 
 
 def outline(db: Database, unit: UnitRef) -> str:
@@ -110,10 +117,13 @@ def expand(
     hits: Sequence[SearchHit],
     settings: ContextSettings,
     similar: SimilarFn | None = None,
+    terms: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """Candidates for the context of the top hits, in priority order within each tier."""
+    """Candidates for the context of the top hits, in priority order within each tier; a
+    primary that must shrink keeps the lines holding `terms` (the question's words) first."""
     primaries = list(hits[: settings.primary_results])
     primary_ids = {h.unit.id for h in primaries}
+    primary_spans = {(h.unit.path, h.unit.start_line, h.unit.end_line) for h in primaries}
     out: list[Candidate] = []
     neighbours: list[Candidate] = []
     extended: list[Candidate] = []
@@ -124,7 +134,7 @@ def expand(
         rel = 1.0 / (1 + i)
         title = f"{u.kind} {u.qualname or u.name}" + (f" ({', '.join(hit.reasons[:3])})" if hit.reasons else "")
         out.append(_code(reader, "primary", "primary", u, rel, title, _span(hit),
-                         (hit.chunk_start, hit.chunk_end)))
+                         (hit.chunk_start, hit.chunk_end), terms=terms))
         # level 1: callers (focused on the call) and callees
         j = 0
         for e in read.callers(db, [u.id]):
@@ -133,7 +143,7 @@ def expand(
                 continue
             used.add(("caller", c.id))
             neighbours.append(_code(reader, "neighbours", "caller", c, rel * 0.5 - 0.01 * j,
-                                    f"{c.qualname} calls {u.name} (line {e.line})",
+                                    f"{c.qualname} calls {u.name} (line {e.line}){_unsure(e)}",
                                     focus=(max(e.line - 2, c.start_line), e.line + 2), max_lines=BRIEF_LINES))
             j += 1
         j = 0
@@ -145,12 +155,13 @@ def expand(
                 continue
             used.add(("callee", c.id))
             neighbours.append(_code(reader, "neighbours", "callee", c, rel * 0.45 - 0.01 * j,
-                                    f"{c.qualname} (called by {u.name})", max_lines=BRIEF_LINES))
+                                    f"{c.qualname} (called by {u.name}){_unsure(e)}", max_lines=BRIEF_LINES))
             j += 1
         # level 2: parent outline, tests, similar code
-        if u.parent_id is not None and ("parent", u.parent_id) not in used:
+        # (a parent that is itself a primary is shown whole: its outline would repeat it)
+        if u.parent_id is not None and u.parent_id not in primary_ids and ("parent", u.parent_id) not in used:
             parent = read.get_unit(db, u.parent_id)
-            if parent is not None:
+            if parent is not None and (parent.path, parent.start_line, parent.end_line) not in primary_spans:
                 used.add(("parent", parent.id))
                 text = outline(db, parent)
                 if text.strip():

@@ -125,13 +125,16 @@ def bm25_chunks(
     filters: SearchFilters | None = None,
     weights: Sequence[float] | None = None,
     terms: Sequence[str] | None = None,
+    expression: str | None = None,
 ) -> list[ChunkMatch]:
-    """Chunks ranked by BM25 for the query's words (or the given search terms), best first."""
-    if terms is None:
-        terms = informative_terms(db, query_terms(query))
-    if not terms:
-        return []
-    expr = fts_expression(terms)
+    """Chunks ranked by BM25 for the query's words (or the given search terms, or an FTS5
+    expression built from quoted strings only), best first."""
+    if expression is None:
+        if terms is None:
+            terms = informative_terms(db, query_terms(query))
+        if not terms:
+            return []
+    expr = expression if expression is not None else fts_expression(terms or ())
     rank = "bm25(" + ", ".join(f"{float(w)}" for w in (weights or COLUMN_WEIGHTS)) + ")"
     if not has_filters(filters):
         rows = db.rows(

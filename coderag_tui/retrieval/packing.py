@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from coderag_tui.config import ContextSettings
 from coderag_tui.models import ContextPiece
+from coderag_tui.retrieval.focus import matching_lines
 
 TokenCounter = Callable[[str], int]
 TIERS = ("primary", "neighbours", "extended", "metadata")
@@ -45,6 +46,7 @@ class Candidate:
     head: int = 1  # lines always kept when shrinking (the signature)
     focus: tuple[int, int] = (0, 0)  # lines to keep next (the best-matching chunk)
     max_lines: int = 0  # a cap for brief pieces (neighbours); 0 = none
+    terms: frozenset[str] = frozenset()  # the question's words: lines holding them are kept first
 
 
 def render_piece(p: ContextPiece) -> str:
@@ -87,6 +89,9 @@ def _line_order(c: Candidate, lines: Sequence[tuple[int, str]]) -> list[int]:
     nums = [n for n, _ in lines]
     head = [n for n in nums if n < c.start_line + max(c.head, 1)]
     focus = [n for n in nums if c.focus[0] and c.focus[0] <= n <= c.focus[1] and n not in head]
+    if c.terms:  # the lines the question is about come before the rest of the best chunk
+        matching = [n for n in matching_lines(lines, c.terms) if n not in head]
+        focus = matching + [n for n in focus if n not in set(matching)]
     chosen = set(head) | set(focus)
     rest = [n for n in nums if n not in chosen]
     return head + focus + rest

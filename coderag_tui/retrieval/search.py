@@ -18,7 +18,7 @@ import numpy as np
 from coderag_tui.config import SearchSettings
 from coderag_tui.models import SearchFilters, SearchHit, UnitRef
 from coderag_tui.parsing.extract import is_test_path
-from coderag_tui.retrieval import lexical, router, structural, symbols, vector
+from coderag_tui.retrieval import lexical, names, prose, report, router, structural, symbols, vector
 from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
 from coderag_tui.retrieval.fusion import Fused, rrf
 from coderag_tui.retrieval.matrix import VectorMatrix
@@ -29,12 +29,13 @@ from coderag_tui.store.db import Database
 
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
-LABELS = {"symbol": "symbol", "fuzzy": "symbol~"}
+LABELS = {"symbol": "symbol", "fuzzy": "symbol~", "trace": "trace"}
 MODEL_CHARS = 900
 SHARE_POWER = 0.5
 FILE_VECTOR_SHARE = 0.5
 MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
+NAME_SHARE = 1 / 3  # of weight_symbol, for units whose names join adjacent words of the query
 _ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
 K = TypeVar("K", bound=Hashable)
 _VECTOR_BRANCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coderag-vector-branch")
@@ -54,6 +55,15 @@ def demote_tests(fused: list[Fused[K]], path_of: Callable[[K], str], query: str)
         return fused
     scaled = [Fused(f.key, f.score * TEST_WEIGHT, f.reasons) if is_test_path(path_of(f.key)) else f
               for f in fused]
+    return sorted(scaled, key=lambda f: -f.score)
+
+
+def demote_prose(fused: list[Fused[K]], prose_of: Callable[[K], bool], query: str) -> list[Fused[K]]:
+    """Scale the scores of prose (docs, changelogs, templates) by prose.PROSE_WEIGHT unless the
+    question is about documentation: a question about behaviour is answered by the code."""
+    if prose.about_docs(query):
+        return fused
+    scaled = [Fused(f.key, f.score * prose.PROSE_WEIGHT, f.reasons) if prose_of(f.key) else f for f in fused]
     return sorted(scaled, key=lambda f: -f.score)
 
 
@@ -126,6 +136,8 @@ class Searcher:
         fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
         units = read.get_units(self.db, [f.key for f in fused[: k * 3]])
         fused = demote_tests(fused[: k * 3], lambda key: units[key].path if key in units else "", query)
+        fused = demote_prose(fused, lambda key: key in units and prose.is_prose_unit(units[key].path,
+                                                                                  units[key].language), query)
         hits = []
         for f in fused[:k]:
             u = units.get(f.key)
@@ -140,7 +152,8 @@ class Searcher:
         s = self.settings
         out = Ranked({}, {"bm25": s.weight_bm25, "vector": s.weight_vector * vector_share(query),
                           "symbol": s.weight_symbol}, {})
-        text = route.target if route.kind == router.SYMBOL else query
+        sig = report.signals(query) if route.kind == router.SEMANTIC else None
+        text = route.target if route.kind == router.SYMBOL else sig.text if sig is not None else query
         # the vector branch runs on another core while BM25 runs here (numpy, onnxruntime and
         # SQLite release the GIL); it waits for the search terms only to refine its matches
         terms_ready: Future[list[str]] = Future()
@@ -174,8 +187,16 @@ class Searcher:
                 out.weights["vector"] = s.weight_vector * 2
                 out.weights["bm25"] = s.weight_bm25 * 0.5
             else:  # names mentioned in free text (stack traces, snippets) are weaker evidence
-                out.lists["symbol"] = [u.id for u in symbols.mentioned_units(self.db, query, filters, n)]
+                out.lists["symbol"] = [u.id for u in symbols.mentioned_units(self.db, text, filters, n)]
                 out.weights["symbol"] = s.weight_symbol * MENTION_SHARE
+                if not prose.about_docs(text):  # a question about the docs is not about names
+                    out.lists["name"], best = names.name_units(self.db, text, terms, n, filters)
+                    for uid, m in best.items():
+                        out.best.setdefault(uid, m)
+                    out.weights["name"] = s.weight_symbol * NAME_SHARE * names.pair_share(text)
+                if sig is not None and (sig.frames or sig.paths):
+                    out.lists["trace"] = [u.id for u in report.frame_units(self.db, sig) if symbols.passes(u, filters)]
+                    out.weights["trace"] = s.weight_symbol
         return out
 
     def search_files(
@@ -204,6 +225,7 @@ class Searcher:
             weights["vector"] *= FILE_VECTOR_SHARE
         fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS),
                              lambda path: path, query)
+        fused = demote_prose(fused, lambda path: prose.is_prose_unit(path, top_unit[path].language), query)
         out: list[SearchHit] = []
         for f in fused[:k]:
             fu = read.file_unit(self.db, f.key)

@@ -141,3 +141,14 @@ def mentioned_units(db: Database, text: str, filters: SearchFilters | None = Non
                 out.append(units[depth])
         depth += 1
     return out[:limit]
+
+
+def units_named(db: Database, words: list[str], filters: SearchFilters | None = None,
+                per_name: int = 50) -> list[UnitRef]:
+    """Definitions (not files) whose name is one of the words, any case; few per name."""
+    out: list[UnitRef] = []
+    for w in words:
+        rows = db.rows(read.UNIT_SELECT + " WHERE u.name = ? COLLATE NOCASE AND u.kind <> 'file' LIMIT ?",
+                       (w, per_name))
+        out.extend(u for u in map(read.unit_from_row, rows) if passes(u, filters))
+    return out

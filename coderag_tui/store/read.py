@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, LanguageCount, UnitRef
+from coderag_tui.store import confidence
 from coderag_tui.store.db import Database
 from coderag_tui.store.schema import SCHEMA_VERSION
 
@@ -44,6 +45,13 @@ def get_units(db: Database, ids: Iterable[int]) -> dict[int, UnitRef]:
 def file_unit(db: Database, path: str) -> UnitRef | None:
     row = db.one(UNIT_SELECT + " WHERE f.path=? AND u.kind='file'", (path,))
     return unit_from_row(row) if row else None
+
+
+def paths_ending(db: Database, suffix: str, limit: int = 20) -> list[str]:
+    """Indexed paths equal to `suffix` or ending with `/suffix`, shortest first."""
+    rows = db.rows("SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\' ORDER BY length(path), path "
+                   "LIMIT ?", (suffix, "%/" + _like_escape(suffix), limit))
+    return [str(r[0]) for r in rows]
 
 
 def file_outline(db: Database, path: str) -> list[UnitRef]:
@@ -133,16 +141,18 @@ def callers(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALL
     marks = ",".join("?" * len(unit_ids))
     kmarks = ",".join("?" * len(kinds))
     rows = db.rows(
-        f"SELECT e.src, e.dst, e.kind, e.name, e.line FROM edges e WHERE e.dst IN ({marks}) "
+        f"SELECT e.src, e.dst, e.kind, e.name, e.line, e.receiver, e.src_file FROM edges e WHERE e.dst IN ({marks}) "
         f"AND e.kind IN ({kmarks}) ORDER BY e.src_file, e.line",
         (*unit_ids, *kinds),
     )
     units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows])
-    return [
-        EdgeRef(kind, units.get(src), name, line, source=units.get(dst))
-        for src, dst, kind, name, line in rows
+    sure = _sureness(db, rows)
+    edges = [
+        EdgeRef(kind, units.get(src), name, line, source=units.get(dst), how=how, confidence=conf)
+        for (src, dst, kind, name, line, _, _), (how, conf) in zip(rows, sure, strict=True)
         if src in units
     ]
+    return sorted(edges, key=lambda e: -e.confidence)  # stable: file and line order within a level
 
 
 def callees(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
@@ -152,15 +162,30 @@ def callees(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALL
     marks = ",".join("?" * len(unit_ids))
     kmarks = ",".join("?" * len(kinds))
     rows = db.rows(
-        f"SELECT e.src, e.dst, e.kind, e.name, e.line FROM edges e WHERE e.src IN ({marks}) "
+        f"SELECT e.src, e.dst, e.kind, e.name, e.line, e.receiver, e.src_file FROM edges e WHERE e.src IN ({marks}) "
         f"AND e.kind IN ({kmarks}) ORDER BY e.line, e.id",
         (*unit_ids, *kinds),
     )
     units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows if r[1] is not None])
+    sure = _sureness(db, rows)
     return [
-        EdgeRef(kind, units.get(dst) if dst is not None else None, name, line, source=units.get(src))
-        for src, dst, kind, name, line in rows
+        EdgeRef(kind, units.get(dst) if dst is not None else None, name, line, source=units.get(src),
+                how=how, confidence=conf)
+        for (src, dst, kind, name, line, _, _), (how, conf) in zip(rows, sure, strict=True)
     ]
+
+
+def _sureness(db: Database, rows: Sequence[Sequence]) -> list[tuple[str, float]]:
+    """(how, confidence) per edge row (src, dst, kind, name, line, receiver, src_file): resolved
+    calls are classified (store/confidence.py); other edges are certain when resolved."""
+    calls = [i for i, r in enumerate(rows) if r[2] == "CALLS" and r[1] is not None]
+    out = [("", 1.0 if r[1] is not None else 0.0) for r in rows]
+    if calls:
+        found = confidence.classify(db, [(int(rows[i][0]), int(rows[i][1]), str(rows[i][3]), str(rows[i][5] or ""),
+                                          int(rows[i][6])) for i in calls])
+        for i, value in zip(calls, found, strict=True):
+            out[i] = value
+    return out
 
 
 def children(db: Database, unit_id: int) -> list[UnitRef]:

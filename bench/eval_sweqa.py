@@ -1,0 +1,98 @@
+"""SWE-QA context evidence recall: the share of a question's evidence (identifiers and paths the
+reference answer names) that appears in the context `coderag context Q --max-tokens N` composes.
+
+    .venv/bin/python bench/eval_sweqa.py --set flask=/path/to/flask-checkout \
+        --set requests=/path/to/requests-checkout [--max-tokens 4000] [--work /tmp/sweqa]
+
+Each `NAME` reads /work/shared/eval/sweqa/NAME.jsonl (or --eval-dir). Indexes are keywords only
+(no vectors) unless --embed. A path counts as found when the context cites a file ending with it;
+an identifier when it occurs in the context (`A.b`: both parts occur). The checkout may be a
+released version near the questions' commit (an sdist): evidence that no longer exists in it is
+counted as missed, so compare runs on the same checkouts only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from coderag_tui.service import CodeRag  # noqa: E402
+
+_CITE = re.compile(r"^### (\S+?):\d+-\d+", re.M)
+
+
+def found(item: str, text: str, cited: list[str]) -> bool:
+    if "/" in item or re.search(r"\.(py|md|rst|txt|cfg|toml|ini)$", item):
+        return any(p == item or p.endswith("/" + item) or item.endswith("/" + p) for p in cited)
+    parts = [p for p in item.replace("::", ".").split(".") if p]
+    return all(re.search(r"\b" + re.escape(p) + r"\b", text) for p in parts)
+
+
+def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, embed: bool,
+            limit: int | None, verbose: bool = False) -> tuple[float, int]:
+    cases = [json.loads(line) for line in (eval_dir / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+    if limit:
+        cases = cases[:limit]
+    work.mkdir(parents=True, exist_ok=True)
+    service = CodeRag.open(repo, db_path=work / f"{name}.db")
+    service.index()
+    if embed:  # otherwise the index has no vectors and search runs on keywords, symbols, graph
+        service.embed()
+    recalls: list[float] = []
+    file_hits: list[float] = []  # per question with evidence files: the share of them in the top 5 files
+    indexed = {str(r[0]) for r in service.db.rows("SELECT path FROM files")}
+    t0 = time.perf_counter()
+    for case in cases:
+        evidence = list(dict.fromkeys(case.get("evidence") or []))
+        if not evidence:
+            continue
+        gold = {p for e in evidence if "/" in e for p in indexed if p == e or p.endswith("/" + e)}
+        if gold:
+            top = [h.unit.path for h in service.search_files(case["question"], k=5)]
+            file_hits.append(len(gold & set(top)) / len(gold))
+            if verbose and gold - set(top):
+                print(f"  files {file_hits[-1]:.2f} {case['question'][:70]!r} missed {sorted(gold - set(top))}")
+        ctx = service.context(case["question"], max_tokens=max_tokens)
+        text = ctx.render()
+        cited = _CITE.findall(text)
+        recalls.append(sum(found(e, text, cited) for e in evidence) / len(evidence))
+        if verbose:
+            missed = [e for e in evidence if not found(e, text, cited)]
+            print(f"  {recalls[-1]:.2f} {case['question'][:90]!r} missed {missed}")
+    service.close()
+    mean = sum(recalls) / max(len(recalls), 1)
+    files = sum(file_hits) / max(len(file_hits), 1)
+    print(f"{name:12s} n={len(recalls):3d} evidence recall {mean:.3f}  evidence files in top-5 files "
+          f"{files:.3f} (n={len(file_hits)})  ({time.perf_counter() - t0:.1f} s)")
+    return mean, len(recalls)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", action="append", required=True, help="NAME=CHECKOUT")
+    ap.add_argument("--eval-dir", type=Path, default=Path("/work/shared/eval/sweqa"))
+    ap.add_argument("--work", type=Path, default=Path("/tmp/sweqa-eval"))
+    ap.add_argument("--max-tokens", type=int, default=4000)
+    ap.add_argument("--embed", action="store_true", help="embed the checkouts (slow) and use vectors")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("-v", "--verbose", action="store_true", help="each question's recall and missed evidence")
+    args = ap.parse_args()
+    total, n = 0.0, 0
+    for spec in args.set:
+        name, _, path = spec.partition("=")
+        mean, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed, args.limit,
+                               args.verbose)
+        total += mean * count
+        n += count
+    print(f"{'overall':12s} n={n:3d} evidence recall {total / max(n, 1):.3f}")
+
+
+if __name__ == "__main__":
+    main()
