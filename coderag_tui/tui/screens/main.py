@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal
@@ -36,12 +36,13 @@ from coderag_tui.tui.messages import (
 )
 from coderag_tui.tui.screens.chat_actions import ChatActions
 from coderag_tui.tui.screens.code_actions import CodeActions
-from coderag_tui.tui.widgets.chat import ChatPane
+from coderag_tui.tui.widgets.chat import SOURCES_SHOWN, ChatPane, TurnView
 from coderag_tui.tui.widgets.file_tree import FilesPane
 from coderag_tui.tui.widgets.status_bar import StatusBar
 from coderag_tui.tui.widgets.viewer import ViewerPane
 
-NARROW = 110  # columns below which the viewer starts below the chat
+WIDE = 120  # columns from which the viewer sits right of the chat (below it otherwise)
+ROOMY = 150  # columns from which the viewer on the right gets ~100 columns for the code
 
 
 class _Throttle:
@@ -73,6 +74,7 @@ class MainScreen(ChatActions, CodeActions):
         self.watch_started = False
         self.listings = itertools.count()
         self.listed_version = -1
+        self.viewer_place = ""  # "right" or "bottom" once F6 chose; "" follows the setting
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -85,10 +87,8 @@ class MainScreen(ChatActions, CodeActions):
         yield Footer()
 
     def on_mount(self) -> None:
-        position = self.service.settings.tui.viewer
-        narrow = self.app.size.width < NARROW
-        self.query_one("#center").set_class(position == "bottom" or narrow, "-bottom")
         self.query_one(ViewerPane).display = False
+        self.apply_layout(self.app.size.width)
         self.chat.focus_question()
         self.open_index()
 
@@ -236,6 +236,23 @@ class MainScreen(ChatActions, CodeActions):
 
 
     # ------------------------------------------------------------------ panes
+    def on_resize(self, event: events.Resize) -> None:
+        self.apply_layout(event.size.width)
+
+    def apply_layout(self, width: int) -> None:
+        """The viewer sits right of the chat from WIDE columns, below it under; `[tui] viewer`
+        (right, bottom) or F6 fixes one place whatever the width."""
+        place = self.viewer_place or str(self.service.settings.tui.viewer)
+        if place not in ("right", "bottom"):
+            place = "right" if width >= WIDE else "bottom"
+        below = place == "bottom"
+        self.query_one("#center").set_class(below, "-bottom")
+        self.query_one("#body").set_class(not below and width >= ROOMY, "-roomy")
+
+    @property
+    def viewer_below(self) -> bool:
+        return self.query_one("#center").has_class("-bottom")
+
     def action_focus_files(self) -> None:
         self.query_one(FilesPane).display = True
         self.query_one(FilesPane).focus_filter()
@@ -251,8 +268,22 @@ class MainScreen(ChatActions, CodeActions):
         self.set_viewer_visible(not self.query_one(ViewerPane).display)
 
     def action_viewer_layout(self) -> None:
-        self.query_one("#center").toggle_class("-bottom")
+        self.viewer_place = "right" if self.viewer_below else "bottom"
+        self.apply_layout(self.size.width)
         self.set_viewer_visible(True)
+
+    def action_more_sources(self) -> None:
+        views = [v for v in self.chat.query(TurnView) if v.turn.sources]
+        if not views:
+            self.notify("no answer with sources yet", severity="warning")
+        elif len(views[-1].turn.sources) <= SOURCES_SHOWN:
+            self.notify("every source is shown")
+        else:
+            views[-1].toggle_sources()
+
+    def action_find(self) -> None:
+        self.set_viewer_visible(True)
+        self.query_one(ViewerPane).open_find()
 
     def action_toggle_files(self) -> None:
         pane = self.query_one(FilesPane)
