@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.models import AnswerEvent, Source
+from coderag_tui.service import CodeRag
 from coderag_tui.tui.screens.picker import PickerScreen
 from coderag_tui.tui.screens.symbols import SymbolPalette
 from coderag_tui.tui.widgets.viewer import ViewerPane, find_all, match_columns
@@ -266,3 +267,16 @@ async def test_the_tests_list_shows_each_test_once(tmp_path: Path) -> None:
         rows = [str(label) for label, _ in picker.items]
         assert sum("test_total_twice" in r for r in rows) == 1
         assert any("test_total " in r or r.startswith("test_total ") for r in rows)
+
+
+async def test_code_in_a_default_excluded_folder_is_announced(tmp_path: Path) -> None:
+    from tests.test_default_excludes import npm_package
+    from tests.tui_fixtures import settings
+
+    root = npm_package(tmp_path / "pkg")
+    app = app_for(CodeRag(root, settings(), db_path=tmp_path / "index.db"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        said = [n.message for n in app._notifications]
+        assert "12 files in dist/ excluded by default: set [index] default_excludes = false" in said
+        assert "1 file in vendor/ excluded by default: set [index] default_excludes = false" in said

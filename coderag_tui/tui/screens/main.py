@@ -21,6 +21,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from coderag_tui.models import Progress
+from coderag_tui.textsafe import safe_line
 from coderag_tui.tui import adapters
 from coderag_tui.tui.history import Location
 from coderag_tui.tui.keys import KEYS
@@ -74,6 +75,7 @@ class MainScreen(ChatActions, CodeActions):
         self.watch_started = False
         self.listings = itertools.count()
         self.listed_version = -1
+        self.excluded_shown: set[str] = set()  # default-exclude notices already shown
         self.viewer_place = ""  # "right" or "bottom" once F6 chose; "" follows the setting
 
     # ------------------------------------------------------------------ layout
@@ -190,6 +192,10 @@ class MainScreen(ChatActions, CodeActions):
             if summary.files_failed:
                 self.notify(f"{summary.files_failed} files could not be indexed (see the tree: ✗)",
                             severity="warning")
+            for line in (e.line for e in summary.excluded):
+                if line not in self.excluded_shown:
+                    self.excluded_shown.add(line)
+                    self.notify(safe_line(line), markup=False, timeout=12)
         if message.phase == "end":
             self.index_running = False
             self._start_watch_once()
