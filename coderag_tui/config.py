@@ -124,7 +124,7 @@ class RemoteSettings:
 @dataclass(frozen=True)
 class TUISettings:
     theme: str = "textual-dark"
-    viewer: str = "right"  # right or bottom
+    viewer: str = "auto"  # auto (right when the window is 120+ columns wide, else below), right, bottom
     keys: dict[str, str] = field(default_factory=dict)  # binding id -> keys
 
 

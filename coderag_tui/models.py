@@ -168,6 +168,23 @@ class IndexCounts:
 
 
 @dataclass(frozen=True)
+class Excluded:
+    """Files a default exclude rule (`dist`, `vendor`, ...) kept out of the index."""
+
+    rule: str  # the pattern of DEFAULT_EXCLUDES that matched
+    folder: str  # the first folder it matched, a repository path
+    files: int  # files under the folders it matched (a bounded count: see `capped`)
+    folders: int = 1
+    capped: bool = False  # the count stopped at its bound: there are more
+
+    @property
+    def line(self) -> str:
+        where = f"{self.folder}/" + (f" and {self.folders - 1} more {self.rule}/" if self.folders > 1 else "")
+        many = f"{self.files:,}+" if self.capped else f"{self.files:,}"
+        return f"{many} {'file' if self.files == 1 and not self.capped else 'files'} in {where} excluded by default: set [index] default_excludes = false"
+
+
+@dataclass(frozen=True)
 class IndexStatus:
     repo_root: str
     db_path: str
@@ -186,6 +203,7 @@ class IndexStatus:
     commit: str = ""
     orphaned: tuple[EdgeRef, ...] = ()
     problems: tuple[tuple[str, str], ...] = ()  # (path, "error: why" or "partial: why"), the first 50
+    excluded: tuple[Excluded, ...] = ()  # folders left out by a default rule, as of the last full walk
 
     @property
     def skipped(self) -> int:
@@ -231,6 +249,7 @@ class IndexSummary:
     seconds: float
     errors: tuple[str, ...] = ()  # one line each: "path: what went wrong"
     recovered: str = ""  # a rebuild that replaced a damaged index file: what it did, in one line
+    excluded: tuple[Excluded, ...] = ()  # folders left out by a default rule (a full walk only)
 
 
 # --------------------------------------------------------------------------- retrieval

@@ -17,7 +17,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from coderag_tui.models import FileState, IndexStatus, LanguageCount
+from coderag_tui.models import FileState, IndexStatus, LanguageCount, Source
 from coderag_tui.tui.app import create_app
 from tests.tui_fixtures import ScriptedAnswers, make_service
 
@@ -107,6 +107,23 @@ async def callers_list(pilot: Pilot[Any]) -> None:
     await keys(pilot, "enter", "c")
 
 
+async def many_sources(pilot: Pilot[Any]) -> None:
+    """Eight sources: the first three and "+5 more", the answer still in view."""
+    pilot.app.service.sources = tuple(  # type: ignore[attr-defined]
+        Source(n, "shop/pricing.py", n, n + 1, f"unit_{n}", n < 3) for n in range(1, 9))
+    await settle(pilot)
+    await keys(pilot, "f3")
+    await typed(pilot, "where are prices")
+    await keys(pilot, "enter")
+
+
+async def find_in_file(pilot: Pilot[Any]) -> None:
+    await file_open(pilot)
+    await keys(pilot, "ctrl+f")
+    await typed(pilot, "self")
+    await keys(pilot, "enter", "n")
+
+
 SCRIPTS: dict[str, Script] = {
     "start": start,
     "file_open": file_open,
@@ -115,6 +132,8 @@ SCRIPTS: dict[str, Script] = {
     "help": help_screen,
     "symbols": symbol_palette,
     "callers": callers_list,
+    "many_sources": many_sources,
+    "find": find_in_file,
 }
 
 

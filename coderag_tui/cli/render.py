@@ -120,7 +120,8 @@ def summary_text(s: IndexSummary, counts: IndexCounts | None = None) -> str:
     if skips:
         lines.append("skipped: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))
     lines.extend(f"  error: {e}" for e in s.errors[:10])
-    return "\n".join(clip(line) for line in lines)
+    # unclipped: the setting that brings them back is at the end of the line
+    return "\n".join([*(clip(line) for line in lines), *(safe_line(e.line) for e in s.excluded)])
 
 
 def embed_text(e: EmbedSummary) -> str:
@@ -154,6 +155,7 @@ def status_text(s: IndexStatus) -> str:
         lines.append(f"skipped     {s.skipped:,}: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))
     if s.skips.get("partial"):
         lines.append(f"plain text  {s.skips['partial']:,} files indexed as plain text (their parse was refused)")
+    lines.extend(f"excluded    {safe_line(e.line)}" for e in s.excluded)
     if s.errors:
         lines.append(f"errors      {s.errors:,} files could not be read or parsed")
     for path, reason in s.problems:

@@ -36,6 +36,7 @@ from coderag_tui.store.write import (
     file_rows,
     mark_file_set_changed,
     restore_indexes,
+    save_excluded,
     tune_keyword_index,
     write_file,
 )
@@ -406,6 +407,8 @@ class Indexer:
             with db.transaction():
                 restore_indexes(db)
         edges = int(db.scalar("SELECT count(*) FROM edges", default=0))
+        if only_set is None:  # a partial run did not look at the excluded folders
+            save_excluded(db, walked.excluded)
         summary = IndexSummary(
             files_seen=len(candidates) + (unchanged_others if only_set is not None else 0),
             files_indexed=indexed,
@@ -418,6 +421,7 @@ class Indexer:
             skips=_count(r.split(":", 1)[0] for r, _, _ in skips.values()),
             seconds=time.perf_counter() - started,
             errors=tuple(errors[:50]),
+            excluded=tuple(walked.excluded),
         )
         emit(Progress("done", total, total, f"{indexed} files indexed", units, chunks))
         return summary

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from coderag_tui.config import DEFAULT_EXCLUDES, IndexSettings
+from coderag_tui.models import Excluded
 from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.sources.generated import generated_header, generated_name
 from coderag_tui.sources.names import fs_path, repo_path
@@ -35,6 +36,12 @@ class WalkResult:
     files: list[Candidate]
     skips: dict[str, str]  # path -> reason (symlink, too-large, excluded dirs are not listed)
     warnings: list[str] = field(default_factory=list)  # ignore files not read, bad patterns skipped
+    excluded: list[Excluded] = field(default_factory=list)  # per default rule, folders that may hold code
+
+
+COUNT_BOUND = 10_000  # entries looked at per rule when counting an excluded folder's files
+# default-excluded folders that never hold the repository's own code: not worth a notice
+_NOT_CODE = re.compile(r"^\.|^__pycache__$|^site-packages$|^htmlcov$|^coverage$|^DerivedData$")
 
 
 # every byte but the C0 controls text never holds (tab, newlines, form feed, backspace and ESC are text)
@@ -50,6 +57,59 @@ IGNORE_FILES = (".gitignore", ".ignore", ".coderagignore")
 
 def _excluded_dir(name: str, patterns: tuple[str, ...]) -> bool:
     return _dir_patterns(patterns).match(name) is not None
+
+
+def _default_rule(name: str) -> str:
+    """The default exclude pattern that matches a folder name."""
+    return next((p for p in DEFAULT_EXCLUDES if fnmatch.fnmatchcase(name, p)), name)
+
+
+def count_files(path: str, budget: int) -> tuple[int, int]:
+    """Regular files under a folder (symlinks not followed), looking at no more than `budget`
+    entries: (files, entries looked at). Unreadable folders count as empty."""
+    files, seen, stack = 0, 0, [path]
+    while stack and seen < budget:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    seen += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        files += 1
+                    if seen >= budget:
+                        break
+        except OSError:
+            continue
+    return files, seen
+
+
+class _ExcludedCounter:
+    """Counts the files of folders a default rule leaves out, so a repository whose code sits
+    in `dist/` or `vendor/` can say why its index is empty. Bounded per rule: a huge
+    `node_modules` costs COUNT_BOUND entries, not a walk of it."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, Excluded] = {}
+        self.spent: dict[str, int] = {}
+
+    def add(self, name: str, rel: str, path: str) -> None:
+        if _NOT_CODE.match(name):
+            return
+        rule = _default_rule(name)
+        budget = COUNT_BOUND - self.spent.get(rule, 0)
+        files, seen = count_files(path, budget) if budget > 0 else (0, 0)
+        self.spent[rule] = self.spent.get(rule, 0) + seen
+        old = self.rules.get(rule)
+        capped = seen >= budget
+        if old is None:
+            self.rules[rule] = Excluded(rule, repo_path(rel), files, 1, capped)
+        else:
+            self.rules[rule] = Excluded(rule, old.folder, old.files + files, old.folders + 1,
+                                        old.capped or capped)
+
+    def result(self) -> list[Excluded]:
+        return sorted((e for e in self.rules.values() if e.files), key=lambda e: -e.files)
 
 
 @functools.lru_cache(maxsize=8)
@@ -184,6 +244,7 @@ def walk(root: Path, settings: IndexSettings,
     include = _config_spec(settings.include, "[index] include", warnings)
     exclude = _config_spec(settings.exclude, "[index] exclude", warnings)
     max_bytes = settings.max_file_bytes
+    counter = _ExcludedCounter()
 
     def visit(dir_path: Path, base: str, specs: _IgnoreSpecs) -> None:
         try:
@@ -204,9 +265,13 @@ def walk(root: Path, settings: IndexSettings,
                         skips[repo_path(rel)] = "symlink"
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    if _excluded_dir(entry.name, dir_excludes) or _ignored(specs, rel, True):
+                    if _ignored(specs, rel, True):
                         continue
                     if exclude is not None and exclude.match_file(rel + "/"):
+                        continue
+                    if _excluded_dir(entry.name, dir_excludes):
+                        if settings.default_excludes:  # only a default rule hides it unasked
+                            counter.add(entry.name, rel, entry.path)
                         continue
                     visit(Path(entry.path), rel + "/", specs)
                     continue
@@ -235,7 +300,7 @@ def walk(root: Path, settings: IndexSettings,
                 on_file(cand)
 
     visit(root, "", [])
-    return WalkResult(files, skips, warnings)
+    return WalkResult(files, skips, warnings, counter.result())
 
 
 class IgnoreMatcher:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterable, Sequence
 
-from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, LanguageCount, UnitRef
+from coderag_tui.models import EdgeRef, Excluded, IndexCounts, IndexStatus, LanguageCount, UnitRef
 from coderag_tui.store import confidence
 from coderag_tui.store.db import Database
 from coderag_tui.store.schema import SCHEMA_VERSION
@@ -283,7 +284,17 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         commit=db.get_meta("commit"),
         orphaned=tuple(orphans(db, 50)),
         problems=problems,
+        excluded=excluded(db),
     )
+
+
+def excluded(db: Database) -> tuple[Excluded, ...]:
+    """What the last full walk's default rules left out (nothing when the stored value is unreadable)."""
+    try:
+        rows = json.loads(db.get_meta("default_excluded") or "[]")
+        return tuple(Excluded(str(r), str(f), int(n), int(k), bool(c)) for r, f, n, k, c in rows)
+    except (ValueError, TypeError):
+        return ()
 
 
 def unit_kinds(db: Database) -> set[str]:

@@ -9,12 +9,12 @@ import bisect
 import json
 import secrets
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
-from coderag_tui.models import ParsedFile, ParsedUnit
+from coderag_tui.models import Excluded, ParsedFile, ParsedUnit
 from coderag_tui.parsing.identifiers import base_name, expand_identifiers, name_words, path_words
 from coderag_tui.parsing.languages import is_prose
 from coderag_tui.store.db import Database
@@ -325,3 +325,12 @@ def _units_in(units: Sequence[ParsedUnit], starts: list[int], owner: int, start:
     hi = bisect.bisect_right(starts, end, 1)
     out.extend(u for u in units[lo:hi] if u.index != owner)
     return out
+
+
+EXCLUDED_META = "default_excluded"  # meta key: what the last full walk's default rules left out
+
+
+def save_excluded(db: Database, excluded: Iterable[Excluded]) -> None:
+    with db.transaction():
+        db.set_meta(EXCLUDED_META, json.dumps([[e.rule, e.folder, e.files, e.folders, e.capped]
+                                               for e in excluded]))

@@ -64,6 +64,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("copy_code", "y", "copy_code", "Copy code",
             "Copy the viewer's range, or the last code block of the answer", "Answers"),
     *_sources(),
+    KeySpec("more_sources", "s", "more_sources", "All sources",
+            "Show every source of the last answer, or only the first 3", "Answers"),
     KeySpec("next_source", "n", "next_source", "Next source", "Open the next source", "Answers"),
     KeySpec("prev_source", "p,N", "prev_source", "Prev source", "Open the previous source", "Answers"),
     KeySpec("back", "left_square_bracket,alt+left", "back", "Back",
@@ -81,6 +83,8 @@ KEYS: tuple[KeySpec, ...] = (
             "Code", "viewer", True),
     KeySpec("tests", "t", "screen.tests", "Tests", "List the tests of the unit under the cursor",
             "Code", "viewer", True),
+    KeySpec("find", "slash,ctrl+f", "find", "Find",
+            "Find in the open file (Enter or n: next match, N: previous, Esc closes)", "Code", "viewer"),
     KeySpec("editor", "e", "screen.editor", "Edit", "Open the file at this line in $EDITOR",
             "Code", "viewer", True),
 )

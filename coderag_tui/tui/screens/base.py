@@ -43,7 +43,7 @@ class MainBase(Screen[None]):
     def set_viewer_visible(self, visible: bool) -> None:
         pane = self.query_one(ViewerPane)
         pane.display = visible
-        if not visible and self.code.has_focus:
+        if not visible and self.focused is not None and pane in self.focused.ancestors:
             self.chat.focus_transcript()
 
     # ------------------------------------------------------------------ navigation

@@ -22,6 +22,7 @@ class ChatActions(MainBase):
     turn_no = 0
     answering = False
     source_index = -1
+    queued: tuple[str, ...] = ()  # questions typed while an answer streams, asked in turn when it ends
 
     def action_back(self) -> None:
         location = self.history.back(self.current_location())
@@ -68,7 +69,9 @@ class ChatActions(MainBase):
     @on(ChatPane.Asked)
     async def _asked(self, message: ChatPane.Asked) -> None:
         if self.answering:
-            self.notify("still answering: Esc cancels it", severity="warning")
+            self.queued = (*self.queued, message.question)
+            self.chat.border_subtitle = f"{len(self.queued)} queued"
+            self.notify(f"queued (asked when this answer ends): {message.question}", markup=False)
             return
         self.turn_no += 1
         self.answering = True
@@ -133,6 +136,10 @@ class ChatActions(MainBase):
         self.answering = False
         self.refresh_bindings()
         await view.finish(error=error, cancelled=cancelled)
+        if self.queued:
+            question, self.queued = self.queued[0], self.queued[1:]
+            self.chat.border_subtitle = f"{len(self.queued)} queued" if self.queued else ""
+            self.post_message(ChatPane.Asked(question))
 
     async def action_cancel(self) -> None:
         view = self.chat.current
@@ -143,6 +150,8 @@ class ChatActions(MainBase):
         self.notify("answer stopped")
 
     async def action_new_conversation(self) -> None:
+        self.queued = ()  # they were asked of the conversation being left
+        self.chat.border_subtitle = ""
         if self.answering:
             await self.action_cancel()
         self.turn_no += 1  # a stopped answer's late events belong to the old conversation

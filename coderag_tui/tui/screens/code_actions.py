@@ -38,6 +38,17 @@ def edge_item(kind: str, e: EdgeRef) -> tuple[Text, Location | None]:
             Location.file(unit.path, e.line, e.line, e.line))
 
 
+def unique_units(edges: list[EdgeRef]) -> list[EdgeRef]:
+    """One row per calling unit (a test that calls the unit twice is one test), first call kept."""
+    seen: set[int] = set()
+    kept = []
+    for e in edges:
+        key = id(e) if e.unit is None else e.unit.id
+        if key not in seen:
+            seen.add(key)
+            kept.append(e)
+    return kept
+
 
 class CodeActions(MainBase):
     def action_symbols(self) -> None:
@@ -96,7 +107,10 @@ class CodeActions(MainBase):
         name = unit.qualname or unit.name
         lookup = {"callers": self.service.callers, "callees": self.service.callees,
                   "tests": self.service.tests_for}[kind]
-        items = [edge_item(kind, e) for e in lookup(name)]
+        edges = lookup(name)
+        if kind == "tests":
+            edges = unique_units(edges)
+        items = [edge_item(kind, e) for e in edges]
         self.app.call_from_thread(self._offer_edges, f"{kind.capitalize()} of {name}", items)
 
     def _offer_edges(self, title: str, items: list[tuple[Text, Location | None]]) -> None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal
@@ -21,6 +21,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from coderag_tui.models import Progress
+from coderag_tui.textsafe import safe_line
 from coderag_tui.tui import adapters
 from coderag_tui.tui.history import Location
 from coderag_tui.tui.keys import KEYS
@@ -37,12 +38,13 @@ from coderag_tui.tui.messages import (
 from coderag_tui.tui.screens.chat_actions import ChatActions
 from coderag_tui.tui.screens.code_actions import CodeActions
 from coderag_tui.tui.screens.model_actions import ModelActions
-from coderag_tui.tui.widgets.chat import ChatPane
+from coderag_tui.tui.widgets.chat import SOURCES_SHOWN, ChatPane, TurnView
 from coderag_tui.tui.widgets.file_tree import FilesPane
 from coderag_tui.tui.widgets.status_bar import StatusBar
 from coderag_tui.tui.widgets.viewer import ViewerPane
 
-NARROW = 110  # columns below which the viewer starts below the chat
+WIDE = 120  # columns from which the viewer sits right of the chat (below it otherwise)
+ROOMY = 150  # columns from which the viewer on the right gets ~100 columns for the code
 
 
 class _Throttle:
@@ -74,6 +76,8 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         self.watch_started = False
         self.listings = itertools.count()
         self.listed_version = -1
+        self.excluded_shown: set[str] = set()  # default-exclude notices already shown
+        self.viewer_place = ""  # "right" or "bottom" once F6 chose; "" follows the setting
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -86,10 +90,8 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         yield Footer()
 
     def on_mount(self) -> None:
-        position = self.service.settings.tui.viewer
-        narrow = self.app.size.width < NARROW
-        self.query_one("#center").set_class(position == "bottom" or narrow, "-bottom")
         self.query_one(ViewerPane).display = False
+        self.apply_layout(self.app.size.width)
         self.chat.focus_question()
         self.open_index()
 
@@ -192,6 +194,10 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
             if summary.files_failed:
                 self.notify(f"{summary.files_failed} files could not be indexed (see the tree: ✗)",
                             severity="warning")
+            for line in (e.line for e in summary.excluded):
+                if line not in self.excluded_shown:
+                    self.excluded_shown.add(line)
+                    self.notify(safe_line(line), markup=False, timeout=12)
         if message.phase == "end":
             self.index_running = False
             self._start_watch_once()
@@ -238,6 +244,23 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
 
 
     # ------------------------------------------------------------------ panes
+    def on_resize(self, event: events.Resize) -> None:
+        self.apply_layout(event.size.width)
+
+    def apply_layout(self, width: int) -> None:
+        """The viewer sits right of the chat from WIDE columns, below it under; `[tui] viewer`
+        (right, bottom) or F6 fixes one place whatever the width."""
+        place = self.viewer_place or str(self.service.settings.tui.viewer)
+        if place not in ("right", "bottom"):
+            place = "right" if width >= WIDE else "bottom"
+        below = place == "bottom"
+        self.query_one("#center").set_class(below, "-bottom")
+        self.query_one("#body").set_class(not below and width >= ROOMY, "-roomy")
+
+    @property
+    def viewer_below(self) -> bool:
+        return self.query_one("#center").has_class("-bottom")
+
     def action_focus_files(self) -> None:
         self.query_one(FilesPane).display = True
         self.query_one(FilesPane).focus_filter()
@@ -253,8 +276,22 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         self.set_viewer_visible(not self.query_one(ViewerPane).display)
 
     def action_viewer_layout(self) -> None:
-        self.query_one("#center").toggle_class("-bottom")
+        self.viewer_place = "right" if self.viewer_below else "bottom"
+        self.apply_layout(self.size.width)
         self.set_viewer_visible(True)
+
+    def action_more_sources(self) -> None:
+        views = [v for v in self.chat.query(TurnView) if v.turn.sources]
+        if not views:
+            self.notify("no answer with sources yet", severity="warning")
+        elif len(views[-1].turn.sources) <= SOURCES_SHOWN:
+            self.notify("every source is shown")
+        else:
+            views[-1].toggle_sources()
+
+    def action_find(self) -> None:
+        self.set_viewer_visible(True)
+        self.query_one(ViewerPane).open_find()
 
     def action_toggle_files(self) -> None:
         pane = self.query_one(FilesPane)

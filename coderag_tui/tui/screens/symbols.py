@@ -61,17 +61,19 @@ class SymbolPalette(ModalScreen[UnitRef | None]):
             return
         units = self.app.service.symbols(query, 40) if query.strip() else []  # type: ignore[attr-defined]
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._show, units)
+            self.app.call_from_thread(self._show, units, query.strip())
 
-    def _show(self, units: list[UnitRef]) -> None:
+    def _show(self, units: list[UnitRef], query: str = "") -> None:
         self.units = units
         options = self.query_one(OptionList)
         options.clear_options()
         options.add_options([Option(unit_label(u), id=str(i)) for i, u in enumerate(units)])
         if units:
             options.highlighted = 0
+        elif query:  # an empty list looks like a search still running
+            options.add_option(Option(Text(f"no matches for {safe_line(query)}", "dim italic"), disabled=True))
         self.query_one("#symbols").border_subtitle = (
-            f"{len(units)} found · Enter opens · Esc closes" if units else "no match · Esc closes")
+            f"{len(units)} found · Enter opens · Esc closes" if units else "no matches · Esc closes")
 
     def action_cursor(self, step: int) -> None:
         options = self.query_one(OptionList)

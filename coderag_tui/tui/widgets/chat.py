@@ -23,12 +23,17 @@ from coderag_tui.models import Source
 from coderag_tui.textsafe import safe_line, safe_text
 from coderag_tui.tui.chatlog import Turn, source_line
 
+SOURCES_SHOWN = 3  # more would push a short window's answer out of view: "+N more" expands them
 
-def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = ()) -> Text:
+
+def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = (),
+                 limit: int | None = None) -> Text:
     text = Text()
-    for s in sources:
+    for s in sources[:limit]:
         line = source_line(s)
         text.append(f"{line}\n", "bold" if s.cited else "dim")
+    if limit is not None and len(sources) > limit:
+        text.append(f"+{len(sources) - limit} more (s shows them)\n", "dim italic")
     for bad in invalid:
         text.append(f"✗ not in the repository: {safe_line(bad)}\n", "red")
     text.rstrip()
@@ -55,12 +60,13 @@ class TurnView(Vertical):
         self._reading: tuple[int, float] | None = None  # prompt tokens, when reading began
         self._frame = 0
         self._timer: Timer | None = None
+        self.expanded = False  # every source shown, not only the first SOURCES_SHOWN
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("› ", "bold"), self.turn.question), classes="question")
         yield Markdown(self.turn.answer, classes="answer")
         yield Static("", classes="status")
-        yield Static(sources_text(self.turn.sources, self.turn.invalid), classes="sources")
+        yield Static(self._sources_text(), classes="sources")
 
     def on_mount(self) -> None:
         self.set_status(ended_text(self.turn) if self.turn.done else "")
@@ -109,8 +115,15 @@ class TurnView(Vertical):
     def set_sources(self, sources: tuple[Source, ...], invalid: tuple[str, ...]) -> None:
         self.turn.sources, self.turn.invalid = sources, invalid
         box = self.query_one(".sources", Static)
-        box.update(sources_text(sources, invalid))
+        box.update(self._sources_text())
         box.display = bool(sources or invalid)
+
+    def toggle_sources(self) -> None:
+        self.expanded = not self.expanded
+        self.query_one(".sources", Static).update(self._sources_text())
+
+    def _sources_text(self) -> Text:
+        return sources_text(self.turn.sources, self.turn.invalid, None if self.expanded else SOURCES_SHOWN)
 
     async def finish(self, error: str = "", cancelled: bool = False) -> None:
         if self._stream is not None:

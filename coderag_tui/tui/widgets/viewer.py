@@ -2,7 +2,8 @@
 
 A Line API widget (`render_line`), so files of any length scroll at the same cost. The cited
 range gets a background and a `▌` in the gutter (visible without colour, under NO_COLOR);
-the title shows the path and the unit enclosing the cursor.
+the title shows the path and the unit enclosing the cursor. `/` or ctrl+f finds in the file
+(the matches are highlighted; n/N step through them); w/b and ctrl+arrows move by word.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import re
 
 from rich.segment import Segment
 from rich.style import Style
-from textual import work
+from rich.text import Text
+from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -21,6 +24,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
+from textual.widgets import Input
 
 from coderag_tui.models import UnitRef
 from coderag_tui.textsafe import safe_line
@@ -30,12 +34,13 @@ from coderag_tui.tui.document import Document
 from coderag_tui.tui.keys import KEYS
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+WORD = re.compile(r"\w+|[^\w\s]+")  # what w/b stop at: a name, a number or a run of punctuation
 HINT = "Open a file: Enter in the tree, ctrl+t for a symbol, 1-9 for a source of an answer."
 
 
 class CodeView(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"code-view--gutter", "code-view--range", "code-view--marker",
-                         "code-view--cursor-line", "code-view--cursor"}
+                         "code-view--cursor-line", "code-view--cursor", "code-view--match"}
     DEFAULT_CSS = """
     CodeView { background: $surface; }
     CodeView > .code-view--gutter { color: $text-muted; }
@@ -43,6 +48,7 @@ class CodeView(ScrollView, can_focus=True):
     CodeView > .code-view--marker { color: $warning; }
     CodeView > .code-view--cursor-line { background: $boost; }
     CodeView > .code-view--cursor { text-style: reverse; }
+    CodeView > .code-view--match { background: $accent 40%; text-style: underline; }
     """
     BINDINGS = [
         Binding("up", "move(-1, 0)", show=False),
@@ -55,6 +61,10 @@ class CodeView(ScrollView, can_focus=True):
         Binding("end", "line_edge(1)", show=False),
         Binding("ctrl+home,g", "jump(0)", show=False),
         Binding("ctrl+end,G", "jump(1)", show=False),
+        Binding("ctrl+right,w", "word(1)", show=False),
+        Binding("ctrl+left,b", "word(-1)", show=False),
+        Binding("n", "find_next(1)", show=False),
+        Binding("N", "find_next(-1)", show=False),
         *(Binding(k.keys, k.action, k.description, show=k.show, id=k.id, tooltip=k.help)
           for k in KEYS if k.scope == "viewer"),
     ]
@@ -70,6 +80,8 @@ class CodeView(ScrollView, can_focus=True):
         self.cursor_row = 0
         self.cursor_col = 0
         self.range = (0, 0)
+        self.find = ""  # the text searched for ("" when find is closed)
+        self.matches: list[tuple[int, int]] = []  # (row, column) of each match, in order
 
     # ------------------------------------------------------------------ state
     @property
@@ -82,6 +94,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def show(self, doc: Document, line: int = 1, start: int = 0, end: int = 0) -> None:
         self.document = doc
+        self.matches = find_all(doc.lines, self.find)
         self.virtual_size = Size(doc.width + self.gutter_width + 1, len(doc.lines))
         self.goto(line, start, end)
 
@@ -180,6 +193,65 @@ class CodeView(ScrollView, can_focus=True):
         if self.document is not None:
             self.action_move(len(self.document.lines) if end else -len(self.document.lines), 0)
 
+    def action_word(self, step: int) -> None:
+        """Move to the start of the next (or previous) word, across lines."""
+        if self.document is None or not self.document.lines:
+            return
+        lines = self.document.lines
+        row, col = self.cursor_row, self.cursor_col
+        if step > 0:
+            while row < len(lines):
+                starts = [m.start() for m in WORD.finditer(lines[row]) if m.start() > col]
+                if starts:
+                    self.cursor_row, self.cursor_col = row, starts[0]
+                    break
+                row, col = row + 1, -1
+        else:
+            while row >= 0:
+                starts = [m.start() for m in WORD.finditer(lines[row]) if m.start() < col]
+                if starts:
+                    self.cursor_row, self.cursor_col = row, starts[-1]
+                    break
+                row -= 1
+                col = len(lines[row]) + 1 if row >= 0 else 0
+        self._moved()
+
+    # ------------------------------------------------------------------ find
+    def set_find(self, text: str) -> None:
+        """Search for text (case-insensitive unless it has a capital) and go to the first match
+        at or after the cursor."""
+        self.find = text
+        self.matches = find_all(self.document.lines, text) if self.document else []
+        if self.matches:
+            here = (self.cursor_row, self.cursor_col)
+            self._go_match(next((m for m in self.matches if m >= here), self.matches[0]))
+        self.refresh()
+
+    def step_find(self, step: int) -> bool:
+        """Go to the next (step 1) or previous (-1) match, wrapping; False when there is none."""
+        if not self.matches:
+            return False
+        here = (self.cursor_row, self.cursor_col)
+        if step > 0:
+            target = next((m for m in self.matches if m > here), self.matches[0])
+        else:
+            target = next((m for m in reversed(self.matches) if m < here), self.matches[-1])
+        self._go_match(target)
+        return True
+
+    def _go_match(self, match: tuple[int, int]) -> None:
+        self.cursor_row, self.cursor_col = match
+        self._moved()
+
+    def action_find(self) -> None:
+        if isinstance(self.parent, ViewerPane):
+            self.parent.open_find()
+
+    def action_find_next(self, step: int) -> None:
+        if not self.find:
+            raise SkipAction()  # n/N go on to the screen's next/previous source
+        self.step_find(step)
+
     def on_focus(self) -> None:
         self.refresh()
 
@@ -218,25 +290,93 @@ class CodeView(ScrollView, can_focus=True):
             if self.cursor_col >= len(text):
                 text.append(" " * (self.cursor_col - len(text) + 1))
             text.stylize(self.get_component_rich_style("code-view--cursor"), self.cursor_col, self.cursor_col + 1)
+        if self.find:
+            text = self._mark_matches(text, doc.lines[row])
         segments = Segment.apply_style(text.render(self.app.console), style=line_style)
         code = Strip(list(segments)).crop_extend(scroll_x, scroll_x + max(width - gutter, 0), line_style)
         return Strip.join([gutter_strip, code]).crop(0, width)
 
+    def _mark_matches(self, text: Text, line: str) -> Text:
+        style = self.get_component_rich_style("code-view--match")
+        text = text.copy()
+        for column in match_columns(line, self.find):
+            text.stylize(style, column, column + len(self.find))
+        return text
+
+
+def _folded(line: str, query: str) -> tuple[str, str]:
+    return (line, query) if any(ch.isupper() for ch in query) else (line.lower(), query.lower())
+
+
+def match_columns(line: str, query: str) -> list[int]:
+    """Where query occurs in line (smart case: case-insensitive unless query has a capital)."""
+    if not query:
+        return []
+    line, query = _folded(line, query)
+    found, at = [], line.find(query)
+    while at >= 0:
+        found.append(at)
+        at = line.find(query, at + max(len(query), 1))
+    return found
+
+
+def find_all(lines: list[str] | tuple[str, ...], query: str) -> list[tuple[int, int]]:
+    return [(row, col) for row, line in enumerate(lines) for col in match_columns(line, query)]
+
 
 class ViewerPane(Vertical):
-    """The viewer and its title: `path · enclosing unit`."""
+    """The viewer, its find bar and its title: `path · enclosing unit`."""
+
+    BINDINGS = [Binding("escape", "close_find", show=False)]
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="code")
+        yield Input(placeholder="find in file… (Enter: next · Esc: close)", id="find", compact=True)
 
     def on_mount(self) -> None:
         self.border_title = "code"
+        self.find_bar.display = False
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    @property
+    def find_bar(self) -> Input:
+        return self.query_one("#find", Input)
+
+    def open_find(self) -> None:
+        bar = self.find_bar
+        bar.display = True
+        bar.focus()
+
+    def action_close_find(self) -> None:
+        if not self.find_bar.display:
+            raise SkipAction()  # escape goes on to the screen (cancel an answer)
+        self.find_bar.display = False
+        view = self.query_one(CodeView)
+        view.set_find("")
+        view.focus()
+        self._show_position()
+
+    @on(Input.Changed, "#find")
+    def _find_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.query_one(CodeView).set_find(event.value)
+        self._show_position()
+
+    @on(Input.Submitted, "#find")
+    def _find_submitted(self, event: Input.Submitted) -> None:
+        """Enter: the next match; the viewer takes the focus so n/N step on."""
+        event.stop()
+        view = self.query_one(CodeView)
+        view.step_find(1)
+        view.focus()
 
     def _theme_changed(self, theme: Theme) -> None:
         self.query_one(CodeView).set_dark(theme.dark)
 
     def on_code_view_cursor_moved(self, event: CodeView.CursorMoved) -> None:
+        self._show_position()
+
+    def _show_position(self) -> None:
         view = self.query_one(CodeView)
         doc = view.document
         if doc is None:
@@ -244,4 +384,10 @@ class ViewerPane(Vertical):
         unit = view.unit_at_cursor()
         where = f" · {unit.qualname or unit.name}" if unit else ""
         self.border_title = escape(safe_line(f"{doc.path}{where}"))
-        self.border_subtitle = f"{event.line}/{len(doc.lines)}" + (f" {doc.language}" if doc.language else "")
+        found = ""
+        if view.find:
+            here = (view.cursor_row, view.cursor_col)
+            at = view.matches.index(here) + 1 if here in view.matches else 0
+            found = f"{at}/{len(view.matches)} matches · " if at else f"{len(view.matches)} matches · "
+        self.border_subtitle = found + f"{view.line}/{len(doc.lines)}" + (
+            f" {doc.language}" if doc.language else "")
