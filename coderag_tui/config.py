@@ -103,6 +103,9 @@ class ProviderSettings:
 @dataclass(frozen=True)
 class LLMSettings(ProviderSettings):
     fallback: tuple[ProviderSettings, ...] = ()
+    tools: str = "auto"  # let the model call the index's tools: auto (remote providers), on, off
+    tool_steps: int = 4  # at most this many rounds of tool calls before the model must answer
+    cache_similarity: float = 0.95  # a stored answer serves a question this similar; 0 = no cache
 
 
 @dataclass(frozen=True)

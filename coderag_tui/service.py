@@ -447,8 +447,9 @@ class CodeRag:
                 yield AnswerEvent("status", text="loading the model", conversation_id=conv)
                 provider = self.llm(model)
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
+                tools, steps = self._answer_tools(provider)
                 answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
-                                    temperature=self.settings.llm.temperature)
+                                    temperature=self.settings.llm.temperature, tools=tools, tool_steps=steps)
                 query = question
                 if conversation_id:
                     earlier = [m.content for m in answerer.load_conversation(conversation_id)
@@ -471,6 +472,17 @@ class CodeRag:
                 if should_stop is not None and should_stop() and event.kind == "token":
                     yield AnswerEvent("error", text="cancelled", conversation_id=event.conversation_id)
                     return
+
+    def _answer_tools(self, provider: _Provider) -> tuple[object, int]:
+        """The index's tools for a model that can call them (`[llm] tools`), and how many rounds."""
+        from coderag_tui.answering.toolbox import CodeRagTools
+        from coderag_tui.answering.tools import tools_wanted
+
+        if not tools_wanted(self.settings.llm, provider):
+            return None, 0
+        tools = CodeRagTools(self)
+        tools.ready.set()  # asking needs an index already: the tools never wait for a first one
+        return tools, self.settings.llm.tool_steps
 
     def _answer_budgets(self, provider: _Provider) -> tuple[int, int]:
         """Tokens for the composed context and the repo map, so that the system rules, the

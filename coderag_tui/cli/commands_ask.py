@@ -19,7 +19,7 @@ from coderag_tui.cli.base import (
     width,
 )
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import AnswerEvent, Source
+from coderag_tui.models import AnswerEvent, Source, ToolCallInfo
 from coderag_tui.textsafe import safe_line, safe_text
 
 
@@ -39,6 +39,11 @@ def _source_line(s: Source) -> str:
     return f"[{s.number}]{mark} {safe_line(s.citation)}{title}"
 
 
+def _tool_line(call: ToolCallInfo) -> str:
+    mark = "" if call.ok else " (failed)"
+    return safe_line(f"tool {call.name}({call.arguments}){mark}: {call.summary}")[:300]
+
+
 @command("ask", "answer a question about the repository, citing path:start-end sources")
 @arguments(_ask_args)
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -55,6 +60,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     sources: tuple[Source, ...] = ()
     invalid: tuple[str, ...] = ()
     conversation = args.conversation or 0
+    calls: list[ToolCallInfo] = []
     for event in service.ask(question, args.conversation, model=args.model, attachment=attachment):
         conversation = event.conversation_id or conversation
         if event.kind == "token":
@@ -65,6 +71,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         elif event.kind == "status" and stream:
             sys.stderr.write(f"\r\033[2K{safe_line(event.text)}…")
             sys.stderr.flush()
+        elif event.kind == "tool" and event.tool is not None:
+            calls.append(event.tool)
+            if not args.json:  # beside the answer, not in it: stdout stays the answer alone
+                sys.stderr.write(("\r\033[2K" if stream else "") + _tool_line(event.tool) + "\n")
+                sys.stderr.flush()
         elif event.kind == "sources":
             sources, invalid = event.sources, event.invalid_citations
         elif event.kind == "error":
@@ -83,6 +94,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "sources": [{"number": s.number, "path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                          "title": s.title, "cited": s.cited} for s in sources],
             "invalid_citations": list(invalid),
+            "tool_calls": [{"name": c.name, "arguments": c.arguments, "summary": c.summary, "ok": c.ok}
+                           for c in calls],
             "conversation_id": conversation,
             "stats": final.stats if final else {},
         })
