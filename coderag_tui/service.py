@@ -420,6 +420,7 @@ class CodeRag:
         model: str | None = None,
         should_stop: Callable[[], bool] | None = None,
         attachment: str = "",
+        fresh: bool = False,
     ) -> Iterator[_AnswerEvent]:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
@@ -427,6 +428,8 @@ class CodeRag:
         A follow-up question in a conversation is retrieved together with the previous one.
         `attachment`: text the user gave with the question (a log, a traceback): shown to the
         model with it, and its last lines help retrieval.
+        A question answered before (or a near-identical one) whose cited code is unchanged gets
+        the stored answer at once (events marked `cached`); `fresh=True` asks the model again.
         """
         from coderag_tui.answering import Answerer
         from coderag_tui.errors import CoderagError
@@ -446,6 +449,11 @@ class CodeRag:
                     self._verified = True
                 yield AnswerEvent("status", text="loading the model", conversation_id=conv)
                 provider = self.llm(model)
+                cache = self._answer_cache(provider, conversation_id, attachment)
+                hit = cache.lookup(question) if cache is not None and not fresh else None
+                if hit is not None:
+                    yield from self._cached_answer(provider, question, hit, started)
+                    return
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
                 tools, steps = self._answer_tools(provider)
                 answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
@@ -466,12 +474,65 @@ class CodeRag:
             except CoderagError as exc:
                 yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
                 return
+            parts: list[str] = []
+            checked: AnswerEvent | None = None
             for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s,
                                       attachment=attachment):
+                if event.kind == "token":
+                    parts.append(event.text)
+                elif event.kind == "sources":
+                    checked = event
+                elif event.kind == "done" and cache is not None and checked is not None:
+                    self._remember(cache, question, "".join(parts).strip(), checked)
                 yield event
                 if should_stop is not None and should_stop() and event.kind == "token":
                     yield AnswerEvent("error", text="cancelled", conversation_id=event.conversation_id)
                     return
+
+    def _answer_cache(self, provider: _Provider, conversation_id: int | None,
+                      attachment: str) -> _AnswerCache | None:
+        """The answer cache for this model, when it applies (not to follow-ups or given text)."""
+        from coderag_tui.answering.answer_cache import AnswerCache
+        from coderag_tui.errors import CoderagError
+
+        threshold = self.settings.llm.cache_similarity
+        if threshold <= 0 or conversation_id or attachment.strip():
+            return None
+        try:
+            embed = self.searcher().embed_query
+        except CoderagError:  # no usable vectors: the same words still hit
+            embed = None
+        return AnswerCache(self.db, provider.name, threshold, embed, self.db.get_meta("embed_model") or "")
+
+    def _cached_answer(self, provider: _Provider, question: str, hit: _CachedAnswer,
+                       started: float) -> Iterator[_AnswerEvent]:
+        from coderag_tui.answering import Answerer
+        from coderag_tui.models import AnswerEvent
+
+        # stored as a turn of a new conversation, so a follow-up works as after any answer
+        cid = Answerer(provider, self.db)._save(None, question, hit.answer, hit.sources)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.created))
+        same = "" if hit.similarity >= 1.0 else f" for {hit.question!r} (similarity {hit.similarity:.2f})"
+        yield AnswerEvent("status", text=f"answered from the cache{same}", conversation_id=cid, cached=True)
+        yield AnswerEvent("token", text=hit.answer, conversation_id=cid, cached=True)
+        yield AnswerEvent("sources", sources=hit.sources, invalid_citations=hit.invalid, conversation_id=cid,
+                          cached=True)
+        stats = {"cached": 1.0, "similarity": hit.similarity,
+                 "total_s": round(time.perf_counter() - started, 4),
+                 "cited": float(sum(1 for s in hit.sources if s.cited)),
+                 "invalid_citations": float(len(hit.invalid))}
+        yield AnswerEvent("done", text=f"answered from the cache (first answered {when} by {provider.name}; "
+                          "ask again with --fresh)", conversation_id=cid, stats=stats, cached=True)
+
+    def _remember(self, cache: _AnswerCache, question: str, answer: str, checked: _AnswerEvent) -> None:
+        import logging
+
+        from coderag_tui.store.db import clear_error
+
+        try:
+            cache.remember(question, answer, checked.sources, checked.invalid_citations)
+        except Exception as exc:  # a cache that cannot write (a locked index) must not fail the answer
+            logging.getLogger("coderag").warning("answer cache: %s", clear_error(exc) or exc)
 
     def _answer_tools(self, provider: _Provider) -> tuple[object, int]:
         """The index's tools for a model that can call them (`[llm] tools`), and how many rounds."""
@@ -513,6 +574,8 @@ class CodeRag:
 
     if TYPE_CHECKING:
         from coderag_tui.answering import Provider as _Provider
+        from coderag_tui.answering.answer_cache import AnswerCache as _AnswerCache
+        from coderag_tui.answering.answer_cache import CachedAnswer as _CachedAnswer
         from coderag_tui.models import AnswerEvent as _AnswerEvent
         from coderag_tui.models import ChatMessage as _ChatMessage
         from coderag_tui.models import ModelInfo as _ModelInfo

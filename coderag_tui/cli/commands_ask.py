@@ -31,6 +31,8 @@ def _ask_args(p: argparse.ArgumentParser) -> None:
     add_json(p, "print one JSON object when done")
     p.add_argument("--no-stream", action="store_true", help="print the answer when complete")
     p.add_argument("--conversation", type=int, metavar="ID", help="continue a stored conversation")
+    p.add_argument("--fresh", action="store_true", help="ask the model even when the answer cache has an "
+                   "answer to this question")
 
 
 def _source_line(s: Source) -> str:
@@ -61,7 +63,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     invalid: tuple[str, ...] = ()
     conversation = args.conversation or 0
     calls: list[ToolCallInfo] = []
-    for event in service.ask(question, args.conversation, model=args.model, attachment=attachment):
+    for event in service.ask(question, args.conversation, model=args.model, attachment=attachment,
+                              fresh=args.fresh):
         conversation = event.conversation_id or conversation
         if event.kind == "token":
             answer.append(event.text)
@@ -97,6 +100,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "tool_calls": [{"name": c.name, "arguments": c.arguments, "summary": c.summary, "ok": c.ok}
                            for c in calls],
             "conversation_id": conversation,
+            "cached": bool(final and final.cached),
             "stats": final.stats if final else {},
         })
         return 0

@@ -169,6 +169,24 @@ MIGRATIONS: list[str] = [
     DROP INDEX IF EXISTS edges_dst;
     CREATE INDEX edges_dst ON edges(dst, kind) WHERE dst IS NOT NULL;
     """,
+    # 9: answers kept for near-identical questions, with the fingerprints of the code they cited
+    # (an entry whose cited code changed is never served)
+    """
+    CREATE TABLE answer_cache(
+        id INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        question TEXT NOT NULL,
+        norm TEXT NOT NULL,
+        embed_model TEXT NOT NULL DEFAULT '',
+        vector BLOB,
+        answer TEXT NOT NULL,
+        sources TEXT NOT NULL DEFAULT '[]',
+        invalid TEXT NOT NULL DEFAULT '[]',
+        cited TEXT NOT NULL DEFAULT '[]',
+        created REAL NOT NULL
+    );
+    CREATE INDEX answer_cache_model ON answer_cache(model, norm);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
