@@ -172,7 +172,7 @@ MIGRATIONS: list[str] = [
     # 9: answers kept for near-identical questions, with the fingerprints of the code they cited
     # (an entry whose cited code changed is never served)
     """
-    CREATE TABLE answer_cache(
+    CREATE TABLE IF NOT EXISTS answer_cache(
         id INTEGER PRIMARY KEY,
         model TEXT NOT NULL,
         question TEXT NOT NULL,
@@ -185,7 +185,7 @@ MIGRATIONS: list[str] = [
         cited TEXT NOT NULL DEFAULT '[]',
         created REAL NOT NULL
     );
-    CREATE INDEX answer_cache_model ON answer_cache(model, norm);
+    CREATE INDEX IF NOT EXISTS answer_cache_model ON answer_cache(model, norm);
     """,
 ]
 
