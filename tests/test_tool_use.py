@@ -163,6 +163,20 @@ def test_a_failing_or_unknown_tool_answers_the_model_one_line(servers: Any, serv
     assert all("do-not-send" not in r["body"].decode() for r in server.requests)
 
 
+def test_a_server_that_refuses_tools_gets_the_plain_request(servers: Any, service: CodeRag) -> None:
+    def respond(h: _Handler, n: int) -> None:
+        if "tools" in json.loads(h.server.loopback.requests[n]["body"]):
+            h.send_json(400, {"error": {"message": "this model does not support tools"}})
+        else:
+            openai_sse(h, ["plain answer"])
+
+    server = servers(respond)
+    provider = create(ProviderSettings(provider="openai", base_url=server.url, model="m", timeout_s=10), FAST)
+    events = ask_with_tools(provider, service)
+    assert "".join(e.text for e in events if e.kind == "token") == "plain answer"
+    assert ["tools" in b for b in bodies(server)] == [True, False]
+
+
 # --------------------------------------------------------------------------- Anthropic shape
 
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from coderag_tui.answering.citations import parse_citations
 from coderag_tui.answering.providers.base import Provider
 from coderag_tui.config import LLMSettings
-from coderag_tui.errors import ConfigError
+from coderag_tui.errors import ConfigError, ProviderError
 from coderag_tui.models import ChatMessage, ContextPiece, ToolCallInfo
 
 TOOL_PROVIDERS = ("openai", "anthropic")  # kinds whose `tools = "auto"` means on
@@ -182,12 +182,19 @@ def tool_loop(
         allow = step < steps and room > 0
         parts: list[str] = []
         calls: list[ToolCall] = []
-        for item in session.turn(max_tokens=max_tokens, temperature=temperature, allow_tools=allow):
-            if isinstance(item, ToolCall):
-                calls.append(item)
-            else:
-                parts.append(item)
-                yield item
+        try:
+            for item in session.turn(max_tokens=max_tokens, temperature=temperature, allow_tools=allow):
+                if isinstance(item, ToolCall):
+                    calls.append(item)
+                else:
+                    parts.append(item)
+                    yield item
+        except ProviderError as exc:
+            if step > 0 or parts or exc.retryable:
+                raise
+            # a server (or a model behind it) that refuses `tools`: answer without them
+            yield from provider.stream(messages, max_tokens=max_tokens, temperature=temperature)
+            return
         if not calls or not allow:
             return
         results: list[str] = []
