@@ -103,3 +103,25 @@ def test_cache_off(server: Loopback, make_repo: Callable[..., Path], open_servic
     answer(service, "How is tax computed?")
     _, done = answer(service, "How is tax computed?")
     assert not done.cached and len(server.requests) == 2
+
+
+def test_cli_ask_fresh_and_cached_json(server: Loopback, make_repo: Callable[..., Path], tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    repo = make_repo(FILES)
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f'[llm]\nprovider = "openai"\nbase_url = "{server.url}"\nmodel = "m"\nretries = 0\ntools = "off"\n')
+    base = [sys.executable, "-m", "coderag_tui", "ask", "How is tax computed?", "--repo", str(repo),
+            "--db", str(tmp_path / "i.db"), "--config", str(cfg), "--json"]
+
+    def run(*extra: str) -> dict[str, Any]:
+        out = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out.stderr
+        return dict(json.loads(out.stdout))
+
+    assert run()["cached"] is False and len(server.requests) == 1
+    again = run()
+    assert again["cached"] is True and again["answer"] == ANSWER and len(server.requests) == 1
+    assert run("--fresh")["cached"] is False and len(server.requests) == 2
