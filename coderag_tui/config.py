@@ -105,6 +105,9 @@ class LLMSettings(ProviderSettings):
     fallback: tuple[ProviderSettings, ...] = ()
     discover: bool = True  # look for model servers on loopback (127.0.0.1, ::1) at start
     discover_ports: tuple[int, ...] = ()  # scanned besides the usual ports of local servers
+    tools: str = "auto"  # let the model call the index's tools: auto (remote providers), on, off
+    tool_steps: int = 4  # at most this many rounds of tool calls before the model must answer
+    cache_similarity: float = 0.95  # a stored answer serves a question this similar; 0 = no cache
 
 
 @dataclass(frozen=True)

@@ -341,8 +341,21 @@ class Source:
 
 
 @dataclass(frozen=True)
+class ToolCallInfo:
+    """A function the model called while answering: what it asked and what it got back."""
+
+    name: str
+    arguments: str  # the arguments as JSON
+    summary: str  # the result's first line (or the error), short
+    ok: bool = True
+
+
+@dataclass(frozen=True)
 class AnswerEvent:
-    """Streamed while answering. kind: status, token, sources, done, error."""
+    """Streamed while answering. kind: status, token, tool, sources, done, error.
+
+    `tool` is set on `tool` events; `cached` on every event of an answer that came from the
+    answer cache (no model was asked)."""
 
     kind: str
     text: str = ""
@@ -350,6 +363,8 @@ class AnswerEvent:
     invalid_citations: tuple[str, ...] = ()
     conversation_id: int = 0
     stats: dict[str, float] = field(default_factory=dict)
+    tool: ToolCallInfo | None = None
+    cached: bool = False
 
 
 @dataclass(frozen=True)

@@ -459,6 +459,7 @@ class CodeRag:
         model: str | None = None,
         should_stop: Callable[[], bool] | None = None,
         attachment: str = "",
+        fresh: bool = False,
     ) -> Iterator[_AnswerEvent]:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
@@ -469,6 +470,8 @@ class CodeRag:
         Background embedding waits while an answer is generated (the cores are the model's).
         `attachment`: text the user gave with the question (a log, a traceback): shown to the
         model with it, and its last lines help retrieval.
+        A question answered before (or a near-identical one) whose cited code is unchanged gets
+        the stored answer at once (events marked `cached`); `fresh=True` asks the model again.
         """
         from coderag_tui.answering import Answerer
         from coderag_tui.errors import CoderagError
@@ -489,9 +492,15 @@ class CodeRag:
                     self._verified = True
                 yield AnswerEvent("status", text="loading the model", conversation_id=conv)
                 provider = self.llm(model)
+                cache = self._answer_cache(provider, conversation_id, attachment)
+                hit = cache.lookup(question) if cache is not None and not fresh else None
+                if hit is not None:
+                    yield from self._cached_answer(provider, question, hit, started)
+                    return
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
+                tools, steps = self._answer_tools(provider)
                 answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
-                                    temperature=self.settings.llm.temperature)
+                                    temperature=self.settings.llm.temperature, tools=tools, tool_steps=steps)
                 query, same_topic = question, True
                 if conversation_id:
                     earlier = [m.content for m in answerer.load_conversation(conversation_id)
@@ -510,10 +519,20 @@ class CodeRag:
             except CoderagError as exc:
                 yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
                 return
+            parts: list[str] = []
+            checked: AnswerEvent | None = None
             with self._generating():
-                yield from answerer.ask(question, context, repo_map, conversation_id,
-                                        retrieval_s=retrieval_s, should_stop=should_stop,
-                                        use_history=same_topic, attachment=attachment)
+                for event in answerer.ask(question, context, repo_map, conversation_id,
+                                          retrieval_s=retrieval_s, should_stop=should_stop,
+                                          use_history=same_topic, attachment=attachment):
+                    if event.kind == "token":
+                        parts.append(event.text)
+                    elif event.kind == "sources":
+                        checked = event
+                    elif (event.kind == "done" and cache is not None and checked is not None
+                          and not event.stats.get("stopped")):
+                        self._remember(cache, question, "".join(parts).strip(), checked)
+                    yield event
 
     @contextlib.contextmanager
     def _generating(self) -> Iterator[None]:
@@ -541,6 +560,62 @@ class CodeRag:
             return should_stop() if should_stop is not None else False
 
         return check
+
+    def _answer_cache(self, provider: _Provider, conversation_id: int | None,
+                      attachment: str) -> _AnswerCache | None:
+        """The answer cache for this model, when it applies (not to follow-ups or given text)."""
+        from coderag_tui.answering.answer_cache import AnswerCache
+        from coderag_tui.errors import CoderagError
+
+        threshold = self.settings.llm.cache_similarity
+        if threshold <= 0 or conversation_id or attachment.strip():
+            return None
+        try:
+            embed = self.searcher().embed_query
+        except CoderagError:  # no usable vectors: the same words still hit
+            embed = None
+        return AnswerCache(self.db, provider.name, threshold, embed, self.db.get_meta("embed_model") or "")
+
+    def _cached_answer(self, provider: _Provider, question: str, hit: _CachedAnswer,
+                       started: float) -> Iterator[_AnswerEvent]:
+        from coderag_tui.answering import Answerer
+        from coderag_tui.models import AnswerEvent
+
+        # stored as a turn of a new conversation, so a follow-up works as after any answer
+        cid = Answerer(provider, self.db)._save(None, question, hit.answer, hit.sources)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.created))
+        same = "" if hit.similarity >= 1.0 else f" for {hit.question!r} (similarity {hit.similarity:.2f})"
+        yield AnswerEvent("status", text=f"answered from the cache{same}", conversation_id=cid, cached=True)
+        yield AnswerEvent("token", text=hit.answer, conversation_id=cid, cached=True)
+        yield AnswerEvent("sources", sources=hit.sources, invalid_citations=hit.invalid, conversation_id=cid,
+                          cached=True)
+        stats = {"cached": 1.0, "similarity": hit.similarity,
+                 "total_s": round(time.perf_counter() - started, 4),
+                 "cited": float(sum(1 for s in hit.sources if s.cited)),
+                 "invalid_citations": float(len(hit.invalid))}
+        yield AnswerEvent("done", text=f"answered from the cache (first answered {when} by {provider.name}; "
+                          "ask again with --fresh)", conversation_id=cid, stats=stats, cached=True)
+
+    def _remember(self, cache: _AnswerCache, question: str, answer: str, checked: _AnswerEvent) -> None:
+        import logging
+
+        from coderag_tui.store.db import clear_error
+
+        try:
+            cache.remember(question, answer, checked.sources, checked.invalid_citations)
+        except Exception as exc:  # a cache that cannot write (a locked index) must not fail the answer
+            logging.getLogger("coderag").warning("answer cache: %s", clear_error(exc) or exc)
+
+    def _answer_tools(self, provider: _Provider) -> tuple[object, int]:
+        """The index's tools for a model that can call them (`[llm] tools`), and how many rounds."""
+        from coderag_tui.answering.toolbox import CodeRagTools
+        from coderag_tui.answering.tools import tools_wanted
+
+        if not tools_wanted(self.settings.llm, provider):
+            return None, 0
+        tools = CodeRagTools(self)
+        tools.ready.set()  # asking needs an index already: the tools never wait for a first one
+        return tools, self.settings.llm.tool_steps
 
     def _answer_budgets(self, provider: _Provider) -> tuple[int, int]:
         """Tokens for the composed context and the repo map, so that the system rules, the
@@ -573,6 +648,8 @@ class CodeRag:
 
     if TYPE_CHECKING:
         from coderag_tui.answering import Provider as _Provider
+        from coderag_tui.answering.answer_cache import AnswerCache as _AnswerCache
+        from coderag_tui.answering.answer_cache import CachedAnswer as _CachedAnswer
         from coderag_tui.answering.answerer import StoredMessage as _StoredMessage
         from coderag_tui.answering.discovery import ServedModel as _ServedModel
         from coderag_tui.models import AnswerEvent as _AnswerEvent

@@ -18,7 +18,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
 TOOLS = {"search_codebase", "get_context", "lookup_symbol", "find_callers", "find_callees",
-         "get_file_summary", "repo_map"}
+         "get_file_summary", "repo_map", "read_lines"}
 
 FILES: dict[str, str | bytes] = {
     "billing/__init__.py": "",

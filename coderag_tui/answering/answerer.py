@@ -1,6 +1,7 @@
 """Answer a question from composed context, streaming events the UI renders.
 
 `Answerer.ask` yields AnswerEvents: `status` (what is happening), `token` (answer text),
+`tool` (a tool the model called, when it has tools),
 `sources` (numbered, cited first; invalid citations flagged), `done` (stats, conversation id)
 or `error` (one line). It never raises into the UI.
 
@@ -18,12 +19,21 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from coderag_tui.answering.citations import ExistsFn, check_citations, index_file_lines, make_exists
-from coderag_tui.answering.prompts import fit_prompt
+from coderag_tui.answering.prompts import FittedPrompt, fit_prompt
 from coderag_tui.answering.providers.base import Provider, accepts_keyword
+from coderag_tui.answering.tools import tool_loop
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import AnswerEvent, ChatMessage, ComposedContext, ContextPiece, Source
+from coderag_tui.models import (
+    AnswerEvent,
+    ChatMessage,
+    ComposedContext,
+    ContextPiece,
+    Source,
+    ToolCallInfo,
+)
 from coderag_tui.store.db import Database
 
 TITLE_CHARS = 80
@@ -101,14 +111,19 @@ class Answerer:
         max_tokens: int = 512,
         temperature: float = 0.2,
         exists: Callable[[list[ContextPiece]], ExistsFn] | None = None,
+        tools: Any = None,
+        tool_steps: int = 0,
     ) -> None:
         """`exists(pieces)` builds the citation check; by default: overlap with the pieces, or
-        within a file's line count in `store`'s `files` table."""
+        within a file's line count in `store`'s `files` table. `tools` (a CodeRagTools): the
+        model may call them for up to `tool_steps` rounds (see tools.py)."""
         self.provider = provider
         self.store = store
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._exists = exists
+        self.tools = tools
+        self.tool_steps = tool_steps
 
     # ------------------------------------------------------------------ conversations
     def list_conversations(self, limit: int = 100) -> list[Conversation]:
@@ -182,6 +197,21 @@ class Answerer:
         return make_exists(pieces)
 
     # ------------------------------------------------------------------ asking
+    def _stream(self, fitted: FittedPrompt, given: list[ContextPiece],
+                options: dict[str, object]) -> Iterator[str | ToolCallInfo]:
+        """The answer's text, with the model's tool calls in between when it has tools.
+        `options`: extra keywords for the provider's stream (`should_stop`)."""
+        if self.tools is None or self.tool_steps <= 0:
+            return self.provider.stream(
+                fitted.messages, max_tokens=fitted.max_answer_tokens, temperature=self.temperature,
+                **options,  # type: ignore[arg-type]
+            )
+        return tool_loop(
+            self.provider, fitted.messages, self.tools, given, steps=self.tool_steps,
+            prompt_tokens=fitted.prompt_tokens, max_tokens=fitted.max_answer_tokens,
+            temperature=self.temperature,
+        )
+
     def ask(
         self,
         question: str,
@@ -260,20 +290,22 @@ class Answerer:
         first: float | None = None
         parts: list[str] = []
         chunks = 0
+        given = list(fitted.pieces)  # what the model was shown; tool results are added to it
         stopped = stop()
         failure: CoderagError | None = None
         if not stopped:
-            stream = provider.stream(
-                fitted.messages, max_tokens=fitted.max_answer_tokens, temperature=self.temperature,
-                **options,  # type: ignore[arg-type]
-            )
+            stream = self._stream(fitted, given, options)
             try:
                 for text in stream:
-                    if first is None:
-                        first = time.perf_counter()
-                    parts.append(text)
-                    chunks += 1
-                    yield AnswerEvent("token", text=text, conversation_id=cid)
+                    if isinstance(text, ToolCallInfo):
+                        yield AnswerEvent("tool", text=f"{text.name}: {text.summary}", tool=text,
+                                          conversation_id=cid)
+                    else:
+                        if first is None:
+                            first = time.perf_counter()
+                        parts.append(text)
+                        chunks += 1
+                        yield AnswerEvent("token", text=text, conversation_id=cid)
                     if stop():
                         break
             except CoderagError as exc:  # retrieval succeeded: its sources are still shown and kept
@@ -286,7 +318,7 @@ class Answerer:
         end = time.perf_counter()
         answer = "".join(parts).strip()
 
-        checked = check_citations(answer, list(fitted.pieces), self._exists_for(list(fitted.pieces)))
+        checked = check_citations(answer, given, self._exists_for(given))
         yield AnswerEvent(
             "sources", sources=checked.sources, invalid_citations=checked.invalid, conversation_id=cid
         )

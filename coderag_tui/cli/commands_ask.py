@@ -19,7 +19,7 @@ from coderag_tui.cli.base import (
     width,
 )
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import AnswerEvent, Source
+from coderag_tui.models import AnswerEvent, Source, ToolCallInfo
 from coderag_tui.textsafe import safe_line, safe_text
 
 
@@ -32,12 +32,19 @@ def _ask_args(p: argparse.ArgumentParser) -> None:
     add_json(p, "print one JSON object when done")
     p.add_argument("--no-stream", action="store_true", help="print the answer when complete")
     p.add_argument("--conversation", type=int, metavar="ID", help="continue a stored conversation")
+    p.add_argument("--fresh", action="store_true", help="ask the model even when the answer cache has an "
+                   "answer to this question")
 
 
 def _source_line(s: Source) -> str:
     mark = "*" if s.cited else " "
     title = f"  {safe_line(s.title)}" if s.title else ""
     return f"[{s.number}]{mark} {safe_line(s.citation)}{title}"
+
+
+def _tool_line(call: ToolCallInfo) -> str:
+    mark = "" if call.ok else " (failed)"
+    return safe_line(f"tool {call.name}({call.arguments}){mark}: {call.summary}")[:300]
 
 
 @command("ask", "answer a question about the repository, citing path:start-end sources")
@@ -56,7 +63,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     sources: tuple[Source, ...] = ()
     invalid: tuple[str, ...] = ()
     conversation = args.conversation or 0
-    for event in service.ask(question, args.conversation, model=args.model, attachment=attachment):
+    calls: list[ToolCallInfo] = []
+    for event in service.ask(question, args.conversation, model=args.model, attachment=attachment,
+                              fresh=args.fresh):
         conversation = event.conversation_id or conversation
         if event.kind == "token":
             answer.append(event.text)
@@ -66,6 +75,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         elif event.kind == "status" and stream:
             sys.stderr.write(f"\r\033[2K{safe_line(event.text)}…")
             sys.stderr.flush()
+        elif event.kind == "tool" and event.tool is not None:
+            calls.append(event.tool)
+            if not args.json:  # beside the answer, not in it: stdout stays the answer alone
+                sys.stderr.write(("\r\033[2K" if stream else "") + _tool_line(event.tool) + "\n")
+                sys.stderr.flush()
         elif event.kind == "sources":
             sources, invalid = event.sources, event.invalid_citations
         elif event.kind == "error":
@@ -84,7 +98,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "sources": [{"number": s.number, "path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                          "title": s.title, "cited": s.cited} for s in sources],
             "invalid_citations": list(invalid),
+            "tool_calls": [{"name": c.name, "arguments": c.arguments, "summary": c.summary, "ok": c.ok}
+                           for c in calls],
             "conversation_id": conversation,
+            "cached": bool(final and final.cached),
             "stats": final.stats if final else {},
         })
         return 0

@@ -175,6 +175,24 @@ MIGRATIONS: list[str] = [
     ALTER TABLE messages ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
     ALTER TABLE messages ADD COLUMN invalid TEXT NOT NULL DEFAULT '[]';
     """,
+    # 10: answers kept for near-identical questions, with the fingerprints of the code they cited
+    # (an entry whose cited code changed is never served)
+    """
+    CREATE TABLE IF NOT EXISTS answer_cache(
+        id INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        question TEXT NOT NULL,
+        norm TEXT NOT NULL,
+        embed_model TEXT NOT NULL DEFAULT '',
+        vector BLOB,
+        answer TEXT NOT NULL,
+        sources TEXT NOT NULL DEFAULT '[]',
+        invalid TEXT NOT NULL DEFAULT '[]',
+        cited TEXT NOT NULL DEFAULT '[]',
+        created REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS answer_cache_model ON answer_cache(model, norm);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

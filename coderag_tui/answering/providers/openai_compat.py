@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from coderag_tui.answering.providers._http import SSEClient, redact
 from coderag_tui.answering.providers.base import (
@@ -22,6 +23,9 @@ from coderag_tui.answering.providers.base import (
 from coderag_tui.config import ProviderSettings
 from coderag_tui.errors import ProviderError
 from coderag_tui.models import ChatMessage, ModelInfo
+
+if TYPE_CHECKING:
+    from coderag_tui.answering.tools import ToolSession, ToolSpec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -111,6 +115,12 @@ class OpenAICompatProvider:
                 text = (choice.get("delta") or {}).get("content")
                 if text:
                     yield text
+
+    def tool_session(self, messages: list[ChatMessage], specs: Sequence[ToolSpec]) -> ToolSession:
+        """A conversation in which the model may call tools (see providers/tool_wire.py)."""
+        from coderag_tui.answering.providers.tool_wire import OpenAIToolSession
+
+        return OpenAIToolSession(self, messages, specs)
 
 
 def _factory(settings: ProviderSettings, options: ProviderOptions) -> Provider:
