@@ -25,7 +25,7 @@ from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
 if TYPE_CHECKING:
-    from coderag_tui.sources.remote import CloneResult
+    from coderag_tui.sources.clone import CloneResult
 
 if TYPE_CHECKING:  # issue 6: watch()
     from collections.abc import Callable
@@ -113,7 +113,7 @@ class CodeRag:
         else:
             path = Path(repo).expanduser()
             if not path.exists():
-                from coderag_tui.sources.remote import redact
+                from coderag_tui.sources.urls import redact
 
                 raise RepoError(f"no such folder: {redact(str(repo))}", "give a path to a repository or a git URL")
             if not path.is_dir():
@@ -138,7 +138,8 @@ class CodeRag:
 
         A cloned repository's own `.coderag.toml` is not read: it is untrusted input.
         """
-        from coderag_tui.sources.remote import ensure_clone, is_remote, parse_remote, redact
+        from coderag_tui.sources.clone import ensure_clone
+        from coderag_tui.sources.urls import is_remote, parse_remote, redact
 
         text = str(target) if target is not None else ""
         if "://" in text or re.match(r"^[\w.-]+@[\w.-]+:", text):

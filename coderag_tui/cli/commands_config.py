@@ -26,7 +26,7 @@ from coderag_tui.errors import ConfigError, RepoError
 def _repo_root(target: str | None) -> Path | None:
     """The folder whose `.coderag.toml` applies, found as `CodeRag.open` finds it; None for a URL."""
     from coderag_tui.service import find_repo_root
-    from coderag_tui.sources.remote import is_remote
+    from coderag_tui.sources.urls import is_remote
 
     if target is None:
         return find_repo_root(Path.cwd())
@@ -165,7 +165,7 @@ def _trust_note(layer: Layer) -> str:
 
 def _shown(value: Any) -> Any:
     """`value` with credentials inside URLs masked (a base_url may carry a token)."""
-    from coderag_tui.sources.remote import redact
+    from coderag_tui.sources.urls import redact
 
     if isinstance(value, str):
         return redact(value)
