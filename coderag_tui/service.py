@@ -369,7 +369,7 @@ class CodeRag:
                 count_tokens: Callable[[str], int] | None = None) -> _ComposedContext:
         """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata."""
         from coderag_tui.retrieval.compose import compose
-        from coderag_tui.retrieval.packing import estimate_tokens
+        from coderag_tui.tokens import estimate_tokens
 
         searcher = self.searcher()
         similar = searcher.similar if searcher.embed_query is not None else None
@@ -432,6 +432,7 @@ class CodeRag:
         from coderag_tui.answering import Answerer
         from coderag_tui.errors import CoderagError
         from coderag_tui.models import AnswerEvent
+        from coderag_tui.tokens import counter_for
 
         conv = conversation_id or 0
         question = question.strip()
@@ -460,7 +461,8 @@ class CodeRag:
                     # the end of a log or a traceback names what failed: it steers retrieval
                     query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
                 context_budget, map_budget = self._answer_budgets(provider)
-                context = self.context(query, max_tokens=context_budget)
+                context = self.context(query, max_tokens=context_budget,
+                                       count_tokens=counter_for(provider))
                 repo_map = self.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
                 retrieval_s = time.perf_counter() - started
             except CoderagError as exc:

@@ -15,13 +15,13 @@ from coderag_tui.answering.providers._http import SSEClient, redact
 from coderag_tui.answering.providers.base import (
     Provider,
     ProviderOptions,
-    estimate_tokens,
     register,
     remote_context_window,
 )
 from coderag_tui.config import ProviderSettings
 from coderag_tui.errors import ProviderError
 from coderag_tui.models import ChatMessage, ModelInfo
+from coderag_tui.tokens import estimate_tokens
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"

@@ -7,7 +7,6 @@ provider never means editing a chain of if/elif.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,13 +85,6 @@ def _load_builtins() -> None:
     # Importing the modules registers them; llama_cpp itself is imported only when a local
     # model is first used, so a remote-only setup never pays for it.
     from coderag_tui.answering.providers import anthropic, local, openai_compat  # noqa: F401
-
-
-def estimate_tokens(text: str) -> int:
-    """A conservative token estimate for models whose tokenizer we do not have (~3 chars/token)."""
-    if not text:
-        return 0
-    return math.ceil(len(text) / 3.0)
 
 
 # Context windows of well-known remote models, by name prefix (longest prefix wins).
