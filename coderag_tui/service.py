@@ -25,13 +25,9 @@ from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
 if TYPE_CHECKING:
-    from coderag_tui.sources.clone import CloneResult
-
-if TYPE_CHECKING:  # issue 6: watch()
-    from collections.abc import Callable
-
     from coderag_tui.indexing.watcher import Watcher
     from coderag_tui.models import WatchEvent
+    from coderag_tui.sources.clone import CloneResult
 
 
 def find_repo_root(start: Path) -> Path:
@@ -97,6 +93,7 @@ class CodeRag:
         # 70,000 vectors, against 2.5 s to load the copy first).
         self.vectors_in_memory = True
         self._verified = False  # every page of the index was read once (see ask)
+        self._answer_lock = threading.Lock()  # one answer at a time: one model, one context window
 
     @classmethod
     def open(
@@ -175,7 +172,7 @@ class CodeRag:
             self._all.clear()
         self._local = threading.local()
 
-    # ------------------------------------------------------------------ indexing (issue 2)
+    # ------------------------------------------------------------------ indexing
     def index(
         self, *, rebuild: bool = False, only: list[str] | None = None, progress: ProgressFn | None = None
     ) -> IndexSummary:
@@ -304,7 +301,7 @@ class CodeRag:
         lines = text.splitlines()
         return lines[start - 1 : end]
 
-    # ------------------------------------------------------------------ retrieval (issue 3)
+    # ------------------------------------------------------------------ retrieval
     # Thin wrappers over coderag_tui.retrieval and indexing.embedder; the embedding model and the
     # repo graph are cached on the instance (RetrievalState), loaded lazily and thread-safely.
     def _retrieval(self) -> _RetrievalState:
@@ -394,7 +391,7 @@ class CodeRag:
         from coderag_tui.retrieval.state import RetrievalState as _RetrievalState
 
 
-    # ------------------------------------------------------------------ answering (issue 4)
+    # ------------------------------------------------------------------ answering
     # The provider (a loaded GGUF, or an HTTP client) is built once per model and kept; one
     # answer runs at a time (llama.cpp is not re-entrant).
     def llm(self, model: str | None = None) -> _Provider:  # noqa: F821
@@ -439,8 +436,7 @@ class CodeRag:
         if not question:
             yield AnswerEvent("error", text="ask a question first", conversation_id=conv)
             return
-        lock: threading.Lock = self.__dict__.setdefault("_answer_lock", threading.Lock())
-        with lock:
+        with self._answer_lock:
             try:
                 started = time.perf_counter()
                 if not self._verified:  # once per service: ~0.6 s for a 90 MB index
@@ -509,7 +505,7 @@ class CodeRag:
         from coderag_tui.models import ModelInfo as _ModelInfo
 
 
-    # ------------------------------------------------------------------ remote & watch (issue 6)
+    # ------------------------------------------------------------------ remote & watch
     def watch(
         self,
         on_event: Callable[[WatchEvent], None] | None = None,
@@ -529,7 +525,7 @@ class CodeRag:
         return Watcher(self, on_event, debounce_ms=debounce_ms, initial_index=initial_index,
                        progress=progress, embed=embed).start()
 
-    # ------------------------------------------------------------------ review (issue 7)
+    # ------------------------------------------------------------------ review
     def review(
         self,
         base: str = "HEAD",
