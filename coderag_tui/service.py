@@ -239,14 +239,8 @@ class CodeRag:
 
         db = self.db
         model = db.get_meta("embed_model")
-        indexed = {
-            path: (language, chunks, vectors)
-            for path, language, chunks, vectors in db.execute(
-                "SELECT f.path, f.language, count(c.id), count(v.id) FROM files f "
-                "LEFT JOIN chunks c ON c.file_id = f.id "
-                "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? GROUP BY f.id", (model,))
-        }
-        skipped = dict(db.rows("SELECT path, reason FROM skips"))
+        indexed = read.file_index_states(db, model)
+        skipped = read.skip_reasons(db)
         out = []
         walked = walk(self.root, self.settings.index)
         own = {p.name for p in (self.db_path, Path(f"{self.db_path}-wal"), Path(f"{self.db_path}-shm"))}
@@ -481,16 +475,12 @@ class CodeRag:
 
     def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
         """Stored conversations, newest first: (id, title, updated)."""
-        rows = self.db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
-                            "LIMIT ?", (limit,))
-        return [(int(i), str(t), float(u)) for i, t, u in rows]
+        return read.conversation_list(self.db, limit)
 
     def load_conversation(self, conversation_id: int) -> list[_ChatMessage]:
         from coderag_tui.models import ChatMessage
 
-        rows = self.db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
-                            (conversation_id,))
-        return [ChatMessage(str(r), str(c)) for r, c in rows]
+        return [ChatMessage(r, c) for r, c in read.conversation_messages(self.db, conversation_id)]
 
     def list_models(self, model: str | None = None) -> list[_ModelInfo]:
         from coderag_tui.answering import list_models
