@@ -7,7 +7,6 @@ dataclasses of `coderag_tui.models`. Each thread gets its own SQLite connection.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 import threading
 import time
@@ -20,6 +19,7 @@ from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError, StoreError
 from coderag_tui.indexing.indexer import Indexer, ProgressFn
 from coderag_tui.models import EdgeRef, FileState, IndexCounts, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.paths import default_db_path, find_repo_root, prepare_db_folder
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
@@ -30,47 +30,7 @@ if TYPE_CHECKING:
     from coderag_tui.sources.clone import CloneResult
 
 
-def find_repo_root(start: Path) -> Path:
-    """The repository containing `start` (like git: the nearest folder with .git), else start."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            return folder
-    return start
-
-
-def default_db_path(root: Path, settings: Settings) -> Path:
-    """Where the index lives (nothing is created here: see `prepare_db_folder`)."""
-    if settings.index.db_path:
-        return Path(settings.index.db_path).expanduser()
-    if settings.index.location == "repo":
-        return root / ".coderag" / "index.db"
-    from platformdirs import user_cache_dir
-
-    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
-    return Path(user_cache_dir("coderag")) / "index" / f"{root.name}-{digest}.db"
-
-
 ATTACHMENT_QUERY_CHARS = 1000  # of text given with a question, the end used to retrieve code
-
-
-def prepare_db_folder(root: Path, db_path: Path, settings: Settings, given: bool = False) -> None:
-    """Before the index is first written: the default cache folder is created, and an index kept
-    in the repository gets a .gitignore. (A folder the user names must exist: see open_database.)"""
-    if not given and not settings.index.db_path and settings.index.location != "repo":
-        try:
-            db_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RepoError(f"cannot create {db_path.parent}: {exc.strerror}") from exc
-        return
-    folder = root / ".coderag"
-    if db_path.parent != folder or folder.is_dir():
-        return
-    try:
-        folder.mkdir(exist_ok=True)
-        (folder / ".gitignore").write_text("*\n")
-    except OSError as exc:
-        raise RepoError(f"cannot create {folder}: {exc.strerror}") from exc
 
 
 class CodeRag:
@@ -234,38 +194,9 @@ class CodeRag:
 
     def files(self) -> list[FileState]:
         """Every file discovery finds, with its index state (one walk and one query)."""
-        from coderag_tui.parsing.languages import detect_language
-        from coderag_tui.sources.discovery import walk
+        from coderag_tui.indexing.filestates import file_states
 
-        db = self.db
-        model = db.get_meta("embed_model")
-        indexed = read.file_index_states(db, model)
-        skipped = read.skip_reasons(db)
-        out = []
-        walked = walk(self.root, self.settings.index)
-        own = {p.name for p in (self.db_path, Path(f"{self.db_path}-wal"), Path(f"{self.db_path}-shm"))}
-        for path in sorted({c.path for c in walked.files} | set(walked.skips)):
-            if path.rsplit("/", 1)[-1] in own and (self.root / fs_path(path)).resolve().parent == self.db_path.resolve().parent:
-                continue  # the index itself
-            if path in indexed:
-                language, chunks, vectors = indexed[path]
-                state = "embedded" if model and chunks and vectors >= chunks else "indexed"
-                # indexed as plain text after its parse was refused: searchable, with a note why
-                out.append(FileState(path, language, state, reason=skipped.get(path, "")))
-            elif path in skipped or path in walked.skips:
-                reason = skipped.get(path) or walked.skips[path]
-                spec = detect_language(path)
-                language = spec.name if spec else ""
-                kind, _, detail = reason.partition(":")
-                if kind == "error":
-                    out.append(FileState(path, language, "error",
-                                         error=detail.strip() or "could not be read or parsed"))
-                else:
-                    out.append(FileState(path, language, "skipped", reason=reason))
-            else:
-                spec = detect_language(path)
-                out.append(FileState(path, spec.name if spec else "", "pending"))
-        return out
+        return file_states(self.db, self.root, self.db_path, self.settings.index)
 
     def outline(self, path: str) -> list[UnitRef]:
         return read.file_outline(self.db, path)

@@ -21,9 +21,11 @@ from typing import Any
 import pytest
 
 import coderag_tui.parsing.extract as extract
+import coderag_tui.parsing.guard as guard
 from coderag_tui.config import ChunkSettings, EmbedSettings, IndexSettings, Settings, WatchSettings
 from coderag_tui.indexing.indexer import _PARALLEL_MIN_FILES
-from coderag_tui.parsing.extract import ParseLimit, check_nesting, parse_source
+from coderag_tui.parsing.extract import parse_source
+from coderag_tui.parsing.guard import ParseLimit, check_nesting
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.service import CodeRag
 from coderag_tui.sources.discovery import classify, compile_patterns, stat_paths, walk
@@ -385,9 +387,9 @@ def test_a_file_past_the_worker_time_limit_costs_its_file_only(tmp_path: Path,
 def test_an_in_process_parse_has_a_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = _big_python(5000).encode()
     with pytest.raises(ParseLimit):
-        extract.parse_tree("python", source, seconds=1e-6)
-    assert extract.parse_tree("python", b"def ok():\n    pass\n").root_node.type == "module"  # reset
-    monkeypatch.setattr(extract, "_TIMED", [1e-6])
+        guard.parse_tree("python", source, seconds=1e-6)
+    assert guard.parse_tree("python", b"def ok():\n    pass\n").root_node.type == "module"  # reset
+    monkeypatch.setattr(guard, "_TIMED", [1e-6])
     root = tmp_path / "repo"
     root.mkdir()
     (root / "big.py").write_text(_big_python(5000))

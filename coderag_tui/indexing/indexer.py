@@ -23,7 +23,8 @@ from pathlib import Path
 from coderag_tui.config import ChunkSettings, IndexSettings, Settings
 from coderag_tui.indexing.graph import FullPlan, apply_full, plan_full, resolve
 from coderag_tui.models import IndexSummary, Progress
-from coderag_tui.parsing.extract import ParseLimit, content_hash, parse_source, timed_parses
+from coderag_tui.parsing.extract import content_hash, parse_source
+from coderag_tui.parsing.guard import ParseLimit, timed_parses
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.sources.discovery import Candidate, classify, read_regular, stat_paths, walk
 from coderag_tui.sources.names import fs_path
