@@ -11,12 +11,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 
-from coderag_tui.answering.providers._http import SSEClient, redact
+from coderag_tui.answering.providers._http import redact
 from coderag_tui.answering.providers.base import (
     Provider,
     ProviderOptions,
     register,
     remote_context_window,
+    sse_client,
 )
 from coderag_tui.config import ProviderSettings
 from coderag_tui.errors import ProviderError
@@ -72,17 +73,7 @@ class AnthropicProvider:
         }
         if key:
             headers["x-api-key"] = key
-        self.http = SSEClient(
-            provider="anthropic",
-            url=self.url,
-            headers=headers,
-            timeout_s=settings.timeout_s,
-            retries=settings.retries,
-            backoff_s=options.backoff_s,
-            max_retry_after_s=options.max_retry_after_s,
-            key_env=self.key_env,
-            secret=key,
-        )
+        self.http = sse_client("anthropic", self.url, headers, settings, options, self.key_env, key)
 
     def context_window(self) -> int:
         settings = self.settings
