@@ -1,9 +1,14 @@
-"""Where things live: the models/ folder of the user's GGUFs and per-user cache/data folders."""
+"""Where things live: the repository root, the index file and its folder, the models/ folder of
+the user's GGUFs and per-user cache/data folders."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+
+from coderag_tui.config import Settings
+from coderag_tui.errors import RepoError
 
 
 def models_dir() -> Path:
@@ -40,3 +45,43 @@ def cache_dir() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("coderag"))
+
+
+def find_repo_root(start: Path) -> Path:
+    """The repository containing `start` (like git: the nearest folder with .git), else start."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def default_db_path(root: Path, settings: Settings) -> Path:
+    """Where the index lives (nothing is created here: see `prepare_db_folder`)."""
+    if settings.index.db_path:
+        return Path(settings.index.db_path).expanduser()
+    if settings.index.location == "repo":
+        return root / ".coderag" / "index.db"
+    from platformdirs import user_cache_dir
+
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+    return Path(user_cache_dir("coderag")) / "index" / f"{root.name}-{digest}.db"
+
+
+def prepare_db_folder(root: Path, db_path: Path, settings: Settings, given: bool = False) -> None:
+    """Before the index is first written: the default cache folder is created, and an index kept
+    in the repository gets a .gitignore. (A folder the user names must exist: see open_database.)"""
+    if not given and not settings.index.db_path and settings.index.location != "repo":
+        try:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RepoError(f"cannot create {db_path.parent}: {exc.strerror}") from exc
+        return
+    folder = root / ".coderag"
+    if db_path.parent != folder or folder.is_dir():
+        return
+    try:
+        folder.mkdir(exist_ok=True)
+        (folder / ".gitignore").write_text("*\n")
+    except OSError as exc:
+        raise RepoError(f"cannot create {folder}: {exc.strerror}") from exc

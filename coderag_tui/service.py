@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import re
 import threading
 import time
@@ -21,61 +20,18 @@ from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError, StoreError
 from coderag_tui.indexing.indexer import Indexer, ProgressFn
 from coderag_tui.models import EdgeRef, FileState, IndexCounts, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.paths import default_db_path, find_repo_root, prepare_db_folder
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
 if TYPE_CHECKING:
-    from coderag_tui.sources.remote import CloneResult
-
-if TYPE_CHECKING:  # issue 6: watch()
-    from collections.abc import Callable
-
     from coderag_tui.indexing.watcher import Watcher
     from coderag_tui.models import WatchEvent
-
-
-def find_repo_root(start: Path) -> Path:
-    """The repository containing `start` (like git: the nearest folder with .git), else start."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            return folder
-    return start
-
-
-def default_db_path(root: Path, settings: Settings) -> Path:
-    """Where the index lives (nothing is created here: see `prepare_db_folder`)."""
-    if settings.index.db_path:
-        return Path(settings.index.db_path).expanduser()
-    if settings.index.location == "repo":
-        return root / ".coderag" / "index.db"
-    from platformdirs import user_cache_dir
-
-    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
-    return Path(user_cache_dir("coderag")) / "index" / f"{root.name}-{digest}.db"
+    from coderag_tui.sources.clone import CloneResult
 
 
 ATTACHMENT_QUERY_CHARS = 1000  # of text given with a question, the end used to retrieve code
-
-
-def prepare_db_folder(root: Path, db_path: Path, settings: Settings, given: bool = False) -> None:
-    """Before the index is first written: the default cache folder is created, and an index kept
-    in the repository gets a .gitignore. (A folder the user names must exist: see open_database.)"""
-    if not given and not settings.index.db_path and settings.index.location != "repo":
-        try:
-            db_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RepoError(f"cannot create {db_path.parent}: {exc.strerror}") from exc
-        return
-    folder = root / ".coderag"
-    if db_path.parent != folder or folder.is_dir():
-        return
-    try:
-        folder.mkdir(exist_ok=True)
-        (folder / ".gitignore").write_text("*\n")
-    except OSError as exc:
-        raise RepoError(f"cannot create {folder}: {exc.strerror}") from exc
 
 
 class CodeRag:
@@ -101,6 +57,7 @@ class CodeRag:
         # 70,000 vectors, against 2.5 s to load the copy first).
         self.vectors_in_memory = True
         self._verified = False  # every page of the index was read once (see ask)
+        self._answer_lock = threading.Lock()  # one answer at a time: one model, one context window
 
     @classmethod
     def open(
@@ -117,7 +74,7 @@ class CodeRag:
         else:
             path = Path(repo).expanduser()
             if not path.exists():
-                from coderag_tui.sources.remote import redact
+                from coderag_tui.sources.urls import redact
 
                 raise RepoError(f"no such folder: {redact(str(repo))}", "give a path to a repository or a git URL")
             if not path.is_dir():
@@ -142,7 +99,8 @@ class CodeRag:
 
         A cloned repository's own `.coderag.toml` is not read: it is untrusted input.
         """
-        from coderag_tui.sources.remote import ensure_clone, is_remote, parse_remote, redact
+        from coderag_tui.sources.clone import ensure_clone
+        from coderag_tui.sources.urls import is_remote, parse_remote, redact
 
         text = str(target) if target is not None else ""
         if "://" in text or re.match(r"^[\w.-]+@[\w.-]+:", text):
@@ -178,7 +136,7 @@ class CodeRag:
             self._all.clear()
         self._local = threading.local()
 
-    # ------------------------------------------------------------------ indexing (issue 2)
+    # ------------------------------------------------------------------ indexing
     def index(
         self, *, rebuild: bool = False, only: list[str] | None = None, progress: ProgressFn | None = None
     ) -> IndexSummary:
@@ -240,44 +198,9 @@ class CodeRag:
 
     def files(self) -> list[FileState]:
         """Every file discovery finds, with its index state (one walk and one query)."""
-        from coderag_tui.parsing.languages import detect_language
-        from coderag_tui.sources.discovery import walk
+        from coderag_tui.indexing.filestates import file_states
 
-        db = self.db
-        model = db.get_meta("embed_model")
-        indexed = {
-            path: (language, chunks, vectors)
-            for path, language, chunks, vectors in db.execute(
-                "SELECT f.path, f.language, count(c.id), count(v.id) FROM files f "
-                "LEFT JOIN chunks c ON c.file_id = f.id "
-                "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? GROUP BY f.id", (model,))
-        }
-        skipped = dict(db.rows("SELECT path, reason FROM skips"))
-        out = []
-        walked = walk(self.root, self.settings.index)
-        own = {p.name for p in (self.db_path, Path(f"{self.db_path}-wal"), Path(f"{self.db_path}-shm"))}
-        for path in sorted({c.path for c in walked.files} | set(walked.skips)):
-            if path.rsplit("/", 1)[-1] in own and (self.root / fs_path(path)).resolve().parent == self.db_path.resolve().parent:
-                continue  # the index itself
-            if path in indexed:
-                language, chunks, vectors = indexed[path]
-                state = "embedded" if model and chunks and vectors >= chunks else "indexed"
-                # indexed as plain text after its parse was refused: searchable, with a note why
-                out.append(FileState(path, language, state, reason=skipped.get(path, "")))
-            elif path in skipped or path in walked.skips:
-                reason = skipped.get(path) or walked.skips[path]
-                spec = detect_language(path)
-                language = spec.name if spec else ""
-                kind, _, detail = reason.partition(":")
-                if kind == "error":
-                    out.append(FileState(path, language, "error",
-                                         error=detail.strip() or "could not be read or parsed"))
-                else:
-                    out.append(FileState(path, language, "skipped", reason=reason))
-            else:
-                spec = detect_language(path)
-                out.append(FileState(path, spec.name if spec else "", "pending"))
-        return out
+        return file_states(self.db, self.root, self.db_path, self.settings.index)
 
     def outline(self, path: str) -> list[UnitRef]:
         return read.file_outline(self.db, path)
@@ -307,7 +230,7 @@ class CodeRag:
         lines = text.splitlines()
         return lines[start - 1 : end]
 
-    # ------------------------------------------------------------------ retrieval (issue 3)
+    # ------------------------------------------------------------------ retrieval
     # Thin wrappers over coderag_tui.retrieval and indexing.embedder; the embedding model and the
     # repo graph are cached on the instance (RetrievalState), loaded lazily and thread-safely.
     def _retrieval(self) -> _RetrievalState:
@@ -372,7 +295,7 @@ class CodeRag:
                 count_tokens: Callable[[str], int] | None = None) -> _ComposedContext:
         """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata."""
         from coderag_tui.retrieval.compose import compose
-        from coderag_tui.retrieval.packing import estimate_tokens
+        from coderag_tui.tokens import estimate_tokens
 
         searcher = self.searcher()
         similar = searcher.similar if searcher.embed_query is not None else None
@@ -397,7 +320,7 @@ class CodeRag:
         from coderag_tui.retrieval.state import RetrievalState as _RetrievalState
 
 
-    # ------------------------------------------------------------------ answering (issue 4)
+    # ------------------------------------------------------------------ answering
     # The provider (a loaded GGUF, or an HTTP client) is built once per model and kept; one
     # answer runs at a time (llama.cpp is not re-entrant).
     def llm(self, model: str | None = None) -> _Provider:  # noqa: F821
@@ -477,14 +400,14 @@ class CodeRag:
         from coderag_tui.errors import CoderagError
         from coderag_tui.models import AnswerEvent
         from coderag_tui.retrieval.followup import continues
+        from coderag_tui.tokens import counter_for
 
         conv = conversation_id or 0
         question = question.strip()
         if not question:
             yield AnswerEvent("error", text="ask a question first", conversation_id=conv)
             return
-        lock: threading.Lock = self.__dict__.setdefault("_answer_lock", threading.Lock())
-        with lock:
+        with self._answer_lock:
             try:
                 started = time.perf_counter()
                 if not self._verified:  # once per service: ~0.6 s for a 90 MB index
@@ -513,7 +436,8 @@ class CodeRag:
                     # the end of a log or a traceback names what failed: it steers retrieval
                     query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
                 context_budget, map_budget = self._answer_budgets(provider)
-                context = self.context(query, max_tokens=context_budget)
+                context = self.context(query, max_tokens=context_budget,
+                                       count_tokens=counter_for(provider))
                 repo_map = self.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
                 retrieval_s = time.perf_counter() - started
             except CoderagError as exc:
@@ -627,9 +551,7 @@ class CodeRag:
 
     def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
         """Stored conversations, newest first: (id, title, updated)."""
-        rows = self.db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
-                            "LIMIT ?", (limit,))
-        return [(int(i), str(t), float(u)) for i, t, u in rows]
+        return read.conversation_list(self.db, limit)
 
     def load_conversation(self, conversation_id: int) -> list[_StoredMessage]:
         """A stored conversation's messages, each answer with its sources and how it ended."""
@@ -656,7 +578,7 @@ class CodeRag:
         from coderag_tui.models import ModelInfo as _ModelInfo
 
 
-    # ------------------------------------------------------------------ remote & watch (issue 6)
+    # ------------------------------------------------------------------ remote & watch
     def watch(
         self,
         on_event: Callable[[WatchEvent], None] | None = None,
@@ -676,7 +598,7 @@ class CodeRag:
         return Watcher(self, on_event, debounce_ms=debounce_ms, initial_index=initial_index,
                        progress=progress, embed=embed).start()
 
-    # ------------------------------------------------------------------ review (issue 7)
+    # ------------------------------------------------------------------ review
     def review(
         self,
         base: str = "HEAD",

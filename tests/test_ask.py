@@ -10,35 +10,9 @@ from dataclasses import replace
 import pytest
 
 from coderag_tui.config import LLMSettings, Settings
+from tests.small_shop import FILES
 
 pytestmark = pytest.mark.slow
-
-FILES = {
-    "shop/cart.py": '''"""Shopping cart."""
-from shop.tax import tax_for
-
-
-class Cart:
-    def __init__(self):
-        self.items = []
-
-    def add(self, name, price):
-        """Add an item to the cart."""
-        self.items.append((name, price))
-
-    def total(self):
-        """The total price including tax."""
-        subtotal = sum(price for _, price in self.items)
-        return subtotal + tax_for(subtotal)
-''',
-    "shop/tax.py": '''TAX_RATE = 0.2
-
-
-def tax_for(amount):
-    """Tax owed on an amount."""
-    return amount * TAX_RATE
-''',
-}
 
 
 def small_settings() -> Settings:

@@ -21,9 +21,11 @@ from typing import Any
 import pytest
 
 import coderag_tui.parsing.extract as extract
+import coderag_tui.parsing.guard as guard
 from coderag_tui.config import ChunkSettings, EmbedSettings, IndexSettings, Settings, WatchSettings
-from coderag_tui.indexing.indexer import _PARALLEL_MIN_FILES
-from coderag_tui.parsing.extract import ParseLimit, check_nesting, parse_source
+from coderag_tui.indexing.workers import PARALLEL_MIN_FILES
+from coderag_tui.parsing.extract import parse_source
+from coderag_tui.parsing.guard import ParseLimit, check_nesting
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.service import CodeRag
 from coderag_tui.sources.discovery import classify, compile_patterns, stat_paths, walk
@@ -338,14 +340,14 @@ def test_a_parser_that_segfaults_costs_its_file_only(tmp_path: Path, monkeypatch
     monkeypatch.setattr(extract, "check_nesting", lambda source, language: None)
     root = tmp_path / "repo"
     root.mkdir()
-    for i in range(_PARALLEL_MIN_FILES + 60):
+    for i in range(PARALLEL_MIN_FILES + 60):
         (root / f"m{i:03}.py").write_text(f"def func_{i}(x):\n    return x + {i}\n")
     (root / "quotes.md").write_text(DEEP["deep/quotes.md"])
     settings = Settings(index=IndexSettings(workers=2), embed=EmbedSettings(enabled=False))
     service = CodeRag(root, settings, tmp_path / "index.db")
     try:
         summary = service.index()
-        assert summary.files_indexed == _PARALLEL_MIN_FILES + 61 and summary.files_failed == 0
+        assert summary.files_indexed == PARALLEL_MIN_FILES + 61 and summary.files_failed == 0
         assert summary.errors == ("quotes.md: the parser crashed its process (or passed the time or memory "
                                   "limit): indexed as plain text",)
         assert [u.path for u in service.symbols("func_359", 5) if u.name == "func_359"] == ["m359.py"]
@@ -362,19 +364,19 @@ def _big_python(n: int) -> str:
 def test_a_file_past_the_worker_time_limit_costs_its_file_only(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's alarm, made tiny (forked workers inherit it): the big file cannot finish."""
-    import coderag_tui.indexing.indexer as indexer
+    import coderag_tui.indexing.workers as workers
 
-    monkeypatch.setattr(indexer, "FILE_SECONDS", 0.001)
+    monkeypatch.setattr(workers, "FILE_SECONDS", 0.001)
     root = tmp_path / "repo"
     root.mkdir()
-    for i in range(_PARALLEL_MIN_FILES + 10):
+    for i in range(PARALLEL_MIN_FILES + 10):
         (root / f"m{i:03}.py").write_text(f"def func_{i}(x):\n    return x + {i}\n")
     (root / "big.py").write_text(_big_python(12000))  # under max_file_bytes
     settings = Settings(index=IndexSettings(workers=2), embed=EmbedSettings(enabled=False))
     service = CodeRag(root, settings, tmp_path / "index.db")
     try:
         summary = service.index()
-        assert summary.files_indexed == _PARALLEL_MIN_FILES + 11 and summary.files_failed == 0
+        assert summary.files_indexed == PARALLEL_MIN_FILES + 11 and summary.files_failed == 0
         # ended by its alarm (or, on a starved machine, by the wait for a fresh worker)
         assert [e for e in summary.errors if e.startswith("big.py: ") and e.endswith(": indexed as plain text")]
         assert service.db.one("SELECT reason FROM skips WHERE path = 'big.py'")[0].startswith("partial: ")
@@ -385,9 +387,9 @@ def test_a_file_past_the_worker_time_limit_costs_its_file_only(tmp_path: Path,
 def test_an_in_process_parse_has_a_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = _big_python(5000).encode()
     with pytest.raises(ParseLimit):
-        extract.parse_tree("python", source, seconds=1e-6)
-    assert extract.parse_tree("python", b"def ok():\n    pass\n").root_node.type == "module"  # reset
-    monkeypatch.setattr(extract, "_TIMED", [1e-6])
+        guard.parse_tree("python", source, seconds=1e-6)
+    assert guard.parse_tree("python", b"def ok():\n    pass\n").root_node.type == "module"  # reset
+    monkeypatch.setattr(guard, "_TIMED", [1e-6])
     root = tmp_path / "repo"
     root.mkdir()
     (root / "big.py").write_text(_big_python(5000))

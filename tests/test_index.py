@@ -484,7 +484,7 @@ def test_json_lists_are_json_dumps():
 def test_gc_paused_restores_the_collector():
     import gc
 
-    from coderag_tui.indexing.indexer import gc_paused
+    from coderag_tui.indexing.workers import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

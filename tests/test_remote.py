@@ -23,8 +23,10 @@ import pytest
 from coderag_tui.config import RemoteSettings, Settings
 from coderag_tui.errors import RepoError
 from coderag_tui.models import Progress
-from coderag_tui.sources import remote
-from coderag_tui.sources.remote import cache_dir, ensure_clone, is_remote, parse_remote, redact
+from coderag_tui.sources.clone import ensure_clone
+from coderag_tui.sources.credentials import credentials_for
+from coderag_tui.sources.gitrun import progress_feeder
+from coderag_tui.sources.urls import cache_dir, is_remote, parse_remote, parse_spec, redact
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -310,7 +312,7 @@ def test_redact(text: str, expected: str) -> None:
 
 def test_progress_lines_become_events() -> None:
     events: list[Progress] = []
-    feed = remote._progress_feeder("clone", events.append)
+    feed = progress_feeder("clone", events.append)
     for line in ("Cloning into 'repo'...", "remote: Enumerating objects: 12, done.",
                  "remote: Counting objects:  50% (6/12)", "remote: Counting objects: 100% (12/12), done.",
                  "Receiving objects:  41% (5/12), 1.20 MiB | 2.00 MiB/s",
@@ -330,7 +332,7 @@ def test_token_is_chosen_per_host() -> None:
     names = ("GITHUB_TOKEN", "BITBUCKET_TOKEN", "GIT_TOKEN")
 
     def creds(url: str, environ: dict[str, str] = env) -> tuple[str, str] | None:
-        found, _ = remote._credentials(remote._parse(url), names, environ)
+        found, _ = credentials_for(parse_spec(url), names, environ)
         return (found.username, found.password) if found else None
 
     assert creds("https://github.com/o/r") == ("x-access-token", "gh")

@@ -21,7 +21,7 @@ import pytest
 
 from coderag_tui.cli.main import main
 from coderag_tui.review.diff import forward_apply, parse_unified_diff, reverse_apply
-from coderag_tui.review.pack import token_counter
+from coderag_tui.tokens import estimate_tokens
 
 from .conftest import git_init, write_tree
 
@@ -302,7 +302,7 @@ def use(s):
 
 
 def test_budget_is_respected(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    count = token_counter()
+    count = estimate_tokens
     pieces_at: dict[int, int] = {}
     for budget in (120, 300, 700, 1500, 4000, 20000):
         data = review_json(repo, tmp_path / "i.db", capsys, "--max-tokens", str(budget))

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.small_shop import FILES
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,33 +31,6 @@ _ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHO
 _NOT_COPIED = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
                ".mypy_cache", ".ruff_cache", ".coderag", "*.db", "*.db-wal", "*.db-shm")
 TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
-
-FILES = {
-    "shop/cart.py": '''"""Shopping cart."""
-from shop.tax import tax_for
-
-
-class Cart:
-    def __init__(self):
-        self.items = []
-
-    def add(self, name, price):
-        """Add an item to the cart."""
-        self.items.append((name, price))
-
-    def total(self):
-        """The total price including tax."""
-        subtotal = sum(price for _, price in self.items)
-        return subtotal + tax_for(subtotal)
-''',
-    "shop/tax.py": '''TAX_RATE = 0.2
-
-
-def tax_for(amount):
-    """Tax owed on an amount."""
-    return amount * TAX_RATE
-''',
-}
 
 
 def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:

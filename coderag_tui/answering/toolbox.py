@@ -71,8 +71,10 @@ class CodeRagTools:
             close()
 
     def _index_is_empty(self) -> bool:
+        from coderag_tui.store import read
+
         try:
-            return int(self.service.db.scalar("SELECT count(*) FROM files", default=0)) == 0
+            return read.file_count(self.service.db) == 0
         except Exception as exc:
             self.index_error = one_line(exc)
             return False
@@ -103,9 +105,11 @@ class CodeRagTools:
 
     def _wait(self) -> None:
         if not self.ready.wait(INDEX_WAIT_S):
+            from coderag_tui.store import read
+
             files = 0
             with contextlib.suppress(Exception):
-                files = int(self.service.db.scalar("SELECT count(*) FROM files", default=0))
+                files = read.file_count(self.service.db)
             raise ToolFailure(f"the index is still being built ({files} files so far); try again shortly")
         if self.index_error and self._index_is_empty():
             raise ToolFailure(f"the repository could not be indexed: {self.index_error}")
@@ -128,10 +132,12 @@ class CodeRagTools:
         return body
 
     def _rel_path(self, path: str) -> str:
+        from coderag_tui.store import read
+
         p = path.strip()
         # a backslash is a Windows separator, unless the index has the path as written (the
         # repository path of a file name with a backslash or bytes that are not UTF-8)
-        if "\\" in p and self.service.db.one("SELECT 1 FROM files WHERE path=?", (p,)) is None:
+        if "\\" in p and not read.has_file(self.service.db, p):
             p = p.replace("\\", "/")
         root = str(self.service.root).replace("\\", "/").rstrip("/") + "/"
         if p.startswith(root):
@@ -263,8 +269,7 @@ class CodeRagTools:
         db = self.service.db
         file_unit = read.file_unit(db, rel)
         if file_unit is None:
-            like = [r[0] for r in db.rows("SELECT path FROM files WHERE path LIKE ? ORDER BY length(path) LIMIT 5",
-                                          ("%" + rel,))] if 0 < len(rel) <= 1000 else []
+            like = read.paths_ending_with(db, rel) if 0 < len(rel) <= 1000 else []
             if len(like) == 1:
                 rel = like[0]
                 file_unit = read.file_unit(db, rel)
@@ -272,12 +277,9 @@ class CodeRagTools:
                 hint = f" (did you mean {', '.join(like)}?)" if like else ""
                 raise ToolFailure(f"no file {path!r} in the index{hint}")
         assert file_unit is not None
-        row = db.one("SELECT language, lines, has_errors FROM files WHERE path=?", (rel,))
-        language, lines, has_errors = row if row else (file_unit.language, file_unit.end_line, 0)
+        language, lines, has_errors = read.file_facts(db, rel) or (file_unit.language, file_unit.end_line, False)
         out = [f"{rel}:1-{lines}  ({language}, {lines} lines{', has syntax errors' if has_errors else ''})"]
-        summaries = dict(db.rows(
-            "SELECT s.unit_id, s.text FROM summaries s JOIN units u ON u.id=s.unit_id "
-            "JOIN files f ON f.id=u.file_id WHERE f.path=?", (rel,)))
+        summaries = read.file_summaries(db, rel)
         if file_unit.id in summaries:
             out.append(f"\nSummary:\n{summaries[file_unit.id].strip()}")
         elif file_unit.docstring:
@@ -293,12 +295,9 @@ class CodeRagTools:
                 out.append(f"{'  ' * d}- {u.location}  {label}")
                 if u.id in summaries:
                     out.append(f"{'  ' * d}  summary: {summaries[u.id].strip().splitlines()[0][:300]}")
-        imports = db.rows("SELECT i.module, i.names, i.line FROM imports i JOIN files f ON f.id=i.file_id "
-                          "WHERE f.path=? ORDER BY i.line", (rel,))
+        imports = read.file_imports(db, rel)
         if imports:
-            resolved = {int(r[0]): r[1] for r in db.rows(
-                "SELECT e.line, tf.path FROM edges e JOIN units t ON t.id=e.dst JOIN files tf ON tf.id=t.file_id "
-                "WHERE e.kind='IMPORTS' AND e.src=?", (file_unit.id,))}
+            resolved = read.import_targets(db, file_unit.id)
             out.append("\nImports:")
             for module, names, line in imports:
                 try:
@@ -321,10 +320,12 @@ class CodeRagTools:
         folders) are refused: what a tool returns may go to a remote model."""
         self._wait()
         rel = self._rel_path(path)
-        row = self.service.db.one("SELECT lines FROM files WHERE path=?", (rel,))
-        if row is None:
+        from coderag_tui.store import read
+
+        facts = read.file_facts(self.service.db, rel)
+        if facts is None:
             raise ToolFailure(f"no file {path!r} in the index")
-        total = int(row[0])
+        total = facts[1]
         first = max(1, int(start))
         last = min(total, int(end) if end is not None else first + MAX_READ_LINES - 1)
         if first > total:

@@ -25,8 +25,8 @@ from coderag_tui.errors import ConfigError, RepoError
 
 def _repo_root(target: str | None) -> Path | None:
     """The folder whose `.coderag.toml` applies, found as `CodeRag.open` finds it; None for a URL."""
-    from coderag_tui.service import find_repo_root
-    from coderag_tui.sources.remote import is_remote
+    from coderag_tui.paths import find_repo_root
+    from coderag_tui.sources.urls import is_remote
 
     if target is None:
         return find_repo_root(Path.cwd())
@@ -53,7 +53,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
         return _list(args.json)
     target = args.path or args.repo
     if args.revoke:
-        from coderag_tui.service import find_repo_root
+        from coderag_tui.paths import find_repo_root
 
         # the folder may be gone already: forgetting it must still work
         gone = Path(target).expanduser().resolve() if target else find_repo_root(Path.cwd())
@@ -165,7 +165,7 @@ def _trust_note(layer: Layer) -> str:
 
 def _shown(value: Any) -> Any:
     """`value` with credentials inside URLs masked (a base_url may carry a token)."""
-    from coderag_tui.sources.remote import redact
+    from coderag_tui.sources.urls import redact
 
     if isinstance(value, str):
         return redact(value)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from coderag_tui.cli.base import arguments, command, open_service, print_json
 from coderag_tui.errors import RepoError
+from coderag_tui.tokens import counter_for
 
 
 def _review_args(p: argparse.ArgumentParser) -> None:
@@ -71,7 +72,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         max_tokens=budget or DEFAULT_BUDGET,
         update_index=not args.no_update,
         similar=max(0, args.similar),
-        count_tokens=provider.count_tokens if provider is not None else None,
+        count_tokens=counter_for(provider),
     )
     facade = getattr(service, "review", None)
     if facade is not None:

@@ -9,31 +9,33 @@ it set resolves the whole graph, since which names the dead run had changed is l
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterable
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
 
-from coderag_tui.config import ChunkSettings, IndexSettings, Settings
+from coderag_tui.config import Settings
 from coderag_tui.indexing.graph import FullPlan, apply_full, plan_full, resolve
+from coderag_tui.indexing.workers import (
+    PARALLEL_MIN_FILES,
+    Feed,
+    Job,
+    Outcome,
+    gc_paused,
+    parse_isolated,
+    process_file,
+    usable_cores,
+)
 from coderag_tui.models import IndexSummary, Progress
-from coderag_tui.parsing.extract import ParseLimit, content_hash, parse_source, timed_parses
-from coderag_tui.parsing.languages import detect_language
-from coderag_tui.sources.discovery import Candidate, classify, read_regular, stat_paths, walk
+from coderag_tui.sources.discovery import stat_paths, walk
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store.db import Database, open_database
 from coderag_tui.store.write import (
     FileMeta,
-    FileRows,
     defer_indexes,
     delete_file,
-    file_rows,
     mark_file_set_changed,
     restore_indexes,
     save_excluded,
@@ -47,156 +49,7 @@ ProgressFn = Callable[[Progress], None]
 _BATCH_FILES = 1000
 _BATCH_SECONDS = 2.0
 _IDLE_BATCH_FILES = 256  # while waiting for parse workers, write once this many files are pending
-_PARALLEL_MIN_FILES = 300
-_BATCH_JOBS = 32  # files per task sent to a parse worker
 _BULK_MIN_FILES = 200  # a build into an empty index this big creates its secondary indexes last
-# a parse worker's address space: a file past max_file_bytes is never read, so only a parser
-# gone wrong comes near it; it then costs that worker (its files are redone apart), not the machine
-_WORKER_MEMORY = 4 << 30
-FILE_SECONDS = 30.0  # one file's read, parse and extraction in a worker (a 1 MB file takes ~1 s)
-
-
-@dataclass(frozen=True)
-class _Job:
-    path: str
-    abs_path: str
-    size: int
-    mtime_ns: int
-    old_hash: str
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    job: _Job
-    kind: str  # parsed, unchanged, skip, error
-    rows: FileRows | None = None  # plain tuples: cheap to pickle back from a worker
-    hash: str = ""
-    reason: str = ""
-
-
-def _process(job: _Job, index: IndexSettings, chunk: ChunkSettings, *, plain: str = "") -> _Outcome:
-    """Read, classify, hash and parse one file (runs in worker processes). Whatever the file
-    holds, the answer is an outcome: a failure is this file's error, never the run's. A file
-    past a safe limit of its parser is indexed as plain text, with the reason (`plain`: do
-    that from the start, with this reason)."""
-    try:
-        data = read_regular(job.abs_path, index.max_file_bytes)
-    except OSError as exc:
-        return _Outcome(job, "error", reason=f"cannot read: {exc.strerror or exc}")
-    reason = classify(data, index, job.path)
-    if reason:
-        return _Outcome(job, "skip", reason=reason)
-    digest = content_hash(data)
-    if digest == job.old_hash and not plain:
-        return _Outcome(job, "unchanged", hash=digest)
-    spec = detect_language(job.path, data[:256])
-    why = plain
-    if not why:
-        try:
-            rows = file_rows(parse_source(job.path, data, spec, chunk))
-            return _Outcome(job, "parsed", rows=rows, hash=digest)
-        except ParseLimit as exc:
-            why = str(exc)
-        except RecursionError:
-            why = "nesting too deep for the extractor"
-        except Exception as exc:  # a grammar bug must not stop the index
-            return _Outcome(job, "error", hash=digest, reason=f"parse failed: {type(exc).__name__}: {exc}")
-    try:
-        rows = file_rows(parse_source(job.path, data, spec, chunk, plain=True))
-    except Exception as exc:  # as above
-        return _Outcome(job, "error", hash=digest, reason=f"{why}; as plain text: {type(exc).__name__}: {exc}")
-    return _Outcome(job, "parsed", rows=rows, hash=digest, reason=f"{why}: indexed as plain text")
-
-
-def _process_batch(jobs: list[_Job], index: IndexSettings, chunk: ChunkSettings) -> list[_Outcome]:
-    alarm = _ALARM[0]
-    out = []
-    with gc_paused():
-        for j in jobs:
-            if alarm:
-                # SIGALRM's default action ends the worker, even inside a parser's C loop (a
-                # Python-level watchdog would need the GIL): its batch is then redone apart
-                signal.setitimer(signal.ITIMER_REAL, FILE_SECONDS)
-            out.append(_process(j, index, chunk))
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    return out
-
-
-_ALARM = [False]  # set in parse workers, where the alarm's default action may end the process
-
-
-def _worker_init() -> None:
-    # a worker lives for one build and makes no reference cycles (see gc_paused): with the
-    # collector off for good it also skips the passes over each batch's rows that follow
-    # every `gc_paused` (callgrind, every 10th Django file: 0.6% of a worker's instructions)
-    gc.disable()
-    limit_memory(_WORKER_MEMORY)
-    if hasattr(signal, "setitimer"):
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        _ALARM[0] = True
-        timed_parses(False)  # the alarm bounds each file: no per-parse clock needed
-
-
-def limit_memory(extra: int) -> None:
-    """Cap this process's address space at what it maps now plus `extra` bytes (Linux; a forked
-    worker inherits its parent's mappings, so a fixed cap could be below what it already has)."""
-    try:
-        import resource
-
-        with open("/proc/self/statm") as fh:
-            mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        cap = mapped + extra
-        if hard != resource.RLIM_INFINITY:
-            cap = min(cap, hard)
-        if soft == resource.RLIM_INFINITY or soft > cap:
-            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    except (ImportError, OSError, ValueError):
-        pass  # not Linux: no cap
-
-
-def _isolated(jobs: list[_Job], index: IndexSettings, chunk: ChunkSettings) -> list[_Outcome]:
-    """Parse `jobs` one at a time in a one-worker process, after a file ended a pool worker: a
-    file that crashes it (a segfault, the memory limit) or outlasts FILE_SECONDS is found,
-    indexed as plain text with the reason (line chunks need no parser: safe here), and a fresh
-    worker takes the next file. Only a broken pool gets here: the happy path never pays for it."""
-    out: list[_Outcome] = []
-    pool: ProcessPoolExecutor | None = None
-    try:
-        for job in jobs:
-            if pool is None:
-                pool = ProcessPoolExecutor(max_workers=1, initializer=_worker_init)
-            try:
-                out.extend(pool.submit(_process_batch, [job], index, chunk).result(timeout=FILE_SECONDS + 5))
-                continue
-            except BrokenProcessPool:
-                why = "the parser crashed its process (or passed the time or memory limit)"
-            except TimeoutError:
-                why = f"parsing took longer than {FILE_SECONDS:g} s"
-                for proc in list(getattr(pool, "_processes", {}).values()):  # no public way to stop it
-                    proc.kill()
-            pool.shutdown(wait=True, cancel_futures=True)
-            pool = None
-            out.append(_process(job, index, chunk, plain=why))
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    return out
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cycle collector. Indexing makes millions of short-lived tuples and no reference
-    cycles, so the collector's passes find nothing: they cost ~1% of a parse worker's
-    instructions and ~4% of the writer's (callgrind, a Django subset)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Indexer:
@@ -230,11 +83,11 @@ class Indexer:
         if rebuild:
             self._clear()
         only_set = set(only) if only is not None else None
-        feed: _Feed | None = None
-        workers = self.settings.index.workers or _usable_cores()
+        feed: Feed | None = None
+        workers = self.settings.index.workers or usable_cores()
         if only_set is None and workers > 1 and not db.one("SELECT 1 FROM files") and not db.one("SELECT 1 FROM skips"):
             # an empty index: every file found is a job, so parsing can start during the walk
-            feed = _Feed(self.settings, str(self.root), workers)
+            feed = Feed(self.settings, str(self.root), workers)
             cleanup.callback(feed.close)
         if only_set is None:
             walked = walk(self.root, self.settings.index, on_file=feed.add if feed is not None else None)
@@ -260,7 +113,7 @@ class Indexer:
             unchanged = known_total - len(known)
         unchanged_others = unchanged
         skips.update({p: (r, -1, -1) for p, r in walked.skips.items()})
-        jobs: list[_Job] = feed.jobs if feed is not None else []
+        jobs: list[Job] = feed.jobs if feed is not None else []
         root = str(self.root)  # os.path.join: a pathlib join per file cost 0.05-0.1 s on Django
         for path, cand in (() if feed is not None else candidates.items()):
             entry = known.get(path)
@@ -273,7 +126,7 @@ class Indexer:
             if prev_skip is not None and prev_skip[1] == cand.size and prev_skip[2] == cand.mtime_ns:
                 skips[path] = prev_skip
                 continue
-            jobs.append(_Job(path, os.path.join(root, fs_path(path)), cand.size, cand.mtime_ns, entry[1] if entry else ""))
+            jobs.append(Job(path, os.path.join(root, fs_path(path)), cand.size, cand.mtime_ns, entry[1] if entry else ""))
         deleted = [p for p in known if p not in candidates and (only_set is None or p in only_set)]
 
         total = len(jobs)
@@ -284,7 +137,7 @@ class Indexer:
         inbound: set[int] = set()
         errors: list[str] = list(walked.warnings)
         indexed = failed = units = chunks = 0
-        pending_writes: list[_Outcome] = []
+        pending_writes: list[Outcome] = []
         last_flush = time.perf_counter()
         parse_started = time.perf_counter()
 
@@ -426,15 +279,15 @@ class Indexer:
         emit(Progress("done", total, total, f"{indexed} files indexed", units, chunks))
         return summary
 
-    def _outcomes(self, jobs: list[_Job], idle: Callable[[bool], None], feed: _Feed | None) -> Iterable[_Outcome]:
+    def _outcomes(self, jobs: list[Job], idle: Callable[[bool], None], feed: Feed | None) -> Iterable[Outcome]:
         s = self.settings
-        workers = s.index.workers or _usable_cores()
-        if len(jobs) < _PARALLEL_MIN_FILES or workers <= 1:
+        workers = s.index.workers or usable_cores()
+        if len(jobs) < PARALLEL_MIN_FILES or workers <= 1:
             for job in jobs:
-                yield _process(job, s.index, s.chunk)
+                yield process_file(job, s.index, s.chunk)
             return
         if feed is None:
-            feed = _Feed(s, str(self.root), workers)
+            feed = Feed(s, str(self.root), workers)
             feed.jobs = jobs
         try:
             feed.send(everything=True)
@@ -451,7 +304,7 @@ class Indexer:
                 except BrokenProcessPool:
                     # a file crashed a worker: every batch not yet back is redone apart
                     assert batch is not None
-                    outcomes = _isolated(batch, s.index, s.chunk)
+                    outcomes = parse_isolated(batch, s.index, s.chunk)
                 yield from outcomes
         finally:
             feed.close()
@@ -496,56 +349,6 @@ class Indexer:
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute("DELETE FROM chunks_fts")
             mark_file_set_changed(self.db)
-
-
-class _Feed:
-    """Job batches for the parse workers, sent as soon as they fill: during the walk of an empty
-    index the workers parse the first files on the other core while the walk finds the rest."""
-
-    def __init__(self, settings: Settings, root: str, workers: int) -> None:
-        self.settings = settings
-        self.root = root
-        self.workers = workers
-        self.jobs: list[_Job] = []
-        self.futures: list[Future[list[_Outcome]] | None] = []
-        self.batches: list[list[_Job] | None] = []  # the jobs of each future
-        self._pool: ProcessPoolExecutor | None = None
-        self._sent = 0  # jobs[:_sent] are in futures
-
-    def add(self, cand: Candidate) -> None:
-        """A file the walk found (an empty index: every file is a job)."""
-        self.jobs.append(_Job(cand.path, os.path.join(self.root, fs_path(cand.path)), cand.size, cand.mtime_ns, ""))
-        if len(self.jobs) >= _PARALLEL_MIN_FILES and len(self.jobs) - self._sent >= _BATCH_JOBS:
-            self.send(everything=False)
-
-    def send(self, *, everything: bool) -> None:
-        """Submit the full batches of jobs not yet sent (and, with `everything`, the last one)."""
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init)
-        s = self.settings
-        while len(self.jobs) - self._sent >= (1 if everything else _BATCH_JOBS):
-            batch = self.jobs[self._sent : self._sent + _BATCH_JOBS]
-            try:
-                future = self._pool.submit(_process_batch, batch, s.index, s.chunk)
-            except BrokenProcessPool:  # a file crashed a worker: this batch is redone apart too
-                future = Future()
-                future.set_exception(BrokenProcessPool("a parse worker died"))
-            self.futures.append(future)
-            self.batches.append(batch)
-            self._sent += len(batch)
-
-    def close(self) -> None:
-        """Stop the workers (idempotent); work not started is dropped."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
 
 
 def _count(reasons: Iterable[str]) -> dict[str, int]:

@@ -10,23 +10,17 @@ most relevant first AND last (lost in the middle). The total never exceeds the b
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from coderag_tui.config import ContextSettings
 from coderag_tui.models import ContextPiece
 from coderag_tui.retrieval.focus import matching_lines
+from coderag_tui.tokens import TokenCounter, estimate_tokens
 
-TokenCounter = Callable[[str], int]
 TIERS = ("primary", "neighbours", "extended", "metadata")
 MIN_PIECE_TOKENS = 24
 SKIP_COVERED = 0.8  # a code piece whose lines are mostly shown already is skipped
-
-
-def estimate_tokens(text: str) -> int:
-    """A fast, conservative token estimate (code runs ~3.5-4 characters per token)."""
-    return math.ceil(len(text) / 3.5)
 
 
 @dataclass

@@ -12,7 +12,8 @@ from coderag_tui.review import sources
 from coderag_tui.review.changes import DELETED, FileSides, UnitChange, classify
 from coderag_tui.review.diff import unit_diff
 from coderag_tui.review.gather import ChangeContext, Gatherer, Ref
-from coderag_tui.review.pack import Candidate, TokenCounter, pack, token_counter
+from coderag_tui.review.pack import Candidate, TokenCounter, pack
+from coderag_tui.tokens import estimate_tokens
 
 DEFAULT_BUDGET = 8000
 MAX_PIECE_LINES = 40  # callers, callees and tests are cut to this many lines around the call
@@ -274,7 +275,7 @@ def _cut_to(text: str, room: int, count: TokenCounter) -> str:
 def build_review(service: Any, options: ReviewOptions) -> Review:
     """Build a review of the working tree against `options.base` (or of `options.diff_text`)."""
     notes: list[str] = []
-    count = options.count_tokens or token_counter()
+    count = options.count_tokens or estimate_tokens
     if options.diff_text is not None:
         files = sources.from_diff_text(service.root, options.diff_text, service.settings)
         label = f"diff from {options.diff_label or 'input'}"

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from coderag_tui.errors import RepoError
-from coderag_tui.sources.remote import run_local_git
+from coderag_tui.sources.gitrun import run_local_git
 
 # user configuration must not change what we parse: no colour, no external diff, a/ b/ prefixes
 _GIT = ["-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "diff.noprefix=false",

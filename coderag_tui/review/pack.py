@@ -11,30 +11,16 @@ counted on the rendered Markdown, never exceeds the budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from coderag_tui.models import ContextPiece
+from coderag_tui.tokens import TokenCounter
 
-TokenCounter = Callable[[str], int]
 TIER_LIMITS = {0: 1.0, 1: 0.4, 2: 0.6, 3: 0.8, 4: 0.9, 5: 1.0}
 TIER_NAMES = {0: "change", 1: "callers", 2: "callees", 3: "outline and tests", 4: "similar code",
               5: "metadata"}
 TEXT_ROLES = frozenset({"metadata", "overview"})
 SHRINK_STEPS = (40, 24, 12, 6)  # lines kept when a code piece is shrunk
-
-
-def _fallback_estimate(text: str) -> int:
-    return math.ceil(len(text) / 3.5)
-
-
-def token_counter() -> TokenCounter:
-    """The retrieval layer's estimate when it is there (one estimate across the app)."""
-    try:
-        from coderag_tui.retrieval.packing import estimate_tokens
-    except ImportError:
-        return _fallback_estimate
-    return estimate_tokens
 
 
 @dataclass(frozen=True)

@@ -82,43 +82,37 @@ class CallArgs:
         return self.positional + len(self.keywords)
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    out, depth, cur, quote = [], 0, [], ""
-    for ch in text:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = ""
-            continue
-        if ch in "\"'`":
-            quote = ch
-        elif ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth = max(0, depth - 1)
-        elif ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
-    return [s.strip() for s in out if s.strip()]
-
-
-def _has_default(text: str) -> bool:
+def _top_level(text: str) -> Iterator[tuple[int, str]]:
+    """(index, character) of each character outside quotes and brackets (the quote marks and
+    brackets themselves left out)."""
     depth, quote = 0, ""
     for i, ch in enumerate(text):
         if quote:
             if ch == quote:
                 quote = ""
-            continue
-        if ch in "\"'`":
+        elif ch in "\"'`":
             quote = ch
         elif ch in "([{<":
             depth += 1
         elif ch in ")]}>":
             depth = max(0, depth - 1)
-        elif ch == "=" and depth == 0:
+        elif depth == 0:
+            yield i, ch
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    out, start = [], 0
+    for i, ch in _top_level(text):
+        if ch == sep:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
+def _has_default(text: str) -> bool:
+    for i, ch in _top_level(text):
+        if ch == "=":
             nxt = text[i + 1 : i + 2]
             prev = text[i - 1 : i] if i else ""
             if nxt != "=" and prev not in "=!<>":

@@ -305,3 +305,73 @@ def unit_kinds(db: Database) -> set[str]:
 def languages(db: Database) -> set[str]:
     """The languages of the indexed files."""
     return {str(k) for (k,) in db.rows("SELECT DISTINCT language FROM files") if k}
+
+
+def file_count(db: Database) -> int:
+    return int(db.scalar("SELECT count(*) FROM files", default=0))
+
+
+def has_file(db: Database, path: str) -> bool:
+    """Is `path` (a repository path, exactly as stored) in the index?"""
+    return db.one("SELECT 1 FROM files WHERE path=?", (path,)) is not None
+
+
+def paths_ending_with(db: Database, suffix: str, limit: int = 5) -> list[str]:
+    """Indexed paths that end in `suffix`, shortest first (a near-miss for a path the user gave)."""
+    rows = db.rows("SELECT path FROM files WHERE path LIKE ? ORDER BY length(path) LIMIT ?",
+                   ("%" + suffix, limit))
+    return [str(r[0]) for r in rows]
+
+
+def file_facts(db: Database, path: str) -> tuple[str, int, bool] | None:
+    """(language, lines, has syntax errors) of an indexed file."""
+    row = db.one("SELECT language, lines, has_errors FROM files WHERE path=?", (path,))
+    return (str(row[0]), int(row[1]), bool(row[2])) if row else None
+
+
+def file_summaries(db: Database, path: str) -> dict[int, str]:
+    """Stored summaries of the units of one file, by unit id."""
+    return {int(i): str(t) for i, t in db.rows(
+        "SELECT s.unit_id, s.text FROM summaries s JOIN units u ON u.id=s.unit_id "
+        "JOIN files f ON f.id=u.file_id WHERE f.path=?", (path,))}
+
+
+def file_imports(db: Database, path: str) -> list[tuple[str, str, int]]:
+    """(module, names as a JSON list, line) of each import statement of one file, in line order."""
+    return [(str(m), str(n or ""), int(line)) for m, n, line in db.rows(
+        "SELECT i.module, i.names, i.line FROM imports i JOIN files f ON f.id=i.file_id "
+        "WHERE f.path=? ORDER BY i.line", (path,))]
+
+
+def import_targets(db: Database, file_unit_id: int) -> dict[int, str]:
+    """The repository file each resolved import of a file points to, by import line."""
+    return {int(line): str(p) for line, p in db.rows(
+        "SELECT e.line, tf.path FROM edges e JOIN units t ON t.id=e.dst JOIN files tf ON tf.id=t.file_id "
+        "WHERE e.kind='IMPORTS' AND e.src=?", (file_unit_id,))}
+
+
+def file_index_states(db: Database, embed_model: str | None) -> dict[str, tuple[str, int, int]]:
+    """Every indexed file: path -> (language, chunks, chunks with a vector of `embed_model`)."""
+    return {str(p): (str(lang), int(c), int(v)) for p, lang, c, v in db.execute(
+        "SELECT f.path, f.language, count(c.id), count(v.id) FROM files f "
+        "LEFT JOIN chunks c ON c.file_id = f.id "
+        "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? GROUP BY f.id", (embed_model,))}
+
+
+def skip_reasons(db: Database) -> dict[str, str]:
+    """Files the last index run skipped: path -> why."""
+    return {str(p): str(r) for p, r in db.rows("SELECT path, reason FROM skips")}
+
+
+def conversation_list(db: Database, limit: int = 100) -> list[tuple[int, str, float]]:
+    """Stored conversations, newest first: (id, title, updated)."""
+    rows = db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
+                   "LIMIT ?", (limit,))
+    return [(int(i), str(t), float(u)) for i, t, u in rows]
+
+
+def conversation_messages(db: Database, conversation_id: int) -> list[tuple[str, str]]:
+    """(role, content) of each message of a conversation, oldest first."""
+    rows = db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
+                   (conversation_id,))
+    return [(str(r), str(c)) for r, c in rows]

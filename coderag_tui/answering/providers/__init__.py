@@ -5,10 +5,10 @@ from coderag_tui.answering.providers.base import (
     ProviderFactory,
     ProviderOptions,
     create,
-    estimate_tokens,
     kinds,
     register,
 )
+from coderag_tui.tokens import estimate_tokens
 
 __all__ = [
     "Provider",

@@ -12,17 +12,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from coderag_tui.answering.providers._http import SSEClient, redact
+from coderag_tui.answering.providers._http import redact
 from coderag_tui.answering.providers.base import (
     Provider,
     ProviderOptions,
-    estimate_tokens,
     register,
     remote_context_window,
+    sse_client,
 )
 from coderag_tui.config import ProviderSettings
 from coderag_tui.errors import ProviderError
 from coderag_tui.models import ChatMessage, ModelInfo
+from coderag_tui.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from coderag_tui.answering.tools import ToolSession, ToolSpec
@@ -76,17 +77,7 @@ class AnthropicProvider:
         }
         if key:
             headers["x-api-key"] = key
-        self.http = SSEClient(
-            provider="anthropic",
-            url=self.url,
-            headers=headers,
-            timeout_s=settings.timeout_s,
-            retries=settings.retries,
-            backoff_s=options.backoff_s,
-            max_retry_after_s=options.max_retry_after_s,
-            key_env=self.key_env,
-            secret=key,
-        )
+        self.http = sse_client("anthropic", self.url, headers, settings, options, self.key_env, key)
 
     def context_window(self) -> int:
         settings = self.settings

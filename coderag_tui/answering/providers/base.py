@@ -8,12 +8,12 @@ provider never means editing a chain of if/elif.
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from coderag_tui.answering.providers._http import SSEClient
 from coderag_tui.config import ProviderSettings
 from coderag_tui.errors import ConfigError
 from coderag_tui.models import ChatMessage, ModelInfo
@@ -61,6 +61,15 @@ class ProviderOptions:
 
 ProviderFactory = Callable[[ProviderSettings, ProviderOptions], Provider]
 
+
+def sse_client(provider: str, url: str, headers: dict[str, str], settings: ProviderSettings,
+               options: ProviderOptions, key_env: str, key: str) -> SSEClient:
+    """The HTTP client of a remote provider: the settings' timeout and retries, the caller's
+    backoff; `key` is masked in every message and `key_env` named instead."""
+    return SSEClient(provider=provider, url=url, headers=headers, timeout_s=settings.timeout_s,
+                     retries=settings.retries, backoff_s=options.backoff_s,
+                     max_retry_after_s=options.max_retry_after_s, key_env=key_env, secret=key)
+
 _REGISTRY: dict[str, ProviderFactory] = {}
 
 
@@ -97,13 +106,6 @@ def accepts_keyword(function: Callable[..., object], name: str) -> bool:
         return name in inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
-
-
-def estimate_tokens(text: str) -> int:
-    """A conservative token estimate for models whose tokenizer we do not have (~3 chars/token)."""
-    if not text:
-        return 0
-    return math.ceil(len(text) / 3.0)
 
 
 # Context windows of well-known remote models, by name prefix (longest prefix wins).

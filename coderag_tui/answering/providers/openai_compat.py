@@ -12,17 +12,18 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from coderag_tui.answering.providers._http import SSEClient, redact
+from coderag_tui.answering.providers._http import redact
 from coderag_tui.answering.providers.base import (
     Provider,
     ProviderOptions,
-    estimate_tokens,
     register,
     remote_context_window,
+    sse_client,
 )
 from coderag_tui.config import ProviderSettings
 from coderag_tui.errors import ProviderError
 from coderag_tui.models import ChatMessage, ModelInfo
+from coderag_tui.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from coderag_tui.answering.tools import ToolSession, ToolSpec
@@ -51,17 +52,7 @@ class OpenAICompatProvider:
         headers = {"Accept": "text/event-stream"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self.http = SSEClient(
-            provider="openai",
-            url=self.url,
-            headers=headers,
-            timeout_s=settings.timeout_s,
-            retries=settings.retries,
-            backoff_s=options.backoff_s,
-            max_retry_after_s=options.max_retry_after_s,
-            key_env=settings.api_key_env,
-            secret=key,
-        )
+        self.http = sse_client("openai", self.url, headers, settings, options, settings.api_key_env, key)
 
     def context_window(self) -> int:
         return self.window or remote_context_window(self.settings)
