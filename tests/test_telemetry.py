@@ -40,7 +40,7 @@ def test_index_search_and_ask_leave_no_telemetry(tmp_path: Path) -> None:
     home = tmp_path / "home"
     index = _coderag(home, "index", str(repo), "--db", str(db))
     assert index.returncode == 0, index.stderr
-    assert "embedded 2 chunks" in index.stdout  # onnxruntime ran
+    assert "2 chunks embedded" in index.stdout  # onnxruntime ran
     search = _coderag(home, "search", "area of a circle", "--repo", str(repo), "--db", str(db))
     assert search.returncode == 0, search.stderr
     assert "shapes.py" in search.stdout
