@@ -98,6 +98,7 @@ class ProviderSettings:
 @dataclass(frozen=True)
 class LLMSettings(ProviderSettings):
     fallback: tuple[ProviderSettings, ...] = ()
+    tiny_max_tokens: int = 200  # the explanation's cap with the tiny bundled model
 
 
 @dataclass(frozen=True)

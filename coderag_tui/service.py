@@ -354,10 +354,13 @@ class CodeRag:
     ) -> Iterator[_AnswerEvent]:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
-        Yields status / token / sources / done / error events; never raises (errors are events).
+        Yields status / opening (the units that answer it and, for a flow, the call path,
+        before the model runs) / token / sources / done / error events; never raises (errors
+        are events).
         A follow-up question in a conversation is retrieved together with the previous one.
         """
         from coderag_tui.answering import Answerer
+        from coderag_tui.answering.opening import build_opening
         from coderag_tui.errors import CoderagError
         from coderag_tui.models import AnswerEvent
 
@@ -374,7 +377,8 @@ class CodeRag:
                 provider = self.llm(model)
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
                 answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
-                                    temperature=self.settings.llm.temperature)
+                                    temperature=self.settings.llm.temperature,
+                                    tiny_max_tokens=self.settings.llm.tiny_max_tokens)
                 query = question
                 if conversation_id:
                     earlier = [m.content for m in answerer.load_conversation(conversation_id)
@@ -384,11 +388,13 @@ class CodeRag:
                 context_budget, map_budget = self._answer_budgets(provider)
                 context = self.context(query, max_tokens=context_budget)
                 repo_map = self.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
+                opening = build_opening(self.db, question, context)
                 retrieval_s = time.perf_counter() - started
             except CoderagError as exc:
                 yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
                 return
-            for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s):
+            for event in answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s,
+                                      opening=opening):
                 yield event
                 if should_stop is not None and should_stop() and event.kind == "token":
                     yield AnswerEvent("error", text="cancelled", conversation_id=event.conversation_id)

@@ -72,6 +72,7 @@ class AnthropicProvider:
         }
         if key:
             headers["x-api-key"] = key
+        self.finish_reason = ""  # of the last answer: "stop", "length"
         self.http = SSEClient(
             provider="anthropic",
             url=self.url,
@@ -123,6 +124,7 @@ class AnthropicProvider:
         if stop:
             body["stop_sequences"] = stop
         produced = False
+        self.finish_reason = ""
         for event in self.http.stream(body):
             if not event.data.strip():
                 continue
@@ -137,6 +139,10 @@ class AnthropicProvider:
                 if text:
                     produced = True
                     yield text
+            elif kind == "message_delta":
+                reason = (doc.get("delta") or {}).get("stop_reason")
+                if reason:
+                    self.finish_reason = "length" if reason == "max_tokens" else "stop"
             elif kind == "message_stop":
                 return
             elif kind == "error":

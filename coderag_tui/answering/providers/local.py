@@ -31,6 +31,10 @@ BUNDLED_NOTE = (
     "tiny default model (135M): fine to try the pipeline; set [llm] model = "
     "/path/to/better.gguf or a remote provider for real answers"
 )
+TINY_NOTE = (
+    "Explanation by the tiny default model (SmolLM2-135M), often wrong: for better answers set "
+    "[llm] model = /path/to/model.gguf (a code model, e.g. Qwen2.5-Coder) or a remote provider."
+)
 ENV_MODEL = "CODERAG_MODEL"
 
 
@@ -97,6 +101,10 @@ class LlamaProvider:
         self._meta: dict[str, Any] | None = None
         self._llm: Any = None
         self._lock = threading.RLock()
+        self.finish_reason = ""  # of the last answer: "stop" or "length"
+        bundled = bundled_model_path()
+        # labels its answers, which the answerer also keeps short and cool
+        self.tiny_note = TINY_NOTE if bundled is not None and self.path == bundled else ""
 
     # ------------------------------------------------------------------ metadata
     def metadata(self) -> dict[str, Any]:
@@ -186,6 +194,7 @@ class LlamaProvider:
                     f"with a context window of {window}: raise [llm] n_ctx or ask with less context"
                 )
             chunks: Any = None
+            self.finish_reason = ""
             try:
                 chunks = llm.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in messages],
@@ -197,6 +206,8 @@ class LlamaProvider:
                 )
                 for chunk in chunks:
                     choice = chunk["choices"][0]
+                    if choice.get("finish_reason"):
+                        self.finish_reason = str(choice["finish_reason"])
                     text = choice.get("delta", {}).get("content")
                     if text:
                         yield text
