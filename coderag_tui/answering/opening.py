@@ -35,6 +35,8 @@ def one_line(unit: UnitRef) -> str:
     doc = unit.docstring.strip().strip("\"'` ").strip()
     text = _SENTENCE.split(doc, maxsplit=1)[0] if doc else ""
     text = " ".join(text.split()) or " ".join(unit.signature.split())
+    if text in (f"{unit.kind} {unit.name}", f"{unit.kind} {unit.qualname}", unit.name):
+        return ""  # says nothing the kind and name do not
     return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "\u2026"
 
 
@@ -44,11 +46,9 @@ def answer_unit(unit: UnitRef, call_line: int = 0) -> AnswerUnit:
 
 
 def answer_units(context: ComposedContext, limit: int = MAX_UNITS) -> list[UnitRef]:
-    """The units that answer the question: the top hits, code before whole files."""
+    """The units that answer the question: the top hits, code before whole files and tests."""
     unique = list({h.unit.id: h.unit for h in context.hits}.values())
-    code = [u for u in unique if u.kind != "file"]
-    files = [u for u in unique if u.kind == "file"]
-    return (code + files)[:limit]
+    return sorted(unique, key=lambda u: (is_test(u), u.kind == "file"))[:limit]
 
 
 def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef]) -> list[AnswerUnit]:
@@ -61,46 +61,45 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef])
     units: dict[int, UnitRef] = {t.id: t for t in targets}
     nxt: dict[int, tuple[int, int]] = {}  # caller id -> (the unit it calls on the path, line)
     depth = {t.id: 0 for t in targets}
-    roots: list[int] = []
+    roots: set[int] = set()
     frontier = [t.id for t in targets]
-    found_hit: int | None = None
     for level in range(1, MAX_DEPTH + 1):
-        if not frontier or found_hit is not None:
+        if not frontier:
             break
         frontier = frontier[:MAX_FRONTIER]
-        callers_of: dict[int, bool] = {uid: False for uid in frontier}
+        called: set[int] = set()
         new: list[int] = []
         for edge in read.callers(db, frontier):
-            caller, called = edge.unit, edge.source
-            if caller is None or called is None or is_test(caller) or caller.id == called.id:
+            caller, callee = edge.unit, edge.source
+            if caller is None or callee is None or is_test(caller) or caller.id == callee.id:
                 continue
-            callers_of[called.id] = True
+            called.add(callee.id)
             if caller.id in depth:
                 continue
             depth[caller.id] = level
             units[caller.id] = caller
-            nxt[caller.id] = (called.id, edge.line)
+            nxt[caller.id] = (callee.id, edge.line)
             new.append(caller.id)
-            if caller.id in hit_ids and found_hit is None:
-                found_hit = caller.id
-        roots.extend(uid for uid, called in callers_of.items() if not called and uid not in target_ids)
+        roots.update(uid for uid in frontier if uid not in called and uid not in target_ids)
         frontier = new
-    if found_hit is not None:
-        start = found_hit
-    elif roots:
-        start = max(roots, key=lambda uid: depth[uid])
-    elif len(depth) > len(target_ids):
-        start = max(depth, key=lambda uid: depth[uid])
-    else:
+
+    def steps(start: int) -> list[int]:
+        out = [start]
+        while out[-1] in nxt:
+            out.append(nxt[out[-1]][0])
+        return out
+
+    candidates = (roots | (hit_ids & set(depth))) or {u for u in depth if u not in target_ids}
+    if not candidates:
         return []
-    path: list[AnswerUnit] = []
-    current = start
-    while current in nxt:
-        callee, line = nxt[current]
-        path.append(answer_unit(units[current], line))
-        current = callee
-    path.append(answer_unit(units[current]))
-    return path
+
+    def score(uid: int) -> tuple[int, bool, int, int]:
+        # the path that passes through most of the question's hits, from a true entry point,
+        # the longest (the furthest entry point)
+        return (sum(1 for u in steps(uid) if u in hit_ids), uid in roots, depth[uid], -uid)
+
+    best = steps(max(candidates, key=score))
+    return [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in best]
 
 
 def build_opening(db: Database, question: str, context: ComposedContext) -> AnswerOpening:

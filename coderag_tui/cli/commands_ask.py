@@ -7,7 +7,7 @@ import sys
 
 from coderag_tui.cli.base import arguments, command, is_tty, open_service, print_json
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import AnswerEvent, Source
+from coderag_tui.models import AnswerEvent, AnswerOpening, Source, to_dict
 
 
 def _ask_args(p: argparse.ArgumentParser) -> None:
@@ -34,33 +34,52 @@ def cmd_ask(args: argparse.Namespace) -> int:
     stream = is_tty() and not args.no_stream and not args.json
     answer: list[str] = []
     final: AnswerEvent | None = None
+    opening: AnswerOpening | None = None
     sources: tuple[Source, ...] = ()
     invalid: tuple[str, ...] = ()
     conversation = args.conversation or 0
+    status_shown = False  # a status line is on the terminal (stderr), to be cleared
+
+    def clear_status() -> None:
+        nonlocal status_shown
+        if status_shown:
+            sys.stderr.write("\r\033[2K")
+            sys.stderr.flush()
+            status_shown = False
+
     for event in service.ask(question, args.conversation, model=args.model):
         conversation = event.conversation_id or conversation
         if event.kind == "token":
-            answer.append(event.text)
             if stream:
+                # the status line shares the terminal's line: clear it BEFORE the first word
+                clear_status()
                 sys.stdout.write(event.text)
                 sys.stdout.flush()
-        elif event.kind == "status" and stream:
-            sys.stderr.write(f"\r\033[2K{event.text}…")
+            answer.append(event.text)
+        elif event.kind == "opening":
+            opening = event.opening
+            if stream and opening is not None:
+                clear_status()  # what the index knows, at once, before the model starts
+                print(opening.render() + "\n", flush=True)
+        elif event.kind == "status" and stream and not answer:
+            sys.stderr.write(f"\r\033[2K{event.text}\u2026")
             sys.stderr.flush()
+            status_shown = True
         elif event.kind == "sources":
             sources, invalid = event.sources, event.invalid_citations
         elif event.kind == "error":
-            if stream:
+            clear_status()
+            if stream and answer:
                 sys.stdout.write("\n")
             raise CoderagError(event.text)
         elif event.kind == "done":
             final = event
-        if stream and event.kind == "token" and len(answer) == 1:
-            sys.stderr.write("\r\033[2K")
+    clear_status()
     text = "".join(answer).strip()
     if args.json:
         print_json({
             "question": question,
+            "opening": to_dict(opening) if opening is not None else None,
             "answer": text,
             "sources": [{"number": s.number, "path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                          "title": s.title, "cited": s.cited} for s in sources],
@@ -68,19 +87,24 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "conversation_id": conversation,
             "stats": final.stats if final else {},
         })
-        return 0
-    if not stream:
-        print(text)
     else:
-        print()
-    print("\nSources (* cited by the answer):")
-    for s in sources:
-        print(_source_line(s))
-    if invalid:
-        print("Not in the index (invented by the model): " + ", ".join(invalid))
-    if final is not None and final.text:
-        print(f"\n{final.text}  (conversation {conversation}; continue with --conversation {conversation})",
-              file=sys.stderr)
+        if not stream:
+            if opening is not None:
+                print(opening.render() + "\n")
+            print(text)
+        else:
+            print()
+        print("\nSources (* cited by the answer):")
+        for s in sources:
+            print(_source_line(s))
+        if invalid:
+            print("Unverified citations (not in the code the model was given; not sources): " + ", ".join(invalid))
+        if final is not None and final.text:
+            print(f"\n{final.text}  (conversation {conversation}; continue with --conversation {conversation})",
+                  file=sys.stderr)
+    if not text:
+        raise CoderagError("the model returned an empty answer",
+                           "see the line above; try again, or set [llm] n_ctx / max_tokens")
     return 0
 
 

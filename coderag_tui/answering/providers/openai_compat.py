@@ -197,7 +197,8 @@ class OpenAICompatProvider:
         headers = {k: v for k, v in self.http.headers.items() if k.lower() != "accept"}
         message = ""
         try:
-            resp = self.http.client().post(self.url, json=probe, headers=headers)
+            # a new connection: the server may have dropped the one the stream used
+            resp = httpx.post(self.url, json=probe, headers=headers, timeout=self.settings.timeout_s)
             if resp.status_code >= 400:
                 message = error_text(resp.content)
         except httpx.HTTPError:
