@@ -90,6 +90,18 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def default_threads(cores: int | None = None) -> tuple[int, int]:
+    """(generation threads, prompt threads) for `[llm] threads = 0`.
+
+    llama.cpp's threads spin while they wait for each other: when another process holds one of
+    the cores they wait on it, and generation on a busy 2-core machine measured 10x slower with
+    2 threads than with 1 (bench/bench_threads.py). Half the cores leaves room for the embedder,
+    the watcher and the user's other work."""
+    n = cpu_count() if cores is None else max(1, cores)
+    gen = max(1, min(n // 2, 8))
+    return gen, gen
+
+
 class LlamaProvider:
     """A GGUF model loaded lazily (once) in this process."""
 
@@ -155,13 +167,15 @@ class LlamaProvider:
                 raise ModelError(
                     "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]'"
                 ) from exc
-            threads = self.settings.threads or cpu_count()
+            threads, batch = (
+                (self.settings.threads, self.settings.threads) if self.settings.threads > 0 else default_threads()
+            )
             try:
                 self._llm = Llama(
                     model_path=str(self.path),
                     n_ctx=self.context_window(),
                     n_threads=threads,
-                    n_threads_batch=threads,
+                    n_threads_batch=batch,
                     verbose=False,
                 )
             except (ValueError, RuntimeError, OSError) as exc:
