@@ -74,7 +74,7 @@ def main() -> None:
     cores = cpu_count()
     configs = sorted({(1, 1), (1, cores), (cores, cores)})
     print(f"{provider.path.name}: {cores} cores, prompt ~{context.tokens} tokens, {args.max_tokens} "
-          f"answer tokens, {args.rounds} rounds; load avg at start {os.getloadavg()[0]:.2f}")
+          f"answer tokens, {args.rounds} rounds; load avg at start {os.getloadavg()[0]:.2f}", flush=True)
     results: dict[tuple[str, int, int], list[dict[str, float]]] = {}
     for busy in (False, True):
         burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
@@ -82,8 +82,10 @@ def main() -> None:
             for _ in range(args.rounds):
                 for threads, batch in configs:
                     key = ("busy" if busy else "idle", threads, batch)
-                    results.setdefault(key, []).append(
-                        one_run(str(provider.path), threads, batch, messages, args.max_tokens))
+                    r = one_run(str(provider.path), threads, batch, messages, args.max_tokens)
+                    results.setdefault(key, []).append(r)
+                    print(f"  {key[0]} {threads}/{batch} threads: first token {r['ttft_s']:.2f} s, "
+                          f"{r['tok_s']:.1f} tokens/s, total {r['total_s']:.2f} s", flush=True)
         finally:
             if burner is not None:
                 burner.kill()
