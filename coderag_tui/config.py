@@ -108,6 +108,7 @@ class LLMSettings(ProviderSettings):
     tools: str = "auto"  # let the model call the index's tools: auto (remote providers), on, off
     tool_steps: int = 4  # at most this many rounds of tool calls before the model must answer
     cache_similarity: float = 0.95  # a stored answer serves a question this similar; 0 = no cache
+    tiny_max_tokens: int = 200  # the explanation's cap with the tiny bundled model
 
 
 @dataclass(frozen=True)

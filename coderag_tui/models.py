@@ -308,6 +308,7 @@ class ComposedContext:
     tokens: int
     budget: int
     hits: tuple[SearchHit, ...] = ()
+    kind: str = ""  # the question's kind (lookup, architecture, debugging, general)
 
     def render(self) -> str:
         """The context as text ready to paste into any LLM."""
@@ -351,11 +352,61 @@ class ToolCallInfo:
 
 
 @dataclass(frozen=True)
-class AnswerEvent:
-    """Streamed while answering. kind: status, token, tool, sources, done, error.
+class AnswerUnit:
+    """A code unit named in an answer's opening: what it is and where (`path:start-end`)."""
 
-    `tool` is set on `tool` events; `cached` on every event of an answer that came from the
-    answer cache (no model was asked)."""
+    kind: str
+    qualname: str
+    path: str
+    start_line: int
+    end_line: int
+    line: str = ""  # its docstring's first sentence, else its signature
+    call_line: int = 0  # in a call path: the line where this step calls the next one
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class AnswerOpening:
+    """What the index knows for certain about a question, rendered by coderag before the
+    model's explanation: the units that answer it and, for a question about a flow, the call
+    path from an entry point to them (each step calls the next). `model_note` labels the
+    explanation that follows (e.g. that it comes from the tiny default model)."""
+
+    units: tuple[AnswerUnit, ...] = ()
+    call_path: tuple[AnswerUnit, ...] = ()
+    flow: bool = False  # the question asks about a flow
+    model_note: str = ""
+
+    def render(self) -> str:
+        """Plain text (Markdown-friendly), the same in every interface."""
+        out: list[str] = []
+        if self.units:
+            out.append("Where this is in the code:")
+            for u in self.units:
+                tail = f": {u.line}" if u.line else ""
+                out.append(f"- {u.kind} {u.qualname} ({u.citation}){tail}")
+        if self.call_path:
+            out.append("")
+            out.append("Call path:")
+            for i, u in enumerate(self.call_path, 1):
+                at = f", calls the next at line {u.call_line}" if u.call_line else ""
+                out.append(f"{i}. {u.qualname} ({u.citation}{at})")
+        if self.model_note:
+            out.append("")
+            out.append(self.model_note)
+        return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class AnswerEvent:
+    """Streamed while answering. kind: status, opening (before the model's text), token, tool,
+    sources, done, error.
+
+    `opening` is set on the `opening` event; `tool` on `tool` events; `cached` on every event of
+    an answer that came from the answer cache (no model was asked)."""
 
     kind: str
     text: str = ""
@@ -365,6 +416,7 @@ class AnswerEvent:
     stats: dict[str, float] = field(default_factory=dict)
     tool: ToolCallInfo | None = None
     cached: bool = False
+    opening: AnswerOpening | None = None
 
 
 @dataclass(frozen=True)

@@ -386,7 +386,9 @@ class CodeRag:
     ) -> Iterator[_AnswerEvent]:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
-        Yields status / token / sources / done / error events; never raises (errors are events).
+        Yields status / opening (the units that answer it and, for a flow, the call path,
+        before the model runs) / token / tool / sources / done / error events; never raises
+        (errors are events).
         A follow-up question is retrieved together with the previous one (and answered with the
         conversation as history) only when it continues it; a new topic starts fresh.
         `should_stop` ends the answer early: it keeps what was written and its sources.
@@ -397,6 +399,7 @@ class CodeRag:
         the stored answer at once (events marked `cached`); `fresh=True` asks the model again.
         """
         from coderag_tui.answering import Answerer
+        from coderag_tui.answering.opening import build_opening
         from coderag_tui.errors import CoderagError
         from coderag_tui.models import AnswerEvent
         from coderag_tui.retrieval.followup import continues
@@ -423,7 +426,8 @@ class CodeRag:
                 yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
                 tools, steps = self._answer_tools(provider)
                 answerer = Answerer(provider, self.db, max_tokens=self.settings.llm.max_tokens,
-                                    temperature=self.settings.llm.temperature, tools=tools, tool_steps=steps)
+                                    temperature=self.settings.llm.temperature, tools=tools, tool_steps=steps,
+                                    tiny_max_tokens=self.settings.llm.tiny_max_tokens)
                 query, same_topic = question, True
                 if conversation_id:
                     earlier = [m.content for m in answerer.load_conversation(conversation_id)
@@ -439,6 +443,7 @@ class CodeRag:
                 context = self.context(query, max_tokens=context_budget,
                                        count_tokens=counter_for(provider))
                 repo_map = self.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
+                opening = build_opening(self.db, question, context)
                 retrieval_s = time.perf_counter() - started
             except CoderagError as exc:
                 yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
@@ -448,7 +453,8 @@ class CodeRag:
             with self._generating():
                 for event in answerer.ask(question, context, repo_map, conversation_id,
                                           retrieval_s=retrieval_s, should_stop=should_stop,
-                                          use_history=same_topic, attachment=attachment):
+                                          use_history=same_topic, attachment=attachment,
+                                          opening=opening):
                     if event.kind == "token":
                         parts.append(event.text)
                     elif event.kind == "sources":

@@ -26,7 +26,7 @@ def test_ask_streams_a_grounded_answer(make_repo, open_service):
     kinds = [e.kind for e in events]
     assert "error" not in kinds, [e.text for e in events if e.kind == "error"]
     tokens = [e.text for e in events if e.kind == "token"]
-    assert len(tokens) > 3 and "".join(tokens).strip()
+    assert tokens and "".join(tokens).strip()
     [sources] = [e for e in events if e.kind == "sources"]
     assert sources.sources, "the sources used are always listed"
     lines = dict(service.db.rows("SELECT path, lines FROM files"))

@@ -11,7 +11,6 @@ from coderag_tui.answering.citations import (
     CheckedSources,
     Citation,
     check_citations,
-    index_file_lines,
     make_exists,
     parse_citations,
 )
@@ -35,7 +34,6 @@ __all__ = [
     "create",
     "create_llm",
     "fit_prompt",
-    "index_file_lines",
     "list_models",
     "make_exists",
     "parse_citations",

@@ -1,9 +1,14 @@
 """Answer a question from composed context, streaming events the UI renders.
 
-`Answerer.ask` yields AnswerEvents: `status` (what is happening), `token` (answer text),
-`tool` (a tool the model called, when it has tools),
-`sources` (numbered, cited first; invalid citations flagged), `done` (stats, conversation id)
-or `error` (one line). It never raises into the UI.
+`Answerer.ask` yields AnswerEvents: `opening` (what the index knows, before the model runs),
+`status` (what is happening), `token` (answer text), `tool` (a tool the model called, when it
+has tools), `sources` (numbered, cited first; unverified citations apart), `done` (stats,
+conversation id) or `error` (one line). It never raises into the UI.
+
+Every provider's stream passes a repetition guard (answering/guard.py): a looping answer is
+stopped, its repeated tail dropped, and it ends with a note that it was stopped; an answer cut
+by the token limit says so too. The tiny bundled model answers shorter and cooler, labelled.
+A remote server whose window turns out smaller than assumed gets the prompt fitted once more.
 
 Conversations live in the index's `conversations`/`messages` tables: each turn stores the
 question and the answer (with its sources as JSON, and how it ended: complete, stopped by the
@@ -18,16 +23,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from coderag_tui.answering.citations import ExistsFn, check_citations, index_file_lines, make_exists
-from coderag_tui.answering.prompts import FittedPrompt, fit_prompt
-from coderag_tui.answering.providers.base import Provider, accepts_keyword
+from coderag_tui.answering.citations import ExistsFn, check_citations, make_exists
+from coderag_tui.answering.guard import LIMIT_NOTE, REPEAT_NOTE, RepetitionGuard
+from coderag_tui.answering.prompts import FittedPrompt, fit_prompt, prompt_tokens
+from coderag_tui.answering.providers.base import ContextWindowError, Provider, accepts_keyword
 from coderag_tui.answering.tools import tool_loop
-from coderag_tui.errors import CoderagError
+from coderag_tui.errors import CoderagError, ModelError
 from coderag_tui.models import (
     AnswerEvent,
+    AnswerOpening,
     ChatMessage,
     ComposedContext,
     ContextPiece,
@@ -37,6 +44,7 @@ from coderag_tui.models import (
 from coderag_tui.store.db import Database
 
 TITLE_CHARS = 80
+TINY_TEMPERATURE = 0.1
 
 
 @dataclass(frozen=True)
@@ -113,14 +121,16 @@ class Answerer:
         exists: Callable[[list[ContextPiece]], ExistsFn] | None = None,
         tools: Any = None,
         tool_steps: int = 0,
+        tiny_max_tokens: int = 200,
     ) -> None:
-        """`exists(pieces)` builds the citation check; by default: overlap with the pieces, or
-        within a file's line count in `store`'s `files` table. `tools` (a CodeRagTools): the
+        """`exists(pieces)` builds the citation check; by default: the range lies inside what
+        the pieces showed the model (see citations.make_exists). `tools` (a CodeRagTools): the
         model may call them for up to `tool_steps` rounds (see tools.py)."""
         self.provider = provider
         self.store = store
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.tiny_max_tokens = tiny_max_tokens  # the answer cap for the tiny bundled model
         self._exists = exists
         self.tools = tools
         self.tool_steps = tool_steps
@@ -192,24 +202,22 @@ class Answerer:
     def _exists_for(self, pieces: list[ContextPiece]) -> ExistsFn:
         if self._exists is not None:
             return self._exists(pieces)
-        if self.store is not None and self.store.has_table("files"):
-            return make_exists(pieces, index_file_lines(self.store))
         return make_exists(pieces)
 
     # ------------------------------------------------------------------ asking
-    def _stream(self, fitted: FittedPrompt, given: list[ContextPiece],
-                options: dict[str, object]) -> Iterator[str | ToolCallInfo]:
+    def _stream(self, fitted: FittedPrompt, given: list[ContextPiece], options: dict[str, object],
+                temperature: float) -> Iterator[str | ToolCallInfo]:
         """The answer's text, with the model's tool calls in between when it has tools.
         `options`: extra keywords for the provider's stream (`should_stop`)."""
         if self.tools is None or self.tool_steps <= 0:
             return self.provider.stream(
-                fitted.messages, max_tokens=fitted.max_answer_tokens, temperature=self.temperature,
+                fitted.messages, max_tokens=fitted.max_answer_tokens, temperature=temperature,
                 **options,  # type: ignore[arg-type]
             )
         return tool_loop(
             self.provider, fitted.messages, self.tools, given, steps=self.tool_steps,
             prompt_tokens=fitted.prompt_tokens, max_tokens=fitted.max_answer_tokens,
-            temperature=self.temperature,
+            temperature=temperature,
         )
 
     def ask(
@@ -223,15 +231,18 @@ class Answerer:
         attachment: str = "",
         should_stop: Callable[[], bool] | None = None,
         use_history: bool = True,
+        opening: AnswerOpening | None = None,
     ) -> Iterator[AnswerEvent]:
-        """`attachment`: text the user gave with the question, shown to the model with it.
+        """Events for one answer: `opening` (when given, before the model runs), status, token
+        (the model's text, cut when it repeats itself), tool, sources, then done or error.
+        `attachment`: text the user gave with the question, shown to the model with it.
         `should_stop`: polled while the model reads the prompt (by providers that can stop
         there) and between tokens; when it says so, the partial answer ends with its sources and
         a `done` event whose stats have `stopped`. `use_history`: give the model the earlier
         turns (False for a question on a new topic: they would only take room)."""
         try:
             yield from self._ask(question, context, repo_map, conversation_id, retrieval_s, attachment,
-                                 should_stop, use_history)
+                                 should_stop, use_history, opening)
         except CoderagError as exc:
             yield AnswerEvent("error", text=exc.one_line(), conversation_id=conversation_id or 0)
         except Exception as exc:  # never raise into the UI
@@ -252,6 +263,7 @@ class Answerer:
         attachment: str = "",
         should_stop: Callable[[], bool] | None = None,
         use_history: bool = True,
+        opening: AnswerOpening | None = None,
     ) -> Iterator[AnswerEvent]:
         question = question.strip()
         if not question:
@@ -264,66 +276,77 @@ class Answerer:
             yield AnswerEvent("error", text=f"no conversation {conversation_id}", conversation_id=cid)
             return
         provider = self.provider
+        tiny_note = str(getattr(provider, "tiny_note", "") or "")
+        max_tokens, temperature = self.max_tokens, self.temperature
+        if tiny_note:
+            # the tiny model wanders and loops when it writes long or hot: keep it short and cool
+            max_tokens = min(max_tokens, self.tiny_max_tokens)
+            temperature = min(temperature, TINY_TEMPERATURE)
+        if opening is not None:
+            opening = replace(opening, model_note=tiny_note)
+            yield AnswerEvent("opening", text=opening.render(), opening=opening, conversation_id=cid)
         yield AnswerEvent("status", text=f"preparing the prompt for {provider.name}", conversation_id=cid)
         history = self._history(conversation_id) if use_history else []
-        fitted = fit_prompt(question, context, repo_map, history, provider, self.max_tokens, attachment)
-        notes = []
-        if fitted.attachment_lines_dropped:
-            notes.append(f"the first {fitted.attachment_lines_dropped} lines of the given text left out")
-        if fitted.history_dropped:
-            notes.append(f"{fitted.history_dropped} older messages left out")
-        if fitted.pieces_dropped:
-            notes.append(f"{fitted.pieces_dropped} of {len(context.pieces)} context pieces left out")
-        note = f" ({'; '.join(notes)} to fit the context window)" if notes else ""
-        yield AnswerEvent(
-            "status",
-            text=f"asking {provider.name}: {fitted.prompt_tokens} prompt tokens{note}",
-            conversation_id=cid,
-            stats={"prompt_tokens": float(fitted.prompt_tokens)},
-        )
+        fitted = fit_prompt(question, context, repo_map, history, provider, max_tokens, attachment)
+        yield self._asking(fitted, len(context.pieces), cid)
 
         stop = should_stop or (lambda: False)
         options: dict[str, object] = {}
         if should_stop is not None and accepts_keyword(provider.stream, "should_stop"):
             options["should_stop"] = should_stop
         start = time.perf_counter()
-        first: float | None = None
-        parts: list[str] = []
-        chunks = 0
         given = list(fitted.pieces)  # what the model was shown; tool results are added to it
-        stopped = stop()
+        run = _Run()
         failure: CoderagError | None = None
+        stopped = stop()
         if not stopped:
-            stream = self._stream(fitted, given, options)
             try:
-                for text in stream:
-                    if isinstance(text, ToolCallInfo):
-                        yield AnswerEvent("tool", text=f"{text.name}: {text.summary}", tool=text,
-                                          conversation_id=cid)
-                    else:
-                        if first is None:
-                            first = time.perf_counter()
-                        parts.append(text)
-                        chunks += 1
-                        yield AnswerEvent("token", text=text, conversation_id=cid)
-                    if stop():
-                        break
+                try:
+                    yield from self._generate(fitted, temperature, run, cid, given, options, stop)
+                except ContextWindowError as exc:
+                    learn = getattr(provider, "learn_window", None)
+                    if run.produced or learn is None:
+                        raise
+                    # the server's window is smaller than we assumed: fit the prompt to it, once
+                    learn(exc.window, exc.prompt_tokens, prompt_tokens(fitted.messages, provider.count_tokens))
+                    yield AnswerEvent(
+                        "status",
+                        text=f"{provider.name} has a context window of {exc.window} tokens: fitting the prompt to it",
+                        conversation_id=cid,
+                    )
+                    fitted = fit_prompt(question, context, repo_map, history, provider, max_tokens, attachment)
+                    yield self._asking(fitted, len(context.pieces), cid)
+                    start = time.perf_counter()
+                    given = list(fitted.pieces)
+                    run = _Run()
+                    try:
+                        yield from self._generate(fitted, temperature, run, cid, given, options, stop)
+                    except ContextWindowError as again:
+                        raise ModelError(
+                            f"the prompt does not fit {provider.name}'s context window of {again.window} tokens",
+                            f"set [llm] n_ctx = {again.window} or start the server with a larger context",
+                        ) from again
             except CoderagError as exc:  # retrieval succeeded: its sources are still shown and kept
                 failure = exc
-            finally:
-                close = getattr(stream, "close", None)  # a stop frees the model at once
-                if close is not None:
-                    close()
             stopped = failure is None and stop()
         end = time.perf_counter()
-        answer = "".join(parts).strip()
+        answer = "".join(run.parts).strip()
+
+        note = ""
+        if run.guard.stopped:
+            note = REPEAT_NOTE
+        elif answer and _finish_reason(provider) == "length":
+            note = LIMIT_NOTE.format(tokens=fitted.max_answer_tokens)
+        if note:
+            yield AnswerEvent("token", text="\n\n" + note, conversation_id=cid)
 
         checked = check_citations(answer, given, self._exists_for(given))
         yield AnswerEvent(
             "sources", sources=checked.sources, invalid_citations=checked.invalid, conversation_id=cid
         )
+        stored = f"{answer}\n\n{note}" if note and answer else (answer or note)
         outcome = failure.one_line() if failure is not None else STOPPED if stopped else ""
-        cid = self._save(conversation_id, question, answer, checked.sources, outcome, checked.invalid)
+        cid = self._save(conversation_id, question, stored, checked.sources, outcome, checked.invalid)
         if failure is not None:
             yield AnswerEvent("error", text=outcome, conversation_id=cid)
             return
@@ -331,7 +354,8 @@ class Answerer:
         try:
             tokens = provider.count_tokens(answer) if answer else 0
         except CoderagError:
-            tokens = chunks
+            tokens = run.chunks
+        first = run.first
         ttft = (first - start) if first is not None else end - start
         gen = (end - first) if first is not None else 0.0
         stats: dict[str, float] = {
@@ -343,6 +367,9 @@ class Answerer:
             "tokens_per_s": round(tokens / gen, 2) if gen > 0 else 0.0,
             "cited": float(sum(1 for s in checked.sources if s.cited)),
             "invalid_citations": float(len(checked.invalid)),
+            "stopped_repeating": float(run.guard.stopped),
+            "cut_at_limit": float(note.startswith("[answer cut")),
+            "max_answer_tokens": float(fitted.max_answer_tokens),
         }
         if retrieval_s is not None:
             stats["retrieval_s"] = round(retrieval_s, 4)
@@ -352,6 +379,8 @@ class Answerer:
             return
         answered_by = getattr(provider, "answered_by", "") or provider.name
         text = f"answered by {answered_by}"
+        if tiny_note:
+            text += " (the tiny default model)"
         failures = getattr(provider, "failures", None)
         if failures:
             text += " (after: " + "; ".join(failures) + ")"
@@ -359,3 +388,63 @@ class Answerer:
             text += ": the model returned an empty answer"
         yield AnswerEvent("done", text=text, conversation_id=cid, stats=stats)
 
+    def _asking(self, fitted: FittedPrompt, pieces: int, cid: int) -> AnswerEvent:
+        notes = []
+        if fitted.history_dropped:
+            notes.append(f"{fitted.history_dropped} older messages left out")
+        if fitted.pieces_dropped:
+            notes.append(f"{fitted.pieces_dropped} of {pieces} context pieces left out")
+        note = f" ({'; '.join(notes)} to fit the context window)" if notes else ""
+        return AnswerEvent(
+            "status",
+            text=f"asking {self.provider.name}: {fitted.prompt_tokens} prompt tokens{note}",
+            conversation_id=cid,
+        )
+
+    def _generate(self, fitted: FittedPrompt, temperature: float, run: _Run, cid: int,
+                  given: list[ContextPiece], options: dict[str, object],
+                  stop: Callable[[], bool]) -> Iterator[AnswerEvent]:
+        """Stream the model's text through the repetition guard (tool calls in between when it
+        has tools); stop the model when it loops or the user stops it."""
+        stream = self._stream(fitted, given, options, temperature)
+        try:
+            for item in stream:
+                if isinstance(item, ToolCallInfo):
+                    yield AnswerEvent("tool", text=f"{item.name}: {item.summary}", tool=item,
+                                      conversation_id=cid)
+                else:
+                    if run.first is None:
+                        run.first = time.perf_counter()
+                    run.chunks += 1
+                    run.produced = True
+                    shown = run.guard.feed(item)
+                    if shown:
+                        run.parts.append(shown)
+                        yield AnswerEvent("token", text=shown, conversation_id=cid)
+                    if run.guard.stopped:
+                        break
+                if stop():
+                    break
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # a stopped local model frees its cores, a remote stream its connection
+        tail = run.guard.flush()
+        if tail:
+            run.parts.append(tail)
+            yield AnswerEvent("token", text=tail, conversation_id=cid)
+
+
+@dataclass
+class _Run:
+    """One generation: what was shown, when the first text came, the guard that watched it."""
+
+    parts: list[str] = field(default_factory=list)
+    first: float | None = None
+    chunks: int = 0
+    produced: bool = False
+    guard: RepetitionGuard = field(default_factory=RepetitionGuard)
+
+
+def _finish_reason(provider: Provider) -> str:
+    return str(getattr(provider, "finish_reason", "") or "")

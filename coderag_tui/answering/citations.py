@@ -1,27 +1,28 @@
-"""Citations in an answer: find them, check them against the index, number the sources.
+"""Citations in an answer: find them, check them against the context given, number the sources.
 
 Accepted forms: `path:12-30`, `path:12`, `` `path:12-30` ``, `[path:12-30]`, `path:L12-L30`,
 `path#L12-L30` and en/em dashes. A "path" must contain a `/` or a `.` (so `10:30` is not a
 citation) unless it is exactly a path given as context (`Makefile:3`).
 
-Validity (`exists(path, start, end)`): 1 <= start <= end, and the range overlaps a context
-piece of the same file, or lies within the line count of a file in the index. A citation whose
+Verified (`exists(path, start, end)`): the citation is exactly one of the pieces' citations, or
+its range lies inside one piece of the same file and both its first and last line are lines
+the model was shown (a packed piece leaves lines out behind `⋯` markers; an outline shows only
+its members' first lines; metadata shows no code). A range that merely exists in the file is
+NOT verified: a small model invents plausible ranges inside invented code. A citation whose
 path is only a suffix of exactly one context path (`models.py:3` for `pkg/models.py`) is
 resolved to that path.
 
 Sources: every context piece given to the model is a source (so the code is always one key
 away, even when the model cites nothing); those the answer cited are flagged `cited=True` and
-listed first, in the order they were first cited. A valid citation outside every piece becomes
-a source of its own. Invalid citations (invented paths or ranges) are returned apart, never
-as sources.
+listed first, in the order they were first cited. Unverified citations are returned apart,
+never as sources.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from coderag_tui.models import ContextPiece, Source
 
@@ -88,46 +89,53 @@ def parse_citations(text: str, known_paths: Iterable[str] = ()) -> list[Citation
     return out
 
 
-def _overlaps(piece: ContextPiece, path: str, start: int, end: int) -> bool:
-    return piece.path == path and start <= piece.end_line and end >= piece.start_line
+def _contains(piece: ContextPiece, path: str, start: int, end: int) -> bool:
+    return piece.path == path and piece.start_line <= start and end <= piece.end_line
 
 
-def _no_lines(path: str) -> int | None:
-    return None
+_GAP = re.compile(r"^\s*\u22ef \((?:lines (?P<a>\d+)-(?P<b>\d+)|line (?P<one>\d+)) (?:shown above|left out)\)$")
+_OUTLINE_LINE = re.compile(r"#\s*line (\d+)\s*$")
 
 
-def make_exists(
-    pieces: Sequence[ContextPiece],
-    file_lines: Callable[[str], int | None] | Mapping[str, int] | None = None,
-) -> ExistsFn:
-    """The validity rule above: overlap with a context piece, or within an indexed file."""
-    lookup: Callable[[str], int | None]
-    if isinstance(file_lines, Mapping):
-        lookup = file_lines.get
-    elif file_lines is None:
-        lookup = _no_lines
-    else:
-        lookup = file_lines
+def given_lines(piece: ContextPiece) -> set[int]:
+    """The line numbers of `piece.path` whose text the model was shown in `piece`."""
+    if piece.role == "metadata":
+        return set()
+    if piece.role == "parent":  # an outline: the member signatures, each tagged "# line N"
+        found = {int(m.group(1)) for m in map(_OUTLINE_LINE.search, piece.text.splitlines()) if m}
+        return found | {piece.start_line}
+    shown: set[int] = set()
+    n = piece.start_line
+    for text in piece.text.splitlines():
+        gap = _GAP.match(text)
+        if gap:
+            n = int(gap.group("b") or gap.group("one")) + 1
+            continue
+        shown.add(n)
+        n += 1
+    if not shown or max(shown) > piece.end_line:
+        # text that does not follow the packing layout: trust the piece's range
+        return set(range(piece.start_line, piece.end_line + 1))
+    return shown
+
+
+def make_exists(pieces: Sequence[ContextPiece]) -> ExistsFn:
+    """The verification rule above, for the pieces the model was given."""
+    exact = {(p.path, p.start_line, p.end_line) for p in pieces}
+    shown: dict[str, set[int]] = {}
+    for p in pieces:
+        shown.setdefault(p.path, set()).update(given_lines(p))
 
     def exists(path: str, start: int, end: int) -> bool:
         if start < 1 or end < start:
             return False
-        if any(_overlaps(p, path, start, end) for p in pieces):
+        if (path, start, end) in exact:
             return True
-        lines = lookup(path)
-        return lines is not None and end <= lines
+        lines = shown.get(path, set())
+        inside = any(p.role != "metadata" and _contains(p, path, start, end) for p in pieces)
+        return inside and start in lines and end in lines
 
     return exists
-
-
-def index_file_lines(db: Any) -> Callable[[str], int | None]:
-    """Line counts from the index's `files` table (a `coderag_tui.store.Database`)."""
-
-    def lookup(path: str) -> int | None:
-        value = db.scalar("SELECT lines FROM files WHERE path=?", (path,))
-        return None if value is None else int(value)
-
-    return lookup
 
 
 def check_citations(
@@ -135,24 +143,20 @@ def check_citations(
     pieces: Sequence[ContextPiece],
     exists: ExistsFn | None = None,
 ) -> CheckedSources:
-    """The numbered sources of an answer and its invalid citations (see module doc)."""
+    """The numbered sources of an answer and its unverified citations (see module doc)."""
     exists = exists or make_exists(pieces)
     known = {p.path for p in pieces}
     cited_keys: list[tuple[str, int, int]] = []  # source ranges in order of first citation
-    extra: dict[tuple[str, int, int], Citation] = {}
     invalid: list[str] = []
     valid: list[Citation] = []
     for c in parse_citations(answer, known):
-        if not exists(c.path, c.start, c.end):
+        hit = [p for p in pieces if _contains(p, c.path, c.start, c.end)]
+        if not hit or not exists(c.path, c.start, c.end):
             if c.text not in invalid:
                 invalid.append(c.text)
             continue
         valid.append(c)
-        hit = [p for p in pieces if _overlaps(p, c.path, c.start, c.end)]
-        keys = [(p.path, p.start_line, p.end_line) for p in hit] or [(c.path, c.start, c.end)]
-        if not hit:
-            extra.setdefault(keys[0], c)
-        for key in keys:
+        for key in ((p.path, p.start_line, p.end_line) for p in hit):
             if key not in cited_keys:
                 cited_keys.append(key)
 

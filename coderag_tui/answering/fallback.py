@@ -29,6 +29,17 @@ class FallbackProvider:
         self.answered_by = ""
         self.failures: list[str] = []  # providers skipped during the last answer
         self.skipped: list[str] = []  # configured providers that could not be built
+        self.finish_reason = ""
+        self._current: Provider | None = None
+
+    @property
+    def tiny_note(self) -> str:
+        return str(getattr(self.providers[0], "tiny_note", "") or "")
+
+    def learn_window(self, window: int, server_tokens: int = 0, estimated: int = 0) -> None:
+        learn = getattr(self._current, "learn_window", None)
+        if learn is not None:
+            learn(window, server_tokens, estimated)
 
     def _narrowest(self) -> Provider:
         return min(self.providers, key=lambda p: p.context_window())
@@ -58,8 +69,10 @@ class FallbackProvider:
         self.answered_by = ""
         self.failures = []
         last: CoderagError | None = None
+        self.finish_reason = ""
         for provider in self.providers:
             produced = False
+            self._current = provider
             try:
                 options = {"should_stop": should_stop} if should_stop is not None and accepts_keyword(
                     provider.stream, "should_stop") else {}
@@ -78,6 +91,7 @@ class FallbackProvider:
                 continue
             if not produced:
                 self.answered_by = provider.name  # an empty answer is still an answer
+            self.finish_reason = str(getattr(provider, "finish_reason", "") or "")
             return
         assert last is not None
         raise ProviderError(

@@ -19,7 +19,7 @@ from coderag_tui.cli.base import (
     width,
 )
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import AnswerEvent, Source, ToolCallInfo
+from coderag_tui.models import AnswerEvent, AnswerOpening, Source, ToolCallInfo, to_dict
 from coderag_tui.textsafe import safe_line, safe_text
 
 
@@ -60,40 +60,62 @@ def cmd_ask(args: argparse.Namespace) -> int:
     stream = is_tty() and not args.no_stream and not args.json
     answer: list[str] = []
     final: AnswerEvent | None = None
+    opening: AnswerOpening | None = None
     sources: tuple[Source, ...] = ()
     invalid: tuple[str, ...] = ()
     conversation = args.conversation or 0
     calls: list[ToolCallInfo] = []
+    status_shown = False  # a status line is on the terminal (stderr), to be cleared
+
+    def clear_status() -> None:
+        nonlocal status_shown
+        if status_shown:
+            sys.stderr.write("\r\033[2K")
+            sys.stderr.flush()
+            status_shown = False
+
     for event in service.ask(question, args.conversation, model=args.model, attachment=attachment,
                               fresh=args.fresh):
         conversation = event.conversation_id or conversation
         if event.kind == "token":
-            answer.append(event.text)
             if stream:
+                # the status line shares the terminal's line: clear it BEFORE the first word
+                clear_status()
                 sys.stdout.write(safe_text(event.text))
                 sys.stdout.flush()
-        elif event.kind == "status" and stream:
-            sys.stderr.write(f"\r\033[2K{safe_line(event.text)}…")
+            answer.append(event.text)
+        elif event.kind == "opening":
+            opening = event.opening
+            if stream and opening is not None:
+                clear_status()  # what the index knows, at once, before the model starts
+                print(safe_text(opening.render()) + "\n", flush=True)
+        elif event.kind == "status" and stream and not answer:
+            sys.stderr.write(f"\r\033[2K{safe_line(event.text)}\u2026")
             sys.stderr.flush()
+            status_shown = True
         elif event.kind == "tool" and event.tool is not None:
             calls.append(event.tool)
             if not args.json:  # beside the answer, not in it: stdout stays the answer alone
-                sys.stderr.write(("\r\033[2K" if stream else "") + _tool_line(event.tool) + "\n")
+                clear_status()
+                sys.stderr.write(_tool_line(event.tool) + "\n")
                 sys.stderr.flush()
         elif event.kind == "sources":
             sources, invalid = event.sources, event.invalid_citations
         elif event.kind == "error":
-            if stream:
+            clear_status()
+            if stream and answer:
                 sys.stdout.write("\n")
+            if sources and not args.json:  # retrieval worked: what it found is still worth seeing
+                _print_sources(sources, invalid)
             raise CoderagError(event.text)
         elif event.kind == "done":
             final = event
-        if stream and event.kind == "token" and len(answer) == 1:
-            sys.stderr.write("\r\033[2K")
+    clear_status()
     text = "".join(answer).strip()
     if args.json:
         print_json({
             "question": question,
+            "opening": to_dict(opening) if opening is not None else None,
             "answer": text,
             "sources": [{"number": s.number, "path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                          "title": s.title, "cited": s.cited} for s in sources],
@@ -104,22 +126,31 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "cached": bool(final and final.cached),
             "stats": final.stats if final else {},
         })
-        return 0
-    if not stream:
-        print(safe_text(text))
     else:
-        print()
+        if not stream:
+            if opening is not None:
+                print(safe_text(opening.render()) + "\n")
+            print(safe_text(text))
+        else:
+            print()
+        _print_sources(sources, invalid)
+        if final is not None and final.text:
+            print(f"\n{final.text}  (conversation {conversation}; continue with --conversation {conversation})",
+                  file=sys.stderr)
+    if not text:
+        raise CoderagError("the model returned an empty answer",
+                           "see the line above; try again, or set [llm] n_ctx / max_tokens")
+    return 0
+
+
+def _print_sources(sources: tuple[Source, ...], invalid: tuple[str, ...]) -> None:
     print("\nSources (* cited by the answer):")
     cols = width()
     for s in sources:
         print("\n".join(render.wrap(_source_line(s), cols)))
     if invalid:
-        print("\n".join(render.wrap("Not in the index (invented by the model): "
+        print("\n".join(render.wrap("Unverified citations (not in the code the model was given; not sources): "
                                     + ", ".join(safe_line(c) for c in invalid), cols)))
-    if final is not None and final.text:
-        print(f"\n{final.text}  (conversation {conversation}; continue with --conversation {conversation})",
-              file=sys.stderr)
-    return 0
 
 
 def _models_args(p: argparse.ArgumentParser) -> None:

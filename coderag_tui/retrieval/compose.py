@@ -8,7 +8,8 @@ from coderag_tui.config import ContextSettings
 from coderag_tui.models import ComposedContext
 from coderag_tui.retrieval.expansion import SimilarFn, expand
 from coderag_tui.retrieval.focus import question_stems
-from coderag_tui.retrieval.packing import TokenCounter, estimate_tokens, pack
+from coderag_tui.retrieval.packing import TokenCounter, estimate_tokens, pack, shares_for
+from coderag_tui.retrieval.router import question_kind
 from coderag_tui.retrieval.search import Searcher
 from coderag_tui.retrieval.source import CodeReader
 
@@ -22,12 +23,14 @@ def compose(
     count: TokenCounter = estimate_tokens,
     similar: SimilarFn | None = None,
 ) -> ComposedContext:
-    """The context for `query` within `max_tokens` (default: [context] max_tokens)."""
+    """The context for `query` within `max_tokens` (default: [context] max_tokens); the kind of
+    question (lookup, architecture, debugging) weights the budget's tiers."""
     budget = max(int(settings.max_tokens if max_tokens is None else max_tokens), 0)
     result = searcher.search(query, k=max(settings.primary_results, searcher.settings.k))
     reader = CodeReader(searcher.db, root)
     candidates = expand(searcher.db, reader, result.hits, settings, similar, question_stems(query))
-    pieces = pack(candidates, budget, settings, count)
+    kind = question_kind(query)
+    pieces = pack(candidates, budget, shares_for(kind, settings), count)
     return ComposedContext(
         query=query,
         route=result.route.kind,
@@ -35,4 +38,5 @@ def compose(
         tokens=sum(p.tokens for p in pieces),
         budget=budget,
         hits=result.hits,
+        kind=kind,
     )

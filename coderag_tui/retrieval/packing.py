@@ -11,7 +11,7 @@ most relevant first AND last (lost in the middle). The total never exceeds the b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from coderag_tui.config import ContextSettings
 from coderag_tui.models import ContextPiece
@@ -21,6 +21,32 @@ from coderag_tui.tokens import TokenCounter, estimate_tokens
 TIERS = ("primary", "neighbours", "extended", "metadata")
 MIN_PIECE_TOKENS = 24
 SKIP_COVERED = 0.8  # a code piece whose lines are mostly shown already is skipped
+
+
+# Seed 002's dynamic budget allocation: the share of each tier by question kind (see
+# router.question_kind). Applied as factors on the configured shares, so a user's own
+# shares keep their proportions.
+DEFAULT_SHARES = (0.55, 0.25, 0.15, 0.05)
+KIND_SHARES: dict[str, tuple[float, float, float, float]] = {
+    "lookup": (0.6, 0.2, 0.15, 0.05),  # the one thing asked about, little around it
+    "architecture": (0.3, 0.3, 0.3, 0.1),  # breadth: neighbours, outlines, what calls what
+    "debugging": (0.5, 0.4, 0.07, 0.03),  # depth: the code and what it calls and is called by
+}
+
+
+def shares_for(kind: str, settings: ContextSettings) -> ContextSettings:
+    """`settings` with its tier shares weighted for a question of `kind`."""
+    target = KIND_SHARES.get(kind)
+    if target is None:
+        return settings
+    f = [t / d for t, d in zip(target, DEFAULT_SHARES, strict=True)]
+    return replace(
+        settings,
+        share_primary=settings.share_primary * f[0],
+        share_neighbours=settings.share_neighbours * f[1],
+        share_extended=settings.share_extended * f[2],
+        share_metadata=settings.share_metadata * f[3],
+    )
 
 
 @dataclass

@@ -112,3 +112,58 @@ def classify(query: str) -> Route:
     if m and looks_like_symbol(m.group("t")) and len(one_line.split()) <= 4:
         return Route(SYMBOL, target=m.group("t").strip("`"))
     return Route(SEMANTIC)
+
+
+# --------------------------------------------------------------------------- question kinds
+LOOKUP = "lookup"
+ARCHITECTURE = "architecture"
+DEBUGGING = "debugging"
+GENERAL = "general"
+
+_DEBUGGING = re.compile(
+    r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|\b\w+(?:Error|Exception|Warning)\b"
+    r"|\bpanic:|\bstack ?trace\b|\bsegfault|\bexception\b|\b(?:crash(?:es|ed)?|fails?|failing|failed|broken"
+    r"|raises?|raised|throws?|thrown|bug|error|wrong result|doesn'?t work|not working)\b",
+    re.I | re.M,
+)
+_ARCHITECTURE = re.compile(
+    r"\b(?:architecture|architectural|overall|overview|design(?:ed)?|structure[ds]?|organi[sz]ed|layers?"
+    r"|components?|subsystems?|modules? (?:fit|relate|interact)|relationship between|interact(?:s|ion)?"
+    r"|big picture|high[- ]level|responsib(?:le|ilities)|how (?:is|are) .* (?:built|laid out|split))\b",
+    re.I,
+)
+_LOOKUP = re.compile(
+    r"^(?:where\s+(?:is|are)|what\s+(?:is|are|does)\s+\S+\s+(?:return|take|mean)|which\s+(?:function|method"
+    r"|class|file)|what\s+(?:function|method|class|file)|find|show|definition\s+of|what\s+is\s+the\s+"
+    r"(?:default|value|type|name))\b",
+    re.I,
+)
+_FLOW = re.compile(
+    r"\b(?:how\s+(?:does|do|is|are)\b.*\b(?:reach|reached|get\s+to|gets\s+to|flow|flows|handled|processed"
+    r"|dispatched|routed|called|invoked|passed|propagated|end\s+up)|what\s+happens\s+(?:when|if|after|before)"
+    r"|call\s+(?:path|chain|graph|stack|flow)|(?:control|data|request)\s+flow|code\s+path"
+    r"|from\s+\S+\s+to\s+\S+|step\s+by\s+step|lifecycle|life\s+cycle|goes\s+through|leads?\s+to)\b",
+    re.I | re.S,
+)
+
+
+def question_kind(question: str) -> str:
+    """lookup (where/what is one thing), architecture (how the parts fit), debugging (a traceback
+    or an error in the question) or general: they get different context budgets."""
+    q = question.strip()
+    if not q:
+        return GENERAL
+    if _DEBUGGING.search(q):
+        return DEBUGGING
+    if _ARCHITECTURE.search(q):
+        return ARCHITECTURE
+    one_line = " ".join(q.split())
+    if classify(q).kind in (SYMBOL, STRUCTURAL) or (_LOOKUP.match(one_line) and len(one_line.split()) <= 12):
+        return LOOKUP
+    return GENERAL
+
+
+def is_flow_question(question: str) -> bool:
+    """A question about how control gets somewhere ("how does a request reach a view", "what
+    happens when X"): its answer is a call path."""
+    return bool(_FLOW.search(" ".join(question.split())))

@@ -77,6 +77,7 @@ class AnthropicProvider:
         }
         if key:
             headers["x-api-key"] = key
+        self.finish_reason = ""  # of the last answer: "stop", "length"
         self.http = sse_client("anthropic", self.url, headers, settings, options, self.key_env, key)
 
     def context_window(self) -> int:
@@ -118,6 +119,7 @@ class AnthropicProvider:
         if stop:
             body["stop_sequences"] = stop
         produced = False
+        self.finish_reason = ""
         for event in self.http.stream(body):
             if not event.data.strip():
                 continue
@@ -132,6 +134,10 @@ class AnthropicProvider:
                 if text:
                     produced = True
                     yield text
+            elif kind == "message_delta":
+                reason = (doc.get("delta") or {}).get("stop_reason")
+                if reason:
+                    self.finish_reason = "length" if reason == "max_tokens" else "stop"
             elif kind == "message_stop":
                 return
             elif kind == "error":

@@ -8,6 +8,7 @@ provider never means editing a chain of if/elif.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from coderag_tui.answering.providers._http import SSEClient
 from coderag_tui.config import ProviderSettings
-from coderag_tui.errors import ConfigError
+from coderag_tui.errors import ConfigError, ProviderError
 from coderag_tui.models import ChatMessage, ModelInfo
 
 
@@ -106,6 +107,36 @@ def accepts_keyword(function: Callable[..., object], name: str) -> bool:
         return name in inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
+
+
+class ContextWindowError(ProviderError):
+    """The server refused the prompt as larger than its context window (`window` tokens);
+    `prompt_tokens` is what it counted for the prompt, when it said (else 0)."""
+
+    def __init__(self, message: str, window: int, prompt_tokens: int = 0) -> None:
+        super().__init__(message, retryable=False)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
+
+
+# How servers word a prompt larger than their window (llama.cpp, llama-cpp-python, OpenAI, vLLM).
+_WINDOW_ERRORS = (
+    re.compile(r"maximum context length is (?P<w>\d+) tokens.*?\((?P<p>\d+) in the messages", re.S),
+    re.compile(r"maximum context length is (?P<w>\d+)"),
+    re.compile(r"Requested tokens \((?P<p>\d+)\) exceed context window of (?P<w>\d+)"),
+    re.compile(r"exceeds the available context size \((?P<w>\d+) tokens\)"),
+    re.compile(r"context (?:window|length|size) (?:is |of )?(?P<w>\d+)\b.*exceed", re.I | re.S),
+)
+
+
+def window_from_error(message: str) -> tuple[int, int] | None:
+    """(window, prompt tokens or 0) when `message` says the prompt exceeds the context window."""
+    for pattern in _WINDOW_ERRORS:
+        m = pattern.search(message)
+        if m:
+            groups = m.groupdict()
+            return int(groups["w"]), int(groups.get("p") or 0)
+    return None
 
 
 # Context windows of well-known remote models, by name prefix (longest prefix wins).

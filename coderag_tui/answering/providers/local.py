@@ -32,6 +32,10 @@ BUNDLED_NOTE = (
     "tiny default model (135M): fine to try the pipeline; set [llm] model = "
     "/path/to/better.gguf or a remote provider for real answers"
 )
+TINY_NOTE = (
+    "Explanation by the tiny default model (SmolLM2-135M), often wrong: for better answers set "
+    "[llm] model = /path/to/model.gguf (a code model, e.g. Qwen2.5-Coder) or a remote provider."
+)
 ENV_MODEL = "CODERAG_MODEL"
 
 
@@ -87,6 +91,18 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def default_threads(cores: int | None = None) -> tuple[int, int]:
+    """(generation threads, prompt threads) for `[llm] threads = 0`.
+
+    llama.cpp's threads spin while they wait for each other: when another process holds one of
+    the cores they wait on it, and generation on a busy 2-core machine measured 10x slower with
+    2 threads than with 1 (bench/bench_threads.py). Half the cores leaves room for the embedder,
+    the watcher and the user's other work."""
+    n = cpu_count() if cores is None else max(1, cores)
+    gen = max(1, min(n // 2, 8))
+    return gen, gen
+
+
 class LlamaProvider:
     """A GGUF model loaded lazily (once) in this process."""
 
@@ -98,6 +114,10 @@ class LlamaProvider:
         self._meta: dict[str, Any] | None = None
         self._llm: Any = None
         self._lock = threading.RLock()
+        self.finish_reason = ""  # of the last answer: "stop" or "length"
+        bundled = bundled_model_path()
+        # labels its answers, which the answerer also keeps short and cool
+        self.tiny_note = TINY_NOTE if bundled is not None and self.path == bundled else ""
 
     # ------------------------------------------------------------------ metadata
     def metadata(self) -> dict[str, Any]:
@@ -148,13 +168,15 @@ class LlamaProvider:
                 raise ModelError(
                     "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]'"
                 ) from exc
-            threads = self.settings.threads or cpu_count()
+            threads, batch = (
+                (self.settings.threads, self.settings.threads) if self.settings.threads > 0 else default_threads()
+            )
             try:
                 self._llm = Llama(
                     model_path=str(self.path),
                     n_ctx=self.context_window(),
                     n_threads=threads,
-                    n_threads_batch=threads,
+                    n_threads_batch=batch,
                     verbose=False,
                 )
             except (ValueError, RuntimeError, OSError) as exc:
@@ -191,6 +213,7 @@ class LlamaProvider:
                 )
             chunks: Any = None
             abort = _Abort(llm, should_stop)
+            self.finish_reason = ""
             try:
                 chunks = llm.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in messages],
@@ -207,6 +230,8 @@ class LlamaProvider:
                     if should_stop is not None and should_stop():
                         return
                     choice = chunk["choices"][0]
+                    if choice.get("finish_reason"):
+                        self.finish_reason = str(choice["finish_reason"])
                     text = choice.get("delta", {}).get("content")
                     if text:
                         yield text

@@ -1,0 +1,228 @@
+"""Benchmark: answers to real repository questions (SWE-QA) with the bundled model, through `ask`.
+
+    .venv/bin/python bench/bench_answers.py --repo flask=/src/flask-3.0.3 \
+        --repo requests=/src/requests-2.32.3 --repo pytest=/src/pytest-8.3.3 \
+        [--sweqa /work/shared/eval/sweqa] [--per-repo 40] [--answers 10] [--work /tmp/bench-answers]
+
+REPO names a file `<sweqa>/<REPO>.jsonl`; its sources come from PyPI sdists (`pip download
+--no-deps --no-binary :all: flask==3.0.3`, unpacked), close to but not at the questions'
+commits. Each repository is indexed once into WORK (structure, keywords and graph; `--vectors`
+adds embeddings). Of each repository's first `--per-repo` questions, every one gets its opening
+section (retrieval and the graph only, no model), and the first `--answers` go through the whole
+`CodeRag.ask` with the bundled model. Printed:
+
+- opening cites evidence: the share of questions whose opening names a file of the evidence (a
+  file the reference names, or one that defines an identifier of its evidence, when at most 3
+  files define it);
+- degenerate answers: the share with any 6-word sequence repeated 3 or more times;
+- unverified shown: cited sources whose range was not a piece of the prompt the model was
+  really sent, against all citations in the answers;
+- time to first token (from the question, retrieval included) and total, medians;
+- overhead: `ask` (retrieval, opening, prompt, guard) over a bare llama.cpp call on the same
+  prompt producing the same number of tokens, in the same run (ratio of medians).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coderag_tui.answering.citations import parse_citations  # noqa: E402
+from coderag_tui.answering.guard import repeated_ngram  # noqa: E402
+from coderag_tui.answering.opening import build_opening  # noqa: E402
+from coderag_tui.config import Settings, load_settings  # noqa: E402
+from coderag_tui.models import AnswerOpening, ChatMessage  # noqa: E402
+from coderag_tui.service import CodeRag  # noqa: E402
+
+MAX_DEFINING = 3  # an identifier defined in more files than this names no evidence file
+_RANGE = re.compile(r"[\w./@+\-]+:\d+-\d+")
+
+
+class Recording:
+    """Wraps the service's provider to keep the messages the model was really sent."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.sent: list[ChatMessage] = []
+        self.max_tokens = 0
+        self.temperature = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
+               stop: list[str] | None = None) -> Iterator[str]:
+        self.sent, self.max_tokens, self.temperature = list(messages), max_tokens, temperature
+        yield from self.inner.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+
+
+def evidence_files(service: CodeRag, evidence: list[str]) -> set[str]:
+    """Files the reference names, and files defining an identifier of the evidence."""
+    paths = {row[0] for row in service.db.rows("SELECT path FROM files")}
+    out: set[str] = set()
+    for item in evidence:
+        if "/" in item or item.endswith(".py"):
+            out.update(p for p in paths if p == item or p.endswith("/" + item) or item.endswith("/" + p))
+        else:
+            defining = {u.path for u in service.symbols(item, limit=50) if u.name == item}
+            if len(defining) <= MAX_DEFINING:  # `run` or `__init__` would name half the repository
+                out.update(defining)
+    return out
+
+
+def opening_paths(opening: AnswerOpening) -> set[str]:
+    return {u.path for u in (*opening.units, *opening.call_path)}
+
+
+def bare_call(provider: Any, messages: list[ChatMessage], tokens: int, temperature: float) -> dict[str, float]:
+    """The same prompt straight through llama.cpp, for the same number of tokens."""
+    llm = provider.load()
+    llm.reset()  # no prompt-cache reuse from the answer just given
+    start = time.perf_counter()
+    first = 0.0
+    for chunk in llm.create_chat_completion(
+        messages=[{"role": m.role, "content": m.content} for m in messages], stream=True,
+        max_tokens=max(1, tokens), temperature=temperature,
+        repeat_penalty=provider.settings.repeat_penalty or 1.15,
+    ):
+        if chunk["choices"][0].get("delta", {}).get("content") and not first:
+            first = time.perf_counter()
+    end = time.perf_counter()
+    return {"ttft_s": (first or end) - start, "total_s": end - start}
+
+
+def load_questions(sweqa: Path, name: str, limit: int) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in (sweqa / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+    return rows[:limit]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", action="append", required=True, metavar="NAME=DIR")
+    parser.add_argument("--sweqa", type=Path, default=Path("/work/shared/eval/sweqa"))
+    parser.add_argument("--per-repo", type=int, default=40, help="questions per repository (openings)")
+    parser.add_argument("--answers", type=int, default=5, help="of those, answered by the model")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bench-answers"))
+    parser.add_argument("--vectors", action="store_true", help="embed the repositories too")
+    parser.add_argument("--json", type=Path, help="also write every question's figures here")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+
+    base = load_settings(None, None)
+    settings: Settings = replace(base, embed=replace(base.embed, enabled=args.vectors))
+    per_question: list[dict[str, Any]] = []
+    for spec in args.repo:
+        name, _, folder = spec.partition("=")
+        service = CodeRag(Path(folder), settings, args.work / f"{name}.db")
+        t0 = time.perf_counter()
+        summary = service.index()
+        if args.vectors:
+            service.embed()
+        print(f"{name}: {summary.files_seen} files indexed in {time.perf_counter() - t0:.1f} s", flush=True)
+        questions = load_questions(args.sweqa, name, args.per_repo)
+        recording: Recording | None = None
+        for i, q in enumerate(questions):
+            want = evidence_files(service, q.get("evidence", []))
+            row: dict[str, Any] = {"repo": name, "question": q["question"], "evidence_files": sorted(want)}
+            context = service.context(q["question"])
+            opening = build_opening(service.db, q["question"], context)
+            row["opening_files"] = sorted(opening_paths(opening))
+            row["opening_hit"] = bool(want & opening_paths(opening))
+            row["has_evidence"] = bool(want)
+            if i < args.answers:
+                if recording is None:
+                    inner = service.llm()
+                    recording = Recording(inner)
+                    service.__dict__["_providers"][None] = recording  # the bench reads the prompt
+                    list(service.ask("warm up: load the model"))  # model load is not a question's time
+                recording.inner.load().reset()
+                start = time.perf_counter()
+                first = 0.0
+                text: list[str] = []
+                stats: dict[str, float] = {}
+                sources: tuple[Any, ...] = ()
+                error = ""
+                for event in service.ask(q["question"]):
+                    if event.kind == "token":
+                        if not first:
+                            first = time.perf_counter()
+                        text.append(event.text)
+                    elif event.kind == "sources":
+                        sources = event.sources
+                    elif event.kind == "done":
+                        stats = dict(event.stats)
+                    elif event.kind == "error":
+                        error = event.text
+                wall = time.perf_counter() - start
+                answer = "".join(text)
+                prompt = "\n".join(m.content for m in recording.sent)
+                given = {m for line in prompt.splitlines() if line.startswith("### ")
+                         for m in _RANGE.findall(line)}
+                cites = parse_citations(answer, {s.path for s in sources})
+                shown = {s.citation for s in sources}
+                # a source the answer cited whose range the prompt never showed
+                unverified_shown = sum(1 for s in sources if s.cited and s.citation not in given)
+                bare = bare_call(recording.inner, recording.sent, int(stats.get("tokens", 1)), recording.temperature)
+                row.update(
+                    error=error, answer=answer, degenerate=bool(repeated_ngram(answer)),
+                    citations=len(cites), unverified_shown=unverified_shown, sources=sorted(shown),
+                    ttft_s=round((first or time.perf_counter()) - start, 3), total_s=round(wall, 3),
+                    model_ttft_s=stats.get("ttft_s", 0.0), tokens=stats.get("tokens", 0.0),
+                    stopped_repeating=stats.get("stopped_repeating", 0.0),
+                    bare_ttft_s=round(bare["ttft_s"], 3), bare_total_s=round(bare["total_s"], 3),
+                )
+                print(f"  [{name} {i + 1}] first token {row['ttft_s']:.1f} s, total {wall:.1f} s "
+                      f"(bare {bare['total_s']:.1f} s), {row['tokens']:.0f} tokens, opening "
+                      f"{'hits' if row['opening_hit'] else 'misses'} the evidence"
+                      f"{', DEGENERATE' if row['degenerate'] else ''}{', error: ' + error if error else ''}",
+                      flush=True)
+            per_question.append(row)
+        service.close()
+
+    report(per_question)
+    if args.json:
+        args.json.write_text(json.dumps(per_question, indent=1))
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    with_evidence = [r for r in rows if r["has_evidence"]]
+    answered = [r for r in rows if "answer" in r]
+    repos = sorted({r["repo"] for r in rows})
+    hit = sum(r["opening_hit"] for r in with_evidence)
+    print(f"\n{len(rows)} questions from {len(repos)} repositories ({', '.join(repos)}); "
+          f"{len(with_evidence)} with an evidence file in the index")
+    print(f"opening cites an evidence file     {hit}/{len(with_evidence)} = "
+          f"{hit / max(len(with_evidence), 1):.1%}  (target >= 70%)")
+    if not answered:
+        return
+    errors = sum(1 for r in answered if r["error"])
+    degenerate = sum(r["degenerate"] for r in answered)
+    cites = sum(r["citations"] for r in answered)
+    unverified = sum(r["unverified_shown"] for r in answered)
+    stopped = sum(1 for r in answered if r["stopped_repeating"])
+    print(f"answers by the model               {len(answered)} ({errors} errors; {stopped} stopped by the guard)")
+    print(f"degenerate answers                 {degenerate}/{len(answered)} = {degenerate / len(answered):.1%}"
+          "  (target 0)")
+    print(f"unverified citations shown         {unverified}/{cites} citations  (target 0)")
+    med = {k: statistics.median(r[k] for r in answered) for k in ("ttft_s", "total_s", "bare_ttft_s", "bare_total_s")}
+    print(f"time to first token (median)       {med['ttft_s']:.2f} s from the question "
+          f"(bare llama.cpp on the same prompt: {med['bare_ttft_s']:.2f} s)")
+    print(f"total time (median)                {med['total_s']:.2f} s (bare: {med['bare_total_s']:.2f} s)")
+    ratio = statistics.median(r["total_s"] / r["bare_total_s"] for r in answered if r["bare_total_s"] > 0)
+    print(f"overhead over bare llama.cpp       x{ratio:.3f} total time, median of per-question ratios"
+          "  (target < x1.10)")
+
+
+if __name__ == "__main__":
+    main()

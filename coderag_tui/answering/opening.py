@@ -1,0 +1,110 @@
+"""The opening of an answer: what retrieval and the graph know for certain, rendered by coderag.
+
+The units are the top search hits (kind, qualified name, `path:start-end`, one line: the
+docstring's first sentence, else the signature). For a question about a flow the call path
+is found in the graph's CALLS edges: breadth-first from the top hits toward their callers,
+until an entry point, which is another hit of the question when one is reachable (the
+question named both ends), else a unit nobody calls (a true entry point), else the farthest
+caller found. Test code never is a step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from coderag_tui.models import AnswerOpening, AnswerUnit, ComposedContext, UnitRef
+from coderag_tui.retrieval.router import is_flow_question
+from coderag_tui.store import read
+from coderag_tui.store.db import Database
+
+MAX_UNITS = 5
+MAX_DEPTH = 6
+MAX_FRONTIER = 200
+LINE_CHARS = 140
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s|\n\s*\n")
+
+
+def is_test(unit: UnitRef) -> bool:
+    return bool(_TEST_PATH.search(unit.path))
+
+
+def one_line(unit: UnitRef) -> str:
+    """The docstring's first sentence, else the signature, on one line."""
+    doc = unit.docstring.strip().strip("\"'` ").strip()
+    text = _SENTENCE.split(doc, maxsplit=1)[0] if doc else ""
+    text = " ".join(text.split()) or " ".join(unit.signature.split())
+    if text in (f"{unit.kind} {unit.name}", f"{unit.kind} {unit.qualname}", unit.name):
+        return ""  # says nothing the kind and name do not
+    return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "\u2026"
+
+
+def answer_unit(unit: UnitRef, call_line: int = 0) -> AnswerUnit:
+    return AnswerUnit(unit.kind, unit.qualname or unit.name, unit.path, unit.start_line, unit.end_line,
+                      one_line(unit), call_line)
+
+
+def answer_units(context: ComposedContext, limit: int = MAX_UNITS) -> list[UnitRef]:
+    """The units that answer the question: the top hits, code before whole files and tests."""
+    unique = list({h.unit.id: h.unit for h in context.hits}.values())
+    return sorted(unique, key=lambda u: (is_test(u), u.kind == "file"))[:limit]
+
+
+def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef]) -> list[AnswerUnit]:
+    """Entry point -> ... -> one of `targets`, each step calling the next (see module doc)."""
+    targets = [t for t in targets if t.kind != "file" and not is_test(t)]
+    if not targets:
+        return []
+    target_ids = {t.id for t in targets}
+    hit_ids = {h.id for h in hits} - target_ids
+    units: dict[int, UnitRef] = {t.id: t for t in targets}
+    nxt: dict[int, tuple[int, int]] = {}  # caller id -> (the unit it calls on the path, line)
+    depth = {t.id: 0 for t in targets}
+    roots: set[int] = set()
+    frontier = [t.id for t in targets]
+    for level in range(1, MAX_DEPTH + 1):
+        if not frontier:
+            break
+        frontier = frontier[:MAX_FRONTIER]
+        called: set[int] = set()
+        new: list[int] = []
+        for edge in read.callers(db, frontier):
+            caller, callee = edge.unit, edge.source
+            if caller is None or callee is None or is_test(caller) or caller.id == callee.id:
+                continue
+            called.add(callee.id)
+            if caller.id in depth:
+                continue
+            depth[caller.id] = level
+            units[caller.id] = caller
+            nxt[caller.id] = (callee.id, edge.line)
+            new.append(caller.id)
+        roots.update(uid for uid in frontier if uid not in called and uid not in target_ids)
+        frontier = new
+
+    def steps(start: int) -> list[int]:
+        out = [start]
+        while out[-1] in nxt:
+            out.append(nxt[out[-1]][0])
+        return out
+
+    candidates = (roots | (hit_ids & set(depth))) or {u for u in depth if u not in target_ids}
+    if not candidates:
+        return []
+
+    def score(uid: int) -> tuple[int, bool, int, int]:
+        # the path that passes through most of the question's hits, from a true entry point,
+        # the longest (the furthest entry point)
+        return (sum(1 for u in steps(uid) if u in hit_ids), uid in roots, depth[uid], -uid)
+
+    best = steps(max(candidates, key=score))
+    return [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in best]
+
+
+def build_opening(db: Database, question: str, context: ComposedContext) -> AnswerOpening:
+    """The opening for `question` from the context's hits and the index's call graph."""
+    units = answer_units(context)
+    flow = is_flow_question(question)
+    path = call_path(db, units[:2], [h.unit for h in context.hits]) if flow else []
+    return AnswerOpening(units=tuple(answer_unit(u) for u in units), call_path=tuple(path), flow=flow)
