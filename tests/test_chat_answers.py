@@ -80,7 +80,8 @@ def two_pieces() -> ComposedContext:
 
 
 def test_a_stopped_answer_keeps_its_words_and_sources_and_comes_back_on_reopen(tmp_path: Path) -> None:
-    provider = Scripted(tuple(f"word{i} " for i in range(50)) + ("see `shop/cart.py:18-20`",))
+    # one line per token: the repetition guard lets a finished line through at once
+    provider = Scripted(tuple(f"word{i}\n" for i in range(50)) + ("see `shop/cart.py:18-20`",))
     db = open_database(tmp_path / "index.db")
     try:
         seen: list[str] = []
@@ -92,14 +93,14 @@ def test_a_stopped_answer_keeps_its_words_and_sources_and_comes_back_on_reopen(t
             if event.kind == "token":
                 seen.append(event.text)
         assert provider.closed  # the provider's stream was closed, not drained
-        assert [e.text for e in events if e.kind == "token"] == ["word0 ", "word1 ", "word2 "]
+        assert [e.text for e in events if e.kind == "token"] == ["word0\n", "word1\n", "word2\n"]
         sources = next(e for e in events if e.kind == "sources").sources
         assert [s.citation for s in sources] == ["shop/cart.py:18-20", "shop/pricing.py:12-13"]
         done = events[-1]
         assert done.kind == "done" and done.stats["stopped"] == 1.0 and "stopped" in done.text
         stored = load_messages(db, done.conversation_id)
         assert [m.role for m in stored] == ["user", "assistant"]
-        assert stored[1].content == "word0 word1 word2" and stored[1].outcome == STOPPED
+        assert stored[1].content == "word0\nword1\nword2" and stored[1].outcome == STOPPED
         assert [s.citation for s in stored[1].sources] == ["shop/cart.py:18-20", "shop/pricing.py:12-13"]
     finally:
         db.close()
@@ -133,7 +134,7 @@ def test_the_service_reopens_a_conversation_with_sources_and_outcome(tmp_path: P
     service = CodeRag(repo, Settings(embed=EmbedSettings(enabled=False)), tmp_path / "index.db")
     try:
         service.index()
-        service.__dict__["_providers"] = {None: Scripted(tuple(f"w{i} " for i in range(20)))}
+        service.__dict__["_providers"] = {None: Scripted(tuple(f"w{i}\n" for i in range(20)))}
         count = [0]
 
         def stop() -> bool:

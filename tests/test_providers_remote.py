@@ -45,6 +45,10 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def _handle(self) -> None:
+        if self.command == "GET" and self.path.rstrip("/").endswith(("/props", "/models")):
+            # the provider's look for the server's context window: this server announces none
+            self.send_json(404, {"error": "not found"})
+            return
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
         loop = self.server.loopback

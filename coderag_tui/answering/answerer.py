@@ -407,6 +407,7 @@ class Answerer:
         """Stream the model's text through the repetition guard (tool calls in between when it
         has tools); stop the model when it loops or the user stops it."""
         stream = self._stream(fitted, given, options, temperature)
+        error: CoderagError | None = None
         try:
             for item in stream:
                 if isinstance(item, ToolCallInfo):
@@ -425,6 +426,8 @@ class Answerer:
                         break
                 if stop():
                     break
+        except CoderagError as exc:  # what the guard still holds was written: show it first
+            error = exc
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
@@ -433,6 +436,8 @@ class Answerer:
         if tail:
             run.parts.append(tail)
             yield AnswerEvent("token", text=tail, conversation_id=cid)
+        if error is not None:
+            raise error
 
 
 @dataclass

@@ -208,6 +208,12 @@ class OpenAICompatProvider:
             redact(f"{self.name} closed the stream without an answer{why}", self.http.secret)
         )
 
+    def tool_session(self, messages: list[ChatMessage], specs: Sequence[ToolSpec]) -> ToolSession:
+        """A conversation in which the model may call tools (see providers/tool_wire.py)."""
+        from coderag_tui.answering.providers.tool_wire import OpenAIToolSession
+
+        return OpenAIToolSession(self, messages, specs)
+
 
 def _find_window(doc: object, model: str) -> int:
     """A context window announced in a /props or /v1/models answer (0 when none)."""
@@ -229,12 +235,6 @@ def _find_window(doc: object, model: str) -> int:
                     if found:
                         return found
     return 0
-
-    def tool_session(self, messages: list[ChatMessage], specs: Sequence[ToolSpec]) -> ToolSession:
-        """A conversation in which the model may call tools (see providers/tool_wire.py)."""
-        from coderag_tui.answering.providers.tool_wire import OpenAIToolSession
-
-        return OpenAIToolSession(self, messages, specs)
 
 
 def _factory(settings: ProviderSettings, options: ProviderOptions) -> Provider:
