@@ -228,15 +228,15 @@ def test_stopping_while_the_model_reads_the_prompt_aborts_inside_llama_cpp(smoll
 def test_a_real_answer_stopped_mid_way_still_has_its_sources(smollm: LlamaProvider, tmp_path: Path) -> None:
     tokens = [0]
 
-    def stop() -> bool:
-        return tokens[0] >= 3
+    def stop() -> bool:  # after the first text shown (the repetition guard lets it out by the line)
+        return tokens[0] >= 1
 
     events = []
     for event in Answerer(smollm, max_tokens=200).ask("What does total return?", two_pieces(), "",
                                                       should_stop=stop):
         events.append(event)
         tokens[0] += event.kind == "token"
-    assert tokens[0] == 3
+    assert 1 <= tokens[0] <= 2  # the text shown, and at most what the guard still held
     assert len(next(e for e in events if e.kind == "sources").sources) == 2
     assert events[-1].kind == "done" and events[-1].stats["stopped"] == 1.0
 
