@@ -284,13 +284,15 @@ class CodeRagTools:
         row = db.one("SELECT language, lines, has_errors FROM files WHERE path=?", (rel,))
         language, lines, has_errors = row if row else (file_unit.language, file_unit.end_line, 0)
         out = [f"{rel}:1-{lines}  ({language}, {lines} lines{', has syntax errors' if has_errors else ''})"]
-        summaries = dict(db.rows(
-            "SELECT s.unit_id, s.text FROM summaries s JOIN units u ON u.id=s.unit_id "
-            "JOIN files f ON f.id=u.file_id WHERE f.path=?", (rel,)))
+        from coderag_tui.store.descriptions import file_descriptions
+
+        profile, summaries = file_descriptions(db, rel)
         if file_unit.id in summaries:
             out.append(f"\nSummary:\n{summaries[file_unit.id].strip()}")
         elif file_unit.docstring:
             out.append(f"\nModule docstring:\n{file_unit.docstring.strip()[:800]}")
+        if profile:
+            out.append(f"\nProfile: {profile}")
         outline = [u for u in read.file_outline(db, rel) if u.kind != "file"]
         if outline:
             depth: dict[int, int] = {file_unit.id: -1}
