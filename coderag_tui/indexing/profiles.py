@@ -156,10 +156,10 @@ def file_profile_text(d: dict[str, object]) -> str:
 
 
 def keyword_text(d: dict[str, object]) -> str:
-    """The words a file's profile adds to search: its role and docstring sentence. (Names,
-    imports and paths are in the chunks' keyword rows already; repeating them would only
-    re-weigh them.)"""
-    return " ".join(x for x in (str(d["role"]), str(d.get("doc") or "")) if x)
+    """The words a file's profile adds to search: its docstring's first sentence. (Names,
+    imports and paths are in the chunks' keyword rows already, and role words such as "module"
+    or "test" matched questions at random: measured, they cost a query of 184 at Acc@1.)"""
+    return str(d.get("doc") or "")
 
 
 def unit_profile_text(d: dict[str, object], fan_in: int, fan_out: int) -> str:

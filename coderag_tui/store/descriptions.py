@@ -143,18 +143,21 @@ def stored_file_fan_ins(db: Database, exclude: Iterable[int]) -> list[int]:
 
 
 def code_hashes(db: Database, units: Sequence[UnitRow]) -> dict[int, str]:
-    """Unit id -> a digest of the chunks that cover its lines (the chunk hashes are content hashes)."""
+    """Unit id -> a digest of the unit's signature and lines (read from its file's chunks)."""
     import hashlib
 
-    by_file: dict[int, list[tuple[int, int, str]]] = {}
-    for fid, start, end, h in db.rows_in(
-            "SELECT file_id, start_line, end_line, hash FROM chunks WHERE file_id IN ({marks}) "
-            "ORDER BY file_id, start_line, id", sorted({u.file_id for u in units})):
-        by_file.setdefault(int(fid), []).append((int(start), int(end), str(h)))
+    by_file: dict[int, dict[int, str]] = {}
+    for fid, start, text in db.rows_in(
+            "SELECT file_id, start_line, text FROM chunks WHERE file_id IN ({marks}) ORDER BY file_id, start_line, id",
+            sorted({u.file_id for u in units})):
+        lines = by_file.setdefault(int(fid), {})
+        for n, line in enumerate(str(text).split("\n"), start=int(start)):
+            lines.setdefault(n, line)
     out: dict[int, str] = {}
     for u in units:
-        parts = [u.signature] + [h for s, e, h in by_file.get(u.file_id, ()) if s <= u.end_line and e >= u.start_line]
-        out[u.id] = hashlib.sha1("\n".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
+        lines = by_file.get(u.file_id, {})
+        body = "\n".join(lines.get(n, "") for n in range(u.start_line, u.end_line + 1))
+        out[u.id] = hashlib.sha1(f"{u.signature}\n{body}".encode("utf-8", "replace")).hexdigest()[:16]
     return out
 
 
@@ -339,3 +342,10 @@ def call_pairs(db: Database) -> list[tuple[int, int]]:
 def bases_of(db: Database, unit_id: int) -> list[str]:
     return [str(r[0]) for r in db.execute(
         "SELECT name FROM edges WHERE src=? AND kind IN ('INHERITS','IMPLEMENTS') ORDER BY line", (unit_id,))]
+
+
+def file_head(db: Database, path: str) -> tuple[int, int] | None:
+    """(file unit id, line count) of the file at `path`."""
+    row = db.one("SELECT u.id, f.lines FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND u.kind='file'",
+                 (path,))
+    return None if row is None else (int(row[0]), int(row[1] or 0))
