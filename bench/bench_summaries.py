@@ -19,6 +19,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from coderag_tui.answering.summarize import SYSTEM_PROMPT
@@ -47,9 +48,12 @@ def main() -> None:
     ap.add_argument("--sdist", default="sqlalchemy==2.0.36")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "coderag-bench"))
     ap.add_argument("--n", type=int, default=12, help="summaries made each way")
+    ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads, both ways (0: [llm] threads)")
     args = ap.parse_args()
     root = Path(args.repo) if args.repo else sdist_source(args.sdist, Path(args.cache))
     settings = Settings()
+    if args.threads:
+        settings = replace(settings, llm=replace(settings.llm, threads=args.threads))
     with tempfile.TemporaryDirectory() as tmp:
         service = CodeRag(root, settings, Path(tmp) / "index.db")
         t = time.perf_counter()
@@ -92,7 +96,7 @@ def main() -> None:
             t = time.perf_counter()
             out = bare.create_chat_completion(
                 messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
-                max_tokens=settings.summaries.max_tokens * (1 if target.level == 0 else 2),
+                max_tokens=summarizer.max_tokens(target.level),
                 temperature=settings.summaries.temperature,
                 repeat_penalty=settings.llm.repeat_penalty)
             theirs.append(time.perf_counter() - t)

@@ -107,10 +107,11 @@ class LLMSettings(ProviderSettings):
 
 @dataclass(frozen=True)
 class SummarySettings:
-    # summaries per run with a local model (files and classes first); sized so that the bundled
-    # model finishes a 1,000-file repository in about 10 minutes on 2 cores. 0 = no limit
-    budget: int = 200
-    max_tokens: int = 64  # per function; twice this for classes, files and folders
+    # summaries per run with a local model (files and classes first), sized from
+    # bench/bench_summaries.py: the bundled model made one in ~9-15 s on our busy 2 cores, so
+    # about 60 fit the 10 minutes a 1,000-file repository may take. 0 = no limit
+    budget: int = 60
+    max_tokens: int = 48  # per function or method; 1.5 times this for classes, files and folders
     temperature: float = 0.3
     code_chars: int = 1200  # of a unit's code in its prompt
 

@@ -289,7 +289,8 @@ class Summarizer:
                 chars += min(span, self.settings.code_chars) + len(SYSTEM_PROMPT) + 200
             else:
                 chars += len(SYSTEM_PROMPT) + 800
-        return Estimate(len(targets), chars // 4, len(targets) * self.settings.max_tokens)
+        return Estimate(len(targets), chars // 4,
+                        sum(self.max_tokens(t.level) for t in targets))
 
     # ------------------------------------------------------------------ making
     def run(self, targets: Sequence[Target], progress: ProgressFn | None = None,
@@ -348,9 +349,12 @@ class Summarizer:
                 store.write_keyword_rows(self.db, {t.unit.id: self._keywords(t.unit, text)})
         return seconds, len(prompt)
 
+    def max_tokens(self, level: int) -> int:
+        return self.settings.max_tokens if level == 0 else self.settings.max_tokens * 3 // 2
+
     def complete(self, prompt: str, level: int) -> str:
         messages = [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", prompt)]
-        max_tokens = self.settings.max_tokens * (1 if level == 0 else 2)
+        max_tokens = self.max_tokens(level)
         stream = self.provider.stream  # type: ignore[attr-defined]
         return "".join(stream(messages, max_tokens=max_tokens, temperature=self.settings.temperature))
 

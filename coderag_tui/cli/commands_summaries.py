@@ -66,6 +66,7 @@ def _export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: all)")
     p.add_argument("--format", choices=("json", "markdown"), default="markdown", help="output format")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--json", action="store_const", const="json", dest="format", help="the same as --format json")
 
 
 @command("export", "write every file's profile and summaries as JSON or Markdown")

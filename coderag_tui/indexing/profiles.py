@@ -40,8 +40,15 @@ CALLERS_LISTED = 5
 _SENTENCE = re.compile(r"(.+?[.!?])(\s|$)", re.S)
 
 
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+
+
 def first_sentence(doc: str, limit: int = 200) -> str:
+    """The first sentence of a docstring; "" for a shebang, an encoding line or a rule of
+    dashes (a file's leading comment is read as its docstring), which are not prose."""
     text = " ".join(doc.split())
+    if text.startswith(("!", "-*-", "vim:")) or len(_WORDS.findall(text)) < 2:
+        return ""
     m = _SENTENCE.match(text)
     out = m.group(1) if m else text
     return out if len(out) <= limit else out[: limit - 1].rstrip() + "…"
