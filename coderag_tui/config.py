@@ -107,10 +107,11 @@ class LLMSettings(ProviderSettings):
 
 @dataclass(frozen=True)
 class SummarySettings:
-    # summaries per run with a local model (files and classes first), sized from
-    # bench/bench_summaries.py: the bundled model made one in ~9-15 s on our busy 2 cores, so
-    # about 60 fit the 10 minutes a 1,000-file repository may take. 0 = no limit
-    budget: int = 60
+    # units summarized per run with a local model (files and classes first; their folders come
+    # on top), sized from bench/bench_summaries.py: on SQLAlchemy's 953 files the bundled model
+    # made one in 10.9 s on our busy 2 cores, and 45 (+ ~10 folders) fit in about 10 minutes.
+    # 0 = no limit
+    budget: int = 45
     max_tokens: int = 48  # per function or method; 1.5 times this for classes, files and folders
     temperature: float = 0.3
     code_chars: int = 1200  # of a unit's code in its prompt

@@ -117,3 +117,13 @@ def test_a_killed_run_resumes(make_repo, open_service, tmp_path):
     assert result.current == kept and result.made == 8 - kept
     assert store.summary_count(service.db) == 8
     assert json.dumps([s.text for s in store.all_summaries(service.db)])
+
+
+def test_a_retrieved_unit_is_summarized_on_demand(make_repo, open_service):
+    _bundled()
+    service = open_service(make_repo(SMALL), _settings())
+    hit = service.search("fee", k=1)[0]
+    assert service.summarize_units([hit.unit.id]) == 1
+    assert service.summarize_units([hit.unit.id]) == 0  # current: not made again
+    [made] = store.all_summaries(service.db)
+    assert (made.qualname, made.kind) == (hit.unit.qualname, hit.unit.kind) and made.text
