@@ -345,7 +345,11 @@ class Summarizer:
                                 code_hash, child_hash, False, time.time(), seconds)
         with self.db.transaction():  # one commit per summary: a killed run keeps what it made
             store.put_summary(self.db, summary)
-            if t.unit is not None:
+            now = store.units_by_id(self.db, [t.unit.id]).get(t.unit.id) if t.unit is not None else None
+            # (the index may have changed meanwhile: a re-indexed file's units have new ids, and
+            # its refreshed profiles pick the summary up by key)
+            if t.unit is not None and now is not None and (now.path, now.kind, now.qualname) == (
+                    t.path, t.kind, t.qualname):
                 store.write_keyword_rows(self.db, {t.unit.id: self._keywords(t.unit, text)})
         return seconds, len(prompt)
 
