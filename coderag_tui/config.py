@@ -112,6 +112,18 @@ class LLMSettings(ProviderSettings):
 
 
 @dataclass(frozen=True)
+class SummarySettings:
+    # units summarized per run with a local model (files and classes first; their folders come
+    # on top), sized from bench/bench_summaries.py: on SQLAlchemy's 953 files the bundled model
+    # made one in 10.9 s on our busy 2 cores, and 45 (+ ~10 folders) fit in about 10 minutes.
+    # 0 = no limit
+    budget: int = 45
+    max_tokens: int = 48  # per function or method; 1.5 times this for classes, files and folders
+    temperature: float = 0.3
+    code_chars: int = 1200  # of a unit's code in its prompt
+
+
+@dataclass(frozen=True)
 class WatchSettings:
     enabled: bool = True
     debounce_ms: int = 1000  # quiet period before a batch of several changed files
@@ -140,6 +152,7 @@ class Settings:
     search: SearchSettings = SearchSettings()
     context: ContextSettings = ContextSettings()
     llm: LLMSettings = LLMSettings()
+    summaries: SummarySettings = SummarySettings()
     watch: WatchSettings = WatchSettings()
     remote: RemoteSettings = RemoteSettings()
     tui: TUISettings = TUISettings()

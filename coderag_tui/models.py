@@ -475,3 +475,37 @@ class FileState:
     state: str
     error: str = ""
     reason: str = ""
+
+
+# --------------------------------------------------------------------------- descriptions
+
+
+@dataclass(frozen=True)
+class UnitDescription:
+    kind: str
+    qualname: str
+    line: int
+    signature: str
+    role: str
+    summary: str = ""  # the model's, if one was made
+    stale: bool = False  # the code or its context changed since
+
+
+@dataclass(frozen=True)
+class FileDescription:
+    """A file's profile (from the index) and its summaries (from the model, when made)."""
+
+    path: str
+    language: str
+    lines: int
+    role: str
+    fan_in: int
+    fan_out: int
+    profile: str
+    summary: str = ""
+    stale: bool = False
+    summary_model: str = ""
+    imports: tuple[str, ...] = ()
+    imported_by: tuple[str, ...] = ()
+    units: tuple[UnitDescription, ...] = ()
+    folder_summary: str = ""  # of the folder holding it

@@ -295,12 +295,14 @@ class CodeRag:
                 count_tokens: Callable[[str], int] | None = None) -> _ComposedContext:
         """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata."""
         from coderag_tui.retrieval.compose import compose
+        from coderag_tui.retrieval.file_notes import with_file_notes
         from coderag_tui.tokens import estimate_tokens
 
         searcher = self.searcher()
         similar = searcher.similar if searcher.embed_query is not None else None
-        return compose(searcher, query, self.settings.context, max_tokens, self.root,
-                       count_tokens or estimate_tokens, similar)
+        composed = compose(searcher, query, self.settings.context, max_tokens, self.root,
+                           count_tokens or estimate_tokens, similar)
+        return with_file_notes(self.db, composed, count_tokens or estimate_tokens)
 
     def repo_map(self, max_tokens: int | None = None, query: str | None = None) -> str:
         """Signatures of the most referenced units of the most central files (PageRank),
@@ -629,3 +631,75 @@ class CodeRag:
 
     if TYPE_CHECKING:
         from coderag_tui.review.build import Review as _Review
+
+    # ------------------------------------------------------------------ summaries
+    # Profiles are written by the indexer; model summaries are made here, on demand or on a
+    # background thread (with its own connection), one commit per summary.
+    def summarizer(self, model: str | None = None) -> _Summarizer:
+        from coderag_tui.answering.summarize import Summarizer
+
+        provider = self.llm(model)
+        info = provider.info()
+        name = f"{info.provider}:{info.name}"
+
+        def read_code(path: str, start: int, end: int) -> str:
+            return "\n".join(self.read_lines(path, start, end))
+
+        return Summarizer(self.db, provider, name, read_code, self.settings.summaries,
+                          local=info.provider == "llama")
+
+    def summarize(self, paths: Sequence[str] | None = None, *, everything: bool = False,
+                  model: str | None = None, progress: ProgressFn | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> _SummarizeResult:
+        """Make the summaries that are missing or out of date, bottom up (within the budget
+        with a local model unless `everything`). Search and answers work meanwhile."""
+        lock: threading.Lock = self.__dict__.setdefault("_answer_lock", threading.Lock())
+        summarizer = self.summarizer(model)
+        targets = summarizer.plan(paths, everything=everything)
+        with lock:  # one model call at a time (llama.cpp is not re-entrant)
+            return summarizer.run(targets, progress, should_stop)
+
+    def summarize_in_background(self, paths: Sequence[str] | None = None, *, model: str | None = None,
+                                progress: ProgressFn | None = None,
+                                should_stop: Callable[[], bool] | None = None) -> threading.Thread:
+        """`summarize` on a daemon thread; its result (or error) lands in `thread.result`."""
+
+        def work() -> None:
+            from coderag_tui.errors import CoderagError
+
+            try:
+                thread.result = self.summarize(paths, model=model, progress=progress,  # type: ignore[attr-defined]
+                                               should_stop=should_stop)
+            except CoderagError as exc:
+                thread.result = exc  # type: ignore[attr-defined]
+
+        thread = threading.Thread(target=work, name="coderag-summarize", daemon=True)
+        thread.start()
+        return thread
+
+    def summarize_units(self, unit_ids: Sequence[int], model: str | None = None) -> int:
+        """Summaries of these units now (units retrieved for a question); returns how many were made."""
+        from coderag_tui.answering.summarize import LEVELS, Target
+        from coderag_tui.store.descriptions import summary_key, units_by_id
+
+        summarizer = self.summarizer(model)
+        units = sorted(units_by_id(self.db, list(unit_ids)).values(), key=lambda u: LEVELS.get(u.kind, 0))
+        made = 0
+        lock: threading.Lock = self.__dict__.setdefault("_answer_lock", threading.Lock())
+        with lock:
+            for u in units:
+                if u.kind in LEVELS:
+                    target = Target(summary_key(u.path, u.kind, u.qualname), u.path, u.kind, u.qualname, u)
+                    made += summarizer.summarize(target) is not None
+        return made
+
+    def descriptions(self, paths: Sequence[str] | None = None) -> list[_FileDescription]:
+        """Every file's profile and summaries (for `coderag summarize` and `coderag export`)."""
+        from coderag_tui.answering.describe import describe_files
+
+        return describe_files(self.db, paths)
+
+    if TYPE_CHECKING:
+        from coderag_tui.answering.describe import FileDescription as _FileDescription
+        from coderag_tui.answering.summarize import Summarizer as _Summarizer
+        from coderag_tui.answering.summarize import SummarizeResult as _SummarizeResult

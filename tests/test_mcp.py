@@ -204,9 +204,13 @@ def test_tools_directly_on_a_shared_index(tmp_path: Path, open_service: Any) -> 
     assert "billing/invoice.py:20  in method Invoice.total_with_vat" in out["callers"]
     summary = tools.get_file_summary(str(repo / "billing/rates.py"))  # an absolute path works too
     assert "billing/rates.py:6-8  def vat_rate(country)" in summary
-    service.db.execute(
-        "INSERT INTO summaries(unit_id, text) SELECT id, 'Looks up VAT rates.' FROM units WHERE kind='file' "
-        "AND file_id=(SELECT id FROM files WHERE path='billing/rates.py')")
+    assert "\nProfile: billing/rates.py: module (python, 8 lines; referred to by 1 files" in summary
+    assert "Imported by: billing/invoice.py." in summary
+    from coderag_tui.store.descriptions import StoredSummary, put_summary, summary_key
+
+    key = summary_key("billing/rates.py", "file", "billing/rates.py")
+    put_summary(service.db, StoredSummary(key, "billing/rates.py", "file", "billing/rates.py", "Looks up VAT rates.",
+                                          "llama:x.gguf", "1", "", "", False, 0.0, 0.0))
     assert "Summary:\nLooks up VAT rates." in tools.get_file_summary("billing/rates.py")
 
 

@@ -279,11 +279,15 @@ class CodeRagTools:
         assert file_unit is not None
         language, lines, has_errors = read.file_facts(db, rel) or (file_unit.language, file_unit.end_line, False)
         out = [f"{rel}:1-{lines}  ({language}, {lines} lines{', has syntax errors' if has_errors else ''})"]
-        summaries = read.file_summaries(db, rel)
+        from coderag_tui.store.descriptions import file_descriptions
+
+        profile, summaries = file_descriptions(db, rel)
         if file_unit.id in summaries:
             out.append(f"\nSummary:\n{summaries[file_unit.id].strip()}")
         elif file_unit.docstring:
             out.append(f"\nModule docstring:\n{file_unit.docstring.strip()[:800]}")
+        if profile:
+            out.append(f"\nProfile: {profile}")
         outline = [u for u in read.file_outline(db, rel) if u.kind != "file"]
         if outline:
             depth: dict[int, int] = {file_unit.id: -1}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from coderag_tui.config import Settings
 from coderag_tui.indexing.graph import FullPlan, apply_full, plan_full, resolve
+from coderag_tui.indexing.profiles import describe_changes
 from coderag_tui.indexing.workers import (
     PARALLEL_MIN_FILES,
     Feed,
@@ -248,6 +249,8 @@ class Indexer:
                 else:
                     resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
                             files_changed=bool(deleted) or file_set_changed)
+                # profiles list importers and callers: a deleted file's are found only by a full pass
+                describe_changes(db, None if full or plan is not None or deleted else changed_ids)
                 db.set_meta("resolve_pending", "0")
                 db.set_meta("last_update", str(time.time()))
                 db.set_meta("repo_root", str(self.root))

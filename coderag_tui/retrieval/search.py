@@ -18,7 +18,17 @@ import numpy as np
 from coderag_tui.config import SearchSettings
 from coderag_tui.models import SearchFilters, SearchHit, UnitRef
 from coderag_tui.parsing.extract import is_test_path
-from coderag_tui.retrieval import lexical, names, prose, report, router, structural, symbols, vector
+from coderag_tui.retrieval import (
+    descriptions,
+    lexical,
+    names,
+    prose,
+    report,
+    router,
+    structural,
+    symbols,
+    vector,
+)
 from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
 from coderag_tui.retrieval.fusion import Fused, rrf
 from coderag_tui.retrieval.matrix import VectorMatrix
@@ -169,6 +179,8 @@ class Searcher:
             order, best = unit_ranking(self._bm25(terms, n, filters))
             out.lists["bm25"] = order[:n]
             out.best.update(best)
+            out.lists["summary"] = descriptions.description_units(self.db, text, n, filters)
+            out.weights["summary"] = s.weight_bm25 * descriptions.WEIGHT_SHARE
         if mode in ("hybrid", "vector"):
             matches = branch.result() if branch is not None else None
             out.vectors_used = matches is not None and bool(matches)

@@ -193,6 +193,40 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX IF NOT EXISTS answer_cache_model ON answer_cache(model, norm);
     """,
+    # 11: descriptions. Profiles (role, connectivity, outline; computed from the graph) per unit,
+    # rewritten with their file. Model summaries are keyed by path, kind and qualname, not by unit
+    # id: a re-indexed file gets new unit ids, and its unchanged units keep their summaries. One
+    # keyword table over both, a row per unit (rowid = unit id) that has words to add.
+    """
+    CREATE TABLE IF NOT EXISTS profiles(
+        unit_id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        fan_in INTEGER NOT NULL DEFAULT 0,
+        fan_out INTEGER NOT NULL DEFAULT 0,
+        data TEXT NOT NULL DEFAULT '{}',
+        text TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX IF NOT EXISTS profiles_file ON profiles(file_id);
+    CREATE TABLE IF NOT EXISTS unit_summaries(
+        key TEXT PRIMARY KEY,
+        path TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        qualname TEXT NOT NULL,
+        text TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_version TEXT NOT NULL,
+        code_hash TEXT NOT NULL,
+        child_hash TEXT NOT NULL,
+        stale INTEGER NOT NULL DEFAULT 0,
+        created REAL NOT NULL,
+        seconds REAL NOT NULL DEFAULT 0
+    );
+    CREATE INDEX IF NOT EXISTS unit_summaries_path ON unit_summaries(path);
+    CREATE VIRTUAL TABLE IF NOT EXISTS descriptions_fts USING fts5(
+        text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,124 @@
+"""Summaries with the bundled model: coderag's rate against bare llama.cpp, and the default budget.
+
+    python bench/bench_summaries.py [--repo PATH | --sdist NAME==VERSION] [--n 12]
+
+Indexes the repository (default: SQLAlchemy 2.0.36's sdist from PyPI, about 1,000 files) into a
+temporary index, plans the default budget's run, then makes `--n` of its summaries two ways,
+interleaved so that both see the same machine load: through coderag (prompt building, the
+provider, storage, the keyword row; `summarize(force=True)`) and as a bare
+`Llama.create_chat_completion` of the very same prompts with the same settings. Prints both
+rates, their ratio (the overhead), and what the default budget takes at the measured rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from coderag_tui.answering.summarize import SYSTEM_PROMPT
+from coderag_tui.config import Settings
+from coderag_tui.indexing.profiles import refresh_profiles
+from coderag_tui.service import CodeRag
+
+
+def sdist_source(spec: str, cache: Path) -> Path:
+    name, version = spec.split("==")
+    cache.mkdir(parents=True, exist_ok=True)
+    found = [p for p in cache.iterdir() if p.is_dir() and p.name.lower() == f"{name}-{version}".lower()]
+    if found:
+        return found[0]
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", spec,
+                    "-d", str(cache)], check=True, capture_output=True)
+    archive = next(p for p in cache.glob("*.tar.gz") if p.name.lower().startswith(f"{name}-{version}".lower()))
+    with tarfile.open(archive) as tar:
+        tar.extractall(cache, filter="data")
+    return next(p for p in cache.iterdir() if p.is_dir() and p.name.lower() == f"{name}-{version}".lower())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repo", help="a repository folder (default: the sdist)")
+    ap.add_argument("--sdist", default="sqlalchemy==2.0.36")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "coderag-bench"))
+    ap.add_argument("--n", type=int, default=12, help="summaries made each way")
+    ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads, both ways (0: [llm] threads)")
+    args = ap.parse_args()
+    root = Path(args.repo) if args.repo else sdist_source(args.sdist, Path(args.cache))
+    settings = Settings()
+    if args.threads:
+        settings = replace(settings, llm=replace(settings.llm, threads=args.threads))
+    with tempfile.TemporaryDirectory() as tmp:
+        service = CodeRag(root, settings, Path(tmp) / "index.db")
+        t = time.perf_counter()
+        summary = service.index()
+        index_s = time.perf_counter() - t
+        db = service.db
+        t = time.perf_counter()
+        with db.transaction():
+            profiles = refresh_profiles(db, None)
+        profile_s = time.perf_counter() - t
+        print(f"{root.name}: {summary.files_indexed} files, {summary.units} units; structural index "
+              f"{index_s:.1f}s; profiles (a full pass, also part of the index) {profiles} in {profile_s:.2f}s")
+
+        summarizer = service.summarizer()
+        t = time.perf_counter()
+        plan = summarizer.plan()
+        plan_s = time.perf_counter() - t
+        everything = summarizer.plan(everything=True)
+        kinds: dict[str, int] = {}
+        for target in plan:
+            kinds[target.kind] = kinds.get(target.kind, 0) + 1
+        print(f"default budget {settings.summaries.budget}: {len(plan)} summaries planned {kinds} "
+              f"in {plan_s:.2f}s (all: {len(everything)})")
+
+        step = max(1, len(plan) // args.n)
+        sample = plan[::step][: args.n]
+        prompts = [summarizer.prompt(target, summarizer._children(target)) for target in sample]
+        provider = service.llm()
+        from llama_cpp import Llama
+
+        from coderag_tui.answering.providers.local import cpu_count
+
+        threads = settings.llm.threads or cpu_count()
+        bare = Llama(model_path=str(provider.path), n_ctx=provider.context_window(),  # type: ignore[attr-defined]
+                     n_threads=threads, n_threads_batch=threads, verbose=False)
+        ours: list[float] = []
+        theirs: list[float] = []
+        ours_tokens = theirs_tokens = 0
+        for target, prompt in zip(sample, prompts, strict=True):
+            t = time.perf_counter()
+            out = bare.create_chat_completion(
+                messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+                max_tokens=summarizer.max_tokens(target.level),
+                temperature=settings.summaries.temperature,
+                repeat_penalty=settings.llm.repeat_penalty)
+            theirs.append(time.perf_counter() - t)
+            theirs_tokens += int(out["usage"]["completion_tokens"])  # type: ignore[index]
+            t = time.perf_counter()
+            summarizer.summarize(target, force=True)
+            ours.append(time.perf_counter() - t)
+            stored = service.db.scalar("SELECT text FROM unit_summaries WHERE key=?", (target.key,))
+            ours_tokens += provider.count_tokens(str(stored or ""))
+        per = statistics.mean(ours)
+        print(f"{len(sample)} summaries each way (same prompts, interleaved):")
+        print(f"  coderag   {60 / per:.1f}/min  ({per:.2f}s each, median {statistics.median(ours):.2f}s, "
+              f"{ours_tokens} tokens written)")
+        bare_per = statistics.mean(theirs)
+        print(f"  llama.cpp {60 / bare_per:.1f}/min  ({bare_per:.2f}s each, median {statistics.median(theirs):.2f}s, "
+              f"{theirs_tokens} tokens generated)")
+        print(f"  overhead ratio (coderag / bare, time): {per / bare_per:.2f}")
+        budget_s = len(plan) * per
+        print(f"default budget at this rate: {len(plan)} x {per:.2f}s = {budget_s / 60:.1f} min "
+              f"(+ index {index_s / 60:.1f} min); a budget for 10 min at this rate: {int(600 / per)}")
+        service.close()
+
+
+if __name__ == "__main__":
+    main()

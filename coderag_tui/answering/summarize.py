@@ -1,0 +1,461 @@
+"""Model summaries, bottom up: functions and methods, then classes (from their methods'
+summaries), then files (from their units' summaries, imports and importers), then folders.
+
+Seed 002's prompts. Each summary is stored with the model, the prompt version, a hash of the
+unit's code and a hash of its children's summaries, and committed as soon as it is made, so a
+killed run resumes where it stopped. A summary is current only when all four match and nothing
+marked it stale; a model or prompt change therefore regenerates rather than mixes.
+
+With a local model a run makes at most `budget` summaries: files and classes first (by role and
+connectivity), then functions and methods by PageRank over the call graph. With a remote model
+everything, after `estimate` says how many requests and tokens that takes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import numpy as np
+
+from coderag_tui.config import SummarySettings
+from coderag_tui.errors import CoderagError
+from coderag_tui.indexing.profiles import IMPORTANCE, first_sentence, folder_of, keyword_text
+from coderag_tui.models import ChatMessage, Progress
+from coderag_tui.retrieval.repo_map import pagerank
+from coderag_tui.store import descriptions as store
+from coderag_tui.store.db import Database
+from coderag_tui.store.descriptions import StoredSummary, UnitRow
+
+PROMPT_VERSION = "seed002-1"
+LEVELS = {"function": 0, "method": 0, "class": 1, "interface": 1, "struct": 1, "enum": 1, "trait": 1,
+          "impl": 1, "file": 2, "folder": 3}
+SYSTEM_PROMPT = """You are a code documentation expert. Write concise summaries for a RAG system
+that helps developers find and understand code.
+
+Your summaries will be:
+1. Embedded as vectors for semantic search
+2. Shown to LLMs as context for coding tasks
+3. Used by developers to quickly understand unfamiliar code
+
+Guidelines:
+- Describe WHAT and WHY, not HOW (implementation details)
+- Use terminology developers would search for
+- Mention inputs, outputs, side effects, error conditions
+- Keep it concise: 2-4 sentences for functions, 3-6 for classes/files
+- Include the code's role in the broader system when apparent
+- Never start with "This function..." - just describe what it does"""
+
+FUNCTION_PROMPT = """Write a summary for this {language} function.
+
+Name: {name}
+Signature: {signature}
+File: {file_path}
+{caller_context}
+
+```{language}
+{code}
+```
+
+Summary:"""
+
+CLASS_PROMPT = """Write a summary for this {language} class.
+
+Name: {name}
+File: {file_path}
+{inheritance}
+
+Methods:
+{method_overview}
+
+```{language}
+{code}
+```
+
+Summary:"""
+
+FILE_PROMPT = """Write a summary for this {language} file.
+
+Path: {file_path}
+
+Exports:
+{exports_overview}
+
+Internal functions/classes:
+{internal_overview}
+
+Imports:
+{imports}
+
+Used by: {used_by}
+
+Summary:"""
+
+FOLDER_PROMPT = """Write a summary for this folder of a code repository.
+
+Path: {path}
+
+Files:
+{files_overview}
+
+Summary:"""
+
+CodeReader = Callable[[str, int, int], str]
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One summary to make: a unit, or a folder (unit None)."""
+
+    key: str
+    path: str
+    kind: str
+    qualname: str
+    unit: UnitRow | None
+
+    @property
+    def level(self) -> int:
+        return LEVELS.get(self.kind, 0)
+
+    @property
+    def label(self) -> str:
+        return self.path if self.kind in ("file", "folder") else f"{self.path}::{self.qualname}"
+
+
+@dataclass(frozen=True)
+class SummarizeResult:
+    model: str
+    prompt_version: str
+    planned: int
+    made: int
+    current: int
+    failed: int
+    seconds: float
+    model_seconds: float
+    prompt_chars: int
+    errors: tuple[str, ...] = ()
+
+    @property
+    def per_summary_s(self) -> float:
+        return self.model_seconds / self.made if self.made else 0.0
+
+    def text(self) -> str:
+        line = (f"{self.made} summaries made, {self.current} already current, {self.failed} failed "
+                f"({self.planned} planned) in {self.seconds:.1f}s with {self.model}")
+        if self.made:
+            line += f"; {self.per_summary_s:.2f}s per summary"
+        return line
+
+
+@dataclass(frozen=True)
+class Estimate:
+    requests: int
+    prompt_tokens: int
+    max_output_tokens: int
+
+    def text(self) -> str:
+        return (f"{self.requests} requests, about {self.prompt_tokens} prompt tokens and at most "
+                f"{self.max_output_tokens} output tokens")
+
+
+def clean(text: str, limit: int = 700) -> str:
+    """The model's answer as one paragraph, without a leading label or quotes."""
+    text = re.sub(r"^\s*(\*\*)?summary(\*\*)?\s*:\s*", "", text.strip(), flags=re.I)
+    text = " ".join(text.replace("```", " ").split()).strip("\"' ")
+    if len(text) > limit:
+        cut = text[:limit]
+        end = cut.rfind(". ")
+        text = cut[: end + 1] if end > limit // 2 else cut.rstrip() + "…"
+    return text
+
+
+def child_digest(children: Iterable[StoredSummary | None]) -> str:
+    parts = [f"{s.key}\n{s.text}" for s in children if s is not None]
+    return hashlib.sha1("\n\n".join(sorted(parts)).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+@dataclass
+class _Tree:
+    """The units of the index, with their children, for one run."""
+
+    units: dict[int, UnitRow]
+    children: dict[int, list[int]] = field(default_factory=dict)
+    file_unit: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, db: Database) -> _Tree:
+        units = {u.id: u for u in store.units_of(db, store.all_file_ids(db))}
+        tree = cls(units)
+        for u in units.values():
+            if u.kind == "file":
+                tree.file_unit[u.path] = u.id
+            elif u.parent_id is not None:
+                tree.children.setdefault(u.parent_id, []).append(u.id)
+        return tree
+
+
+class Summarizer:
+    """Makes and stores summaries with one model. `read_code(path, start, end)` returns source."""
+
+    def __init__(self, db: Database, provider: object, model_name: str, read_code: CodeReader,
+                 settings: SummarySettings, *, local: bool = True) -> None:
+        self.db = db
+        self.provider = provider
+        self.model = model_name
+        self.read_code = read_code
+        self.settings = settings
+        self.local = local
+        self._tree: _Tree | None = None
+
+    @property
+    def tree(self) -> _Tree:
+        if self._tree is None:
+            self._tree = _Tree.load(self.db)
+        return self._tree
+
+    # ------------------------------------------------------------------ planning
+    def targets(self, paths: Sequence[str] | None = None) -> list[Target]:
+        """Every unit that gets a summary (functions, methods, classes, files) and their folders,
+        under `paths` (files or folders) when given."""
+        out: list[Target] = []
+        folders: set[str] = set()
+        for u in self.tree.units.values():
+            if u.kind not in LEVELS or (paths and not _under(u.path, paths)):
+                continue
+            out.append(Target(store.summary_key(u.path, u.kind, u.qualname), u.path, u.kind, u.qualname, u))
+            if u.kind == "file":
+                folders.add(folder_of(u.path))
+        for f in sorted(folders):
+            out.append(Target(store.summary_key(f, "folder", f), f, "folder", f, None))
+        return out
+
+    def plan(self, paths: Sequence[str] | None = None, everything: bool = False) -> list[Target]:
+        """The targets of a run in the order they are made (bottom up). With a local model and
+        not `everything`: the first `budget` by importance."""
+        targets = self.targets(paths)
+        budget = self.settings.budget
+        if self.local and not everything and budget > 0:
+            units = [t for t in targets if t.unit is not None]
+            chosen = self.by_importance(units)[:budget]
+            files = {t.path for t in chosen if t.kind == "file"}
+            keep = {t.key for t in chosen}
+            targets = [t for t in targets if t.key in keep or (t.kind == "folder" and any(
+                folder_of(p) == t.path for p in files))]
+        return sorted(targets, key=lambda t: (t.level, -t.path.count("/") if t.kind == "folder" else 0,
+                                              t.path, t.unit.start_line if t.unit else 0))
+
+    def by_importance(self, targets: Sequence[Target]) -> list[Target]:
+        """Files and classes first (by role, then how many files refer to them), then functions
+        and methods by PageRank over the resolved calls."""
+        ids = [t.unit.id for t in targets if t.unit is not None]
+        profiles = store.profiles_for(self.db, ids)
+        rank = self._unit_rank()
+
+        def key(t: Target) -> tuple[int, float, str]:
+            assert t.unit is not None
+            role, fan_in, _, _ = profiles.get(t.unit.id, ("module", 0, 0, ""))
+            if t.kind == "file" or t.level == 1:
+                return (0, -(IMPORTANCE.get(role, 3) * 1000 + fan_in + rank.get(t.unit.id, 0.0)), t.key)
+            return (1, -rank.get(t.unit.id, 0.0), t.key)
+
+        return sorted(targets, key=key)
+
+    def _unit_rank(self) -> dict[int, float]:
+        pairs = store.call_pairs(self.db)
+        if not pairs:
+            return {}
+        index: dict[int, int] = {}
+        for a, b in pairs:
+            index.setdefault(a, len(index))
+            index.setdefault(b, len(index))
+        edges: dict[tuple[int, int], float] = {}
+        for a, b in pairs:
+            edges[(index[a], index[b])] = edges.get((index[a], index[b]), 0.0) + 1.0
+        ranks = pagerank(len(index), edges)
+        scale = float(np.max(ranks)) or 1.0
+        return {uid: float(ranks[i]) / scale for uid, i in index.items()}
+
+    def estimate(self, targets: Sequence[Target]) -> Estimate:
+        """Requests and tokens a run over `targets` takes (prompt size from the code's length)."""
+        chars = 0
+        for t in targets:
+            if t.unit is not None and t.level < 2:
+                span = (t.unit.end_line - t.unit.start_line + 1) * 40
+                chars += min(span, self.settings.code_chars) + len(SYSTEM_PROMPT) + 200
+            else:
+                chars += len(SYSTEM_PROMPT) + 800
+        return Estimate(len(targets), chars // 4,
+                        sum(self.max_tokens(t.level) for t in targets))
+
+    # ------------------------------------------------------------------ making
+    def run(self, targets: Sequence[Target], progress: ProgressFn | None = None,
+            should_stop: Callable[[], bool] | None = None) -> SummarizeResult:
+        started = time.perf_counter()
+        made = current = failed = prompt_chars = 0
+        model_s = 0.0
+        errors: list[str] = []
+        total = len(targets)
+        for done, t in enumerate(targets, start=1):
+            if should_stop is not None and should_stop():
+                break
+            try:
+                outcome = self.summarize(t)
+            except CoderagError as exc:
+                failed += 1
+                errors.append(f"{t.label}: {exc.one_line()}")
+                outcome = None
+            if outcome is None:
+                if not errors or not errors[-1].startswith(t.label):
+                    current += 1
+            else:
+                made += 1
+                model_s += outcome[0]
+                prompt_chars += outcome[1]
+            if progress is not None:
+                elapsed = max(time.perf_counter() - started, 1e-6)
+                rate = done / elapsed
+                progress(Progress("summarize", done, total, t.label, rate=rate,
+                                  eta_s=(total - done) / rate if rate else 0.0))
+        return SummarizeResult(self.model, PROMPT_VERSION, total, made, current, failed,
+                               time.perf_counter() - started, model_s, prompt_chars, tuple(errors[:20]))
+
+    def summarize(self, t: Target, force: bool = False) -> tuple[float, int] | None:
+        """Make and store `t`'s summary unless the stored one is current. Returns (model seconds,
+        prompt characters) when one was made."""
+        existing = store.summaries_by_key(self.db, [t.key]).get(t.key)
+        code_hash = self._code_hash(t)
+        children = self._children(t)
+        child_hash = child_digest(children.values())
+        if (not force and existing is not None and not existing.stale and existing.model == self.model
+                and existing.prompt_version == PROMPT_VERSION and existing.code_hash == code_hash
+                and existing.child_hash == child_hash):
+            return None
+        prompt = self.prompt(t, children)
+        began = time.perf_counter()
+        text = clean(self.complete(prompt, t.level))
+        seconds = time.perf_counter() - began
+        if not text:
+            raise CoderagError(f"{self.model} returned an empty summary")
+        summary = StoredSummary(t.key, t.path, t.kind, t.qualname, text, self.model, PROMPT_VERSION,
+                                code_hash, child_hash, False, time.time(), seconds)
+        with self.db.transaction():  # one commit per summary: a killed run keeps what it made
+            store.put_summary(self.db, summary)
+            now = store.units_by_id(self.db, [t.unit.id]).get(t.unit.id) if t.unit is not None else None
+            # (the index may have changed meanwhile: a re-indexed file's units have new ids, and
+            # its refreshed profiles pick the summary up by key)
+            if t.unit is not None and now is not None and (now.path, now.kind, now.qualname) == (
+                    t.path, t.kind, t.qualname):
+                store.write_keyword_rows(self.db, {t.unit.id: self._keywords(t.unit, text)})
+        return seconds, len(prompt)
+
+    def max_tokens(self, level: int) -> int:
+        return self.settings.max_tokens if level == 0 else self.settings.max_tokens * 3 // 2
+
+    def complete(self, prompt: str, level: int) -> str:
+        messages = [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", prompt)]
+        max_tokens = self.max_tokens(level)
+        stream = self.provider.stream  # type: ignore[attr-defined]
+        return "".join(stream(messages, max_tokens=max_tokens, temperature=self.settings.temperature))
+
+    def _keywords(self, unit: UnitRow, text: str) -> str:
+        if unit.kind != "file":
+            return text
+        prof = store.profile_of(self.db, unit.id)
+        return (keyword_text(prof[3]) + "\n" + text).strip() if prof and prof[3] else text
+
+    def _code_hash(self, t: Target) -> str:
+        if t.unit is None:
+            return ""
+        return store.code_hashes(self.db, [t.unit])[t.unit.id]
+
+    def _children(self, t: Target) -> dict[str, StoredSummary | None]:
+        """The summaries the target's prompt is built from (key -> summary or None)."""
+        tree = self.tree
+        if t.unit is None:
+            keys = [store.summary_key(p, "file", p) for p in sorted(tree.file_unit) if folder_of(p) == t.path]
+        elif t.level == 0:
+            return {}
+        else:
+            keys = [store.summary_key(c.path, c.kind, c.qualname)
+                    for c in (tree.units[i] for i in tree.children.get(t.unit.id, ())) if c.kind in LEVELS]
+        found = store.summaries_by_key(self.db, keys)
+        return {k: found.get(k) for k in keys}
+
+    # ------------------------------------------------------------------ prompts
+    def prompt(self, t: Target, children: dict[str, StoredSummary | None]) -> str:
+        u = t.unit
+        if u is None:
+            lines = []
+            for key, s in children.items():
+                path = key.split(store.SEP)[0]
+                lines.append(f"- {PurePosixPath(path).name}: {_first(s) if s else self._profile_line(path)}")
+            return FOLDER_PROMPT.format(path=t.path or ".", files_overview="\n".join(lines[:40]) or "(none)")
+        language = u.language
+        if t.level == 0:
+            callers = store.callers(self.db, [u.id]).get(u.id, [])
+            context = f"Called by: {', '.join(callers[:3])}" if callers else ""
+            return FUNCTION_PROMPT.format(language=language, name=u.name, signature=u.signature or u.name,
+                                          file_path=u.path, caller_context=context, code=self._code(u))
+        if t.level == 1:
+            overview = []
+            for key, s in children.items():
+                name = key.split(store.SEP)[2]
+                overview.append(f"- {name.rsplit('.', 1)[-1]}: {_first(s) if s else self._unit_line(key)}")
+            bases = store.bases_of(self.db, u.id)
+            return CLASS_PROMPT.format(language=language, name=u.name, file_path=u.path,
+                                       inheritance=f"Extends: {', '.join(bases)}" if bases else "",
+                                       method_overview="\n".join(overview[:30]) or "(none)", code=self._code(u))
+        prof = store.profile_of(self.db, u.id)
+        data = prof[3] if prof else {}
+        exports: list[str] = []
+        internal: list[str] = []
+        for key, s in children.items():
+            _, kind, qual = key.split(store.SEP)
+            line = f"- {kind} {qual}: {_first(s) if s else self._unit_line(key)}"
+            (internal if qual.rsplit(".", 1)[-1].startswith("_") else exports).append(line)
+        used_by = data.get("imported_by") or []
+        return FILE_PROMPT.format(language=language, file_path=u.path,
+                                  exports_overview="\n".join(exports[:25]) or "(none)",
+                                  internal_overview="\n".join(internal[:15]) or "(none)",
+                                  imports="\n".join(str(m) for m in (data.get("imports") or [])[:20]) or "(none)",
+                                  used_by=", ".join(map(str, used_by[:5])) or "Not imported by other files")
+
+    def _code(self, u: UnitRow) -> str:
+        text = self.read_code(u.path, u.start_line, u.end_line)
+        limit = self.settings.code_chars
+        return text if len(text) <= limit else text[:limit] + "\n..."
+
+    def _unit_line(self, key: str) -> str:
+        path, kind, qual = key.split(store.SEP)
+        for i in self.tree.children.get(self.tree.file_unit.get(path, -1), []) + [
+                c for p in self.tree.children.get(self.tree.file_unit.get(path, -1), [])
+                for c in self.tree.children.get(p, [])]:
+            u = self.tree.units[i]
+            if u.kind == kind and u.qualname == qual:
+                return first_sentence(u.docstring) if u.docstring else (u.signature or f"{kind} {u.name}")
+        return kind
+
+    def _profile_line(self, path: str) -> str:
+        uid = self.tree.file_unit.get(path)
+        prof = store.profile_of(self.db, uid) if uid is not None else None
+        if prof is None:
+            return "file"
+        data = prof[3]
+        return f"{prof[0]}" + (f"; {data['doc']}" if data.get("doc") else "")
+
+
+def _first(s: StoredSummary) -> str:
+    return first_sentence(s.text, 160)
+
+
+def _under(path: str, prefixes: Sequence[str]) -> bool:
+    for p in prefixes:
+        p = p.strip("/")
+        if not p or p == "." or path == p or path.startswith(p + "/"):
+            return True
+    return False

@@ -1,0 +1,351 @@
+"""The SQL of descriptions: profiles (from the graph), model summaries and their keyword rows.
+
+`descriptions_fts` has one row per unit (rowid = unit id) holding the unit's profile text (files
+only: a unit's own words are already in the chunks' keyword rows) and its summary, if any.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coderag_tui.store.db import Database
+
+SEP = "\x1f"
+REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
+
+
+def summary_key(path: str, kind: str, qualname: str) -> str:
+    """The key of a unit's summary: stable across re-indexing, unlike its unit id."""
+    return f"{path}{SEP}{kind}{SEP}{qualname}"
+
+
+@dataclass(frozen=True)
+class UnitRow:
+    id: int
+    file_id: int
+    parent_id: int | None
+    kind: str
+    name: str
+    qualname: str
+    signature: str
+    docstring: str
+    start_line: int
+    end_line: int
+    is_test: bool
+    path: str
+    language: str
+
+
+_UNIT_COLS = ("u.id, u.file_id, u.parent_id, u.kind, u.name, u.qualname, u.signature, u.docstring, "
+              "u.start_line, u.end_line, u.is_test, f.path, f.language")
+
+
+def _unit(r: Sequence[Any]) -> UnitRow:
+    return UnitRow(int(r[0]), int(r[1]), None if r[2] is None else int(r[2]), str(r[3]), str(r[4]), str(r[5]),
+                   str(r[6] or ""), str(r[7] or ""), int(r[8]), int(r[9]), bool(r[10]), str(r[11]), str(r[12]))
+
+
+def all_file_ids(db: Database) -> list[int]:
+    return [int(r[0]) for r in db.execute("SELECT id FROM files ORDER BY id")]
+
+
+def units_of(db: Database, file_ids: Sequence[int]) -> list[UnitRow]:
+    return [_unit(r) for r in db.rows_in(
+        f"SELECT {_UNIT_COLS} FROM units u JOIN files f ON f.id=u.file_id WHERE u.file_id IN ({{marks}}) "
+        "ORDER BY u.file_id, u.start_line, u.id", list(file_ids))]
+
+
+def units_by_id(db: Database, ids: Sequence[int]) -> dict[int, UnitRow]:
+    return {int(r[0]): _unit(r) for r in db.rows_in(
+        f"SELECT {_UNIT_COLS} FROM units u JOIN files f ON f.id=u.file_id WHERE u.id IN ({{marks}})", list(ids))}
+
+
+def file_lines(db: Database, file_ids: Sequence[int]) -> dict[int, int]:
+    return {int(a): int(b) for a, b in db.rows_in("SELECT id, lines FROM files WHERE id IN ({marks})", list(file_ids))}
+
+
+def neighbour_files(db: Database, file_ids: Sequence[int]) -> set[int]:
+    """Files that refer to, or are referred to by, the given files (their profiles list them)."""
+    marks_kinds = ",".join("?" * len(REF_KINDS))
+    out: set[int] = set()
+    out.update(int(r[0]) for r in db.rows_in(
+        f"SELECT DISTINCT e.src_file FROM edges e JOIN units t ON t.id=e.dst WHERE t.file_id IN ({{marks}}) "
+        f"AND e.kind IN ({marks_kinds})", list(file_ids), REF_KINDS))
+    out.update(int(r[0]) for r in db.rows_in(
+        f"SELECT DISTINCT t.file_id FROM edges e JOIN units t ON t.id=e.dst WHERE e.src_file IN ({{marks}}) "
+        f"AND e.kind IN ({marks_kinds})", list(file_ids), REF_KINDS))
+    return out
+
+
+def callers(db: Database, unit_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Unit id -> the qualified names of the units that call it (distinct)."""
+    out: dict[int, list[str]] = {}
+    for dst, qual in db.rows_in(
+            "SELECT DISTINCT e.dst, s.qualname FROM edges e JOIN units s ON s.id=e.src "
+            "WHERE e.kind='CALLS' AND e.dst IN ({marks}) ORDER BY e.dst, s.qualname", list(unit_ids)):
+        out.setdefault(int(dst), []).append(str(qual))
+    return out
+
+
+def caller_ids(db: Database, unit_ids: Sequence[int]) -> set[int]:
+    return {int(r[0]) for r in db.rows_in(
+        "SELECT DISTINCT src FROM edges WHERE kind='CALLS' AND dst IN ({marks})", list(unit_ids))}
+
+
+def callee_counts(db: Database, file_ids: Sequence[int]) -> dict[int, int]:
+    return {int(s): int(n) for s, n in db.rows_in(
+        "SELECT src, count(DISTINCT dst) FROM edges WHERE kind='CALLS' AND dst IS NOT NULL "
+        "AND src_file IN ({marks}) GROUP BY src", list(file_ids))}
+
+
+def imports_of(db: Database, file_ids: Sequence[int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for fid, module in db.rows_in("SELECT file_id, module FROM imports WHERE file_id IN ({marks}) "
+                                  "ORDER BY file_id, line", list(file_ids)):
+        out.setdefault(int(fid), []).append(str(module))
+    return out
+
+
+def importer_paths(db: Database, file_ids: Sequence[int]) -> dict[int, list[str]]:
+    """File id -> paths of the other files that import it."""
+    out: dict[int, list[str]] = {}
+    for fid, path in db.rows_in(
+            "SELECT DISTINCT t.file_id, sf.path FROM edges e JOIN units t ON t.id=e.dst "
+            "JOIN files sf ON sf.id=e.src_file WHERE e.kind='IMPORTS' AND t.file_id IN ({marks}) "
+            "AND e.src_file<>t.file_id ORDER BY t.file_id, sf.path", list(file_ids)):
+        out.setdefault(int(fid), []).append(str(path))
+    return out
+
+
+def file_degrees(db: Database, file_ids: Sequence[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """(fan-in, fan-out): how many other files refer to each file, and how many it refers to."""
+    kinds = ",".join("?" * len(REF_KINDS))
+    fan_in = {int(f): int(n) for f, n in db.rows_in(
+        f"SELECT t.file_id, count(DISTINCT e.src_file) FROM edges e JOIN units t ON t.id=e.dst "
+        f"WHERE t.file_id IN ({{marks}}) AND e.kind IN ({kinds}) AND e.src_file<>t.file_id GROUP BY t.file_id",
+        list(file_ids), REF_KINDS)}
+    fan_out = {int(f): int(n) for f, n in db.rows_in(
+        f"SELECT e.src_file, count(DISTINCT t.file_id) FROM edges e JOIN units t ON t.id=e.dst "
+        f"WHERE e.src_file IN ({{marks}}) AND e.kind IN ({kinds}) AND e.src_file<>t.file_id GROUP BY e.src_file",
+        list(file_ids), REF_KINDS)}
+    return fan_in, fan_out
+
+
+def stored_file_fan_ins(db: Database, exclude: Iterable[int]) -> list[int]:
+    skip = set(exclude)
+    return [int(n) for fid, n in db.execute(
+        "SELECT p.file_id, p.fan_in FROM profiles p JOIN units u ON u.id=p.unit_id WHERE u.kind='file'")
+        if int(fid) not in skip]
+
+
+def code_hashes(db: Database, units: Sequence[UnitRow]) -> dict[int, str]:
+    """Unit id -> a digest of the unit's signature and lines (read from its file's chunks)."""
+    import hashlib
+
+    by_file: dict[int, dict[int, str]] = {}
+    for fid, start, text in db.rows_in(
+            "SELECT file_id, start_line, text FROM chunks WHERE file_id IN ({marks}) ORDER BY file_id, start_line, id",
+            sorted({u.file_id for u in units})):
+        lines = by_file.setdefault(int(fid), {})
+        for n, line in enumerate(str(text).split("\n"), start=int(start)):
+            lines.setdefault(n, line)
+    out: dict[int, str] = {}
+    for u in units:
+        lines = by_file.get(u.file_id, {})
+        body = "\n".join(lines.get(n, "") for n in range(u.start_line, u.end_line + 1))
+        out[u.id] = hashlib.sha1(f"{u.signature}\n{body}".encode("utf-8", "replace")).hexdigest()[:16]
+    return out
+
+
+# ---------------------------------------------------------------------- profiles
+def replace_profiles(db: Database, file_ids: Sequence[int] | None,
+                     rows: Sequence[tuple[int, int, str, int, int, str, str]]) -> None:
+    """Replace the profiles of the given files (None: of every file) with `rows`
+    (unit id, file id, role, fan-in, fan-out, data JSON, text); keeps the keyword rows in step.
+    Call inside a transaction."""
+    new_ids = [r[0] for r in rows]
+    if file_ids is None:
+        db.execute("INSERT INTO descriptions_fts(descriptions_fts) VALUES('delete-all')")
+        db.execute("DELETE FROM profiles")
+    else:
+        old = {int(r[0]) for r in db.rows_in("SELECT unit_id FROM profiles WHERE file_id IN ({marks})",
+                                             list(file_ids))}
+        old.update(int(r[0]) for r in db.execute(
+            "SELECT unit_id FROM profiles WHERE file_id NOT IN (SELECT id FROM files)"))
+        old.update(int(r[0]) for r in db.rows_in("SELECT unit_id FROM profiles WHERE unit_id IN ({marks})", new_ids))
+        gone = sorted(old)
+        for i in range(0, len(gone), 500):
+            part = gone[i:i + 500]
+            marks = ",".join("?" * len(part))
+            db.execute(f"DELETE FROM descriptions_fts WHERE rowid IN ({marks})", part)
+            db.execute(f"DELETE FROM profiles WHERE unit_id IN ({marks})", part)
+    db.executemany("INSERT INTO profiles(unit_id, file_id, role, fan_in, fan_out, data, text) "
+                   "VALUES(?,?,?,?,?,?,?)", rows)
+
+
+def write_keyword_rows(db: Database, texts: dict[int, str]) -> None:
+    """Set the keyword rows of these units (an empty text removes the row)."""
+    ids = sorted(texts)
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        db.execute(f"DELETE FROM descriptions_fts WHERE rowid IN ({','.join('?' * len(part))})", part)
+    db.executemany("INSERT INTO descriptions_fts(rowid, text) VALUES(?,?)",
+                   [(uid, texts[uid]) for uid in ids if texts[uid].strip()])
+
+
+def profile_of(db: Database, unit_id: int) -> tuple[str, int, int, dict[str, Any], str] | None:
+    """(role, fan-in, fan-out, data, text) of a unit's profile."""
+    row = db.one("SELECT role, fan_in, fan_out, data, text FROM profiles WHERE unit_id=?", (unit_id,))
+    if row is None:
+        return None
+    try:
+        data = json.loads(row[3])
+    except ValueError:
+        data = {}
+    return str(row[0]), int(row[1]), int(row[2]), data, str(row[4])
+
+
+def profiles_for(db: Database, unit_ids: Sequence[int]) -> dict[int, tuple[str, int, int, str]]:
+    """Unit id -> (role, fan-in, fan-out, text)."""
+    return {int(r[0]): (str(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in db.rows_in(
+        "SELECT unit_id, role, fan_in, fan_out, text FROM profiles WHERE unit_id IN ({marks})", list(unit_ids))}
+
+
+def profile_count(db: Database) -> int:
+    return int(db.scalar("SELECT count(*) FROM profiles", default=0))
+
+
+def search_descriptions(db: Database, expr: str, limit: int, cond: str = "",
+                        params: Sequence[Any] = ()) -> list[int]:
+    """Unit ids whose description matches the FTS5 expression, best first (BM25)."""
+    if cond:
+        rows = db.rows(
+            "SELECT m.rowid FROM (SELECT rowid, rank FROM descriptions_fts WHERE descriptions_fts MATCH ?) m "
+            "JOIN units u ON u.id=m.rowid JOIN files f ON f.id=u.file_id "
+            f"WHERE {cond} ORDER BY m.rank LIMIT ?", (expr, *params, limit))
+    else:
+        rows = db.rows("SELECT d.rowid FROM descriptions_fts d JOIN units u ON u.id=d.rowid "
+                       "WHERE descriptions_fts MATCH ? ORDER BY d.rank LIMIT ?", (expr, limit))
+    return [int(r[0]) for r in rows]
+
+
+# ---------------------------------------------------------------------- summaries
+@dataclass(frozen=True)
+class StoredSummary:
+    key: str
+    path: str
+    kind: str
+    qualname: str
+    text: str
+    model: str
+    prompt_version: str
+    code_hash: str
+    child_hash: str
+    stale: bool
+    created: float
+    seconds: float
+
+
+_SUM_COLS = "key, path, kind, qualname, text, model, prompt_version, code_hash, child_hash, stale, created, seconds"
+
+
+def _summary(r: Sequence[Any]) -> StoredSummary:
+    return StoredSummary(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6]), str(r[7]),
+                         str(r[8]), bool(r[9]), float(r[10]), float(r[11]))
+
+
+def summaries_by_key(db: Database, keys: Sequence[str]) -> dict[str, StoredSummary]:
+    return {str(r[0]): _summary(r) for r in db.rows_in(
+        f"SELECT {_SUM_COLS} FROM unit_summaries WHERE key IN ({{marks}})", list(keys))}
+
+
+def summaries_of_paths(db: Database, paths: Sequence[str]) -> dict[str, StoredSummary]:
+    return {str(r[0]): _summary(r) for r in db.rows_in(
+        f"SELECT {_SUM_COLS} FROM unit_summaries WHERE path IN ({{marks}})", list(paths))}
+
+
+def all_summaries(db: Database) -> list[StoredSummary]:
+    return [_summary(r) for r in db.execute(f"SELECT {_SUM_COLS} FROM unit_summaries ORDER BY path, key")]
+
+
+def put_summary(db: Database, s: StoredSummary) -> None:
+    db.execute(f"INSERT OR REPLACE INTO unit_summaries({_SUM_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+               (s.key, s.path, s.kind, s.qualname, s.text, s.model, s.prompt_version, s.code_hash, s.child_hash,
+                int(s.stale), s.created or time.time(), s.seconds))
+
+
+def mark_stale(db: Database, keys: Iterable[str]) -> int:
+    keys = sorted(set(keys))
+    n = 0
+    for i in range(0, len(keys), 500):
+        part = keys[i:i + 500]
+        db.execute(f"UPDATE unit_summaries SET stale=1 WHERE stale=0 AND key IN ({','.join('?' * len(part))})",
+                   part)
+        n += db.conn.changes()
+    return n
+
+
+def summary_count(db: Database) -> int:
+    return int(db.scalar("SELECT count(*) FROM unit_summaries", default=0))
+
+
+def importer_file_units(db: Database, file_ids: Sequence[int]) -> set[int]:
+    """The file units of the files that import any of these files."""
+    return {int(r[0]) for r in db.rows_in(
+        "SELECT DISTINCT e.src FROM edges e JOIN units t ON t.id=e.dst WHERE e.kind='IMPORTS' "
+        "AND t.file_id IN ({marks}) AND e.src_file<>t.file_id", list(file_ids))}
+
+
+def drop_orphan_summaries(db: Database) -> None:
+    """Summaries of files that are gone (folders stay: their path is not a file's)."""
+    db.execute("DELETE FROM unit_summaries WHERE kind<>'folder' AND path NOT IN (SELECT path FROM files)")
+
+
+def drop_summaries_except(db: Database, paths: Sequence[str], keep: set[str]) -> None:
+    """Summaries of units of these files that no longer exist."""
+    gone = [str(r[0]) for r in db.rows_in("SELECT key FROM unit_summaries WHERE path IN ({marks})", list(paths))
+            if str(r[0]) not in keep]
+    for i in range(0, len(gone), 500):
+        part = gone[i:i + 500]
+        db.execute(f"DELETE FROM unit_summaries WHERE key IN ({','.join('?' * len(part))})", part)
+
+
+def file_descriptions(db: Database, path: str) -> tuple[str, dict[int, str]]:
+    """A file's profile text and the stored summaries of its units (unit id -> text; a stale one
+    is marked so)."""
+    file_id = db.scalar("SELECT id FROM files WHERE path=?", (path,))
+    if file_id is None:
+        return "", {}
+    units = units_of(db, [int(file_id)])
+    head = next((u for u in units if u.kind == "file"), None)
+    profile = ""
+    if head is not None:
+        profile = str(db.scalar("SELECT text FROM profiles WHERE unit_id=?", (head.id,), default="") or "")
+    keyed = {summary_key(u.path, u.kind, u.qualname): u.id for u in units}
+    out: dict[int, str] = {}
+    for key, s in summaries_of_paths(db, [path]).items():
+        if key in keyed:
+            out[keyed[key]] = s.text + (" (out of date)" if s.stale else "")
+    return profile, out
+
+
+def call_pairs(db: Database) -> list[tuple[int, int]]:
+    """(caller, callee) unit ids of every resolved call."""
+    return [(int(a), int(b)) for a, b in db.execute(
+        "SELECT src, dst FROM edges WHERE kind='CALLS' AND dst IS NOT NULL AND src<>dst")]
+
+
+def bases_of(db: Database, unit_id: int) -> list[str]:
+    return [str(r[0]) for r in db.execute(
+        "SELECT name FROM edges WHERE src=? AND kind IN ('INHERITS','IMPLEMENTS') ORDER BY line", (unit_id,))]
+
+
+def file_head(db: Database, path: str) -> tuple[int, int] | None:
+    """(file unit id, line count) of the file at `path`."""
+    row = db.one("SELECT u.id, f.lines FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND u.kind='file'",
+                 (path,))
+    return None if row is None else (int(row[0]), int(row[1] or 0))

@@ -1,0 +1,129 @@
+"""Model summaries with the real bundled model (few tokens each) on a fixture repo: made bottom up,
+invalidated by edits (the unit, its parents, callers and importers), regenerated for another
+model, resumed after a kill, and never blocking search."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.config import Settings, SummarySettings
+from coderag_tui.store import descriptions as store
+
+
+def _bundled() -> None:
+    from coderag_tui.answering.providers.local import bundled_model_path
+
+    if bundled_model_path() is None:
+        pytest.skip("the bundled model is not installed")
+
+
+SMALL = {
+    "shop/cart.py": '"""Cart."""\n\n\nclass Cart:\n    def add(self, price):\n        return fee(price)\n\n'
+                    '    def clear(self):\n        return None\n\n\ndef fee(price):\n    return price + 1\n',
+    "shop/pay.py": "from shop.cart import fee\n\n\ndef pay(x):\n    return fee(x)\n",
+}
+
+
+def _settings() -> Settings:
+    s = Settings()
+    return replace(s, summaries=SummarySettings(budget=0, max_tokens=12, code_chars=400),
+                   llm=replace(s.llm, n_ctx=2048, threads=1))
+
+
+def test_summaries_bottom_up_stale_after_edits_and_a_model_change(make_repo, open_service):
+    _bundled()
+    repo = make_repo(SMALL)
+    service = open_service(repo, _settings())
+    thread = service.summarize_in_background()
+    found_while_running = []
+    while thread.is_alive():  # search is never blocked by the summarizer
+        found_while_running.append(bool(service.search("fee", k=3)))
+        time.sleep(0.2)
+    thread.join()
+    result = thread.result
+    assert not isinstance(result, Exception), result
+    assert found_while_running and all(found_while_running)
+    assert result.made == result.planned == 8 and result.failed == 0
+    stored = sorted(store.all_summaries(service.db), key=lambda s: s.created)
+    order = [(s.kind, s.qualname) for s in stored]
+    levels = [{"function": 0, "method": 0, "class": 1, "file": 2, "folder": 3}[k] for k, _ in order]
+    assert levels == sorted(levels)  # functions and methods, then the class, the files, the folder
+    assert {s.model for s in stored} == {result.model} and all(s.text for s in stored)
+    assert service.summarize().made == 0  # all current
+
+    # an edit of fee marks fee, its callers (Cart.add, pay), its file, the importer and the folder
+    (repo / "shop/cart.py").write_text(SMALL["shop/cart.py"].replace("price + 1", "price + 2"))
+    service.index()
+    stale = {s.qualname for s in store.all_summaries(service.db) if s.stale}
+    assert stale == {"fee", "Cart.add", "shop/cart.py", "pay", "shop/pay.py", "shop"}
+    before = {s.key: s.created for s in store.all_summaries(service.db)}
+    again = service.summarize()
+    after = {s.key: s for s in store.all_summaries(service.db)}
+    remade = {after[k].qualname for k in after if after[k].created != before.get(k)}
+    # Cart is redone only if its method's new summary reads differently (its prompt holds them)
+    assert stale <= remade <= stale | {"Cart"} and "Cart.clear" not in remade
+    assert again.made == len(remade) and again.current == 8 - len(remade)
+    assert not any(s.stale for s in after.values())
+
+    # another model (here: the same weights under another name) regenerates everything
+    from coderag_tui.answering.summarize import Summarizer
+
+    other = Summarizer(service.db, service.llm(), "llama:other.gguf", service.summarizer().read_code,
+                       service.settings.summaries)
+    assert other.run(other.plan()).made == 8
+    assert {s.model for s in store.all_summaries(service.db)} == {"llama:other.gguf"}
+
+
+KILL_SCRIPT = """
+import sys
+from dataclasses import replace
+from pathlib import Path
+from coderag_tui.config import Settings, SummarySettings
+from coderag_tui.service import CodeRag
+s = Settings()
+s = replace(s, summaries=SummarySettings(budget=0, max_tokens=12, code_chars=400), llm=replace(s.llm, n_ctx=2048, threads=1))
+svc = CodeRag(Path(sys.argv[1]), s, Path(sys.argv[2]))
+print(svc.summarize().made, flush=True)
+"""
+
+
+def test_a_killed_run_resumes(make_repo, open_service, tmp_path):
+    _bundled()
+    repo = make_repo(SMALL)
+    service = open_service(repo, _settings())
+    db_path = str(service.db_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(repo), db_path], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600
+        while store.summary_count(service.db) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    kept = store.summary_count(service.db)
+    assert 2 <= kept < 8
+    result = service.summarize()
+    assert result.current == kept and result.made == 8 - kept
+    assert store.summary_count(service.db) == 8
+    assert json.dumps([s.text for s in store.all_summaries(service.db)])
+
+
+def test_a_retrieved_unit_is_summarized_on_demand(make_repo, open_service):
+    _bundled()
+    service = open_service(make_repo(SMALL), _settings())
+    hit = service.search("fee", k=1)[0]
+    assert service.summarize_units([hit.unit.id]) == 1
+    assert service.summarize_units([hit.unit.id]) == 0  # current: not made again
+    [made] = store.all_summaries(service.db)
+    assert (made.qualname, made.kind) == (hit.unit.qualname, hit.unit.kind) and made.text
