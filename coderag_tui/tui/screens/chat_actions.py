@@ -110,6 +110,11 @@ class ChatActions(MainBase):
         if event.kind == "token":
             view.set_status("")
             await view.append(event.text)
+        elif event.kind == "opening" and event.opening is not None:
+            # what the index knows for certain, shown before the model starts writing
+            await view.append(event.opening.render() + "\n\n---\n\n")
+        elif event.kind == "tool" and event.tool is not None:
+            view.set_status(f"tool {event.tool.name}: {event.tool.summary}")
         elif event.kind == "status":
             if "prompt_tokens" in event.stats:
                 view.start_reading(int(event.stats["prompt_tokens"]))
