@@ -41,7 +41,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"coderag: {summary.recovered}", file=sys.stderr)
     embedding = not args.no_embed and service.settings.embed.enabled
     if not args.json:
-        print(render.summary_text(summary, service.counts()))
+        print(render.fit_text(render.summary_text(summary, service.counts()), width()))
         if embedding and service.vectors_pending():
             print("search works now; vectors are being added")
         sys.stdout.flush()  # before the minutes of embedding, even into a pipe
@@ -56,7 +56,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             out["embedding"] = to_dict(embed_summary)
         print_json(out)
     elif embed_summary is not None:
-        print(render.embed_text(embed_summary))
+        print(render.fit_text(render.embed_text(embed_summary), width()))
     return 0
 
 
@@ -82,7 +82,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(st)
     else:
-        print(render.status_text(st))
+        print(render.fit_text(render.status_text(st), width()))
     return 0
 
 

@@ -114,7 +114,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        print(render.embed_text(summary))
+        print(render.fit_text(render.embed_text(summary), width()))
     return 0
 
 
