@@ -43,7 +43,8 @@ class _Recorder(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         with self.server.lock:
-            self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            self.server.requests.append({"method": self.command, "path": self.path,
+                                         "headers": dict(self.headers), "body": body})
         text = "".join(f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': t}}]})}\n\n"
                        for t in TOKENS) + "data: [DONE]\n\n"
         data = text.encode()
@@ -326,8 +327,12 @@ def test_hostile_repo_config_sends_nothing_until_trusted(make_repo, tmp_path, se
 
     honoured = _coderag(*question, env=env)
     assert honoured.returncode == 0, honoured.stderr
-    assert len(server.requests) == 1
-    request = server.requests[0]
+    # the provider may first ask the server for its context window (GET /props, /v1/models)
+    posts = [r for r in server.requests if r["method"] == "POST"]
+    assert all(r["path"].rstrip("/").endswith(("/props", "/models")) for r in server.requests
+               if r["method"] != "POST"), server.requests
+    assert len(posts) == 1
+    request = posts[0]
     assert request["path"] == "/v1/chat/completions"
     assert request["headers"]["Authorization"] == f"Bearer {SECRET}"
     assert json.loads(request["body"])["model"] == "evil"
