@@ -1,9 +1,10 @@
 """Make docs/tui-screenshot.svg: the app answering a question about a real repository.
 
-    .venv/bin/python docs/make_screenshot.py [REPO] [--question TEXT] [--size 140x40]
+    .venv/bin/python docs/make_screenshot.py [REPO] [--question TEXT] [--size 160x48] [--no-source]
 
 Indexes REPO (default: this repository) into a temporary index, runs the app headless,
-asks the question, waits for the answer, opens its first source and saves the screen.
+asks the question, waits for the answer, opens its first source (unless --no-source) and saves
+the screen.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from coderag_tui.tui.app import create_app
 HERE = Path(__file__).resolve().parent
 
 
-async def shoot(service: Any, question: str, size: tuple[int, int], out: Path) -> None:
+async def shoot(service: Any, question: str, size: tuple[int, int], out: Path, open_source: bool = True) -> None:
     app = create_app(service, watch=False, local_clipboard=False)
     async with app.run_test(size=size) as pilot:
         async def settle() -> None:
@@ -40,10 +41,14 @@ async def shoot(service: Any, question: str, size: tuple[int, int], out: Path) -
             print(f"\ranswer: {len(turn.answer)} characters", end="", flush=True)
         print()
         await settle()
-        await pilot.press("1")
-        await settle()
-        turn = screen.chat.current  # show the question and the start of its answer
-        screen.chat.query_one("#transcript").scroll_to_widget(turn, top=True, animate=False)
+        print(screen.chat.turns[-1].answer[:400])
+        if open_source:
+            await pilot.press("1")
+            await settle()
+        turn = screen.chat.current  # show the question, the opening section and the answer's start
+        transcript = screen.chat.query_one("#transcript")
+        transcript.follow = False  # stay at the question, not at the end of the answer
+        transcript.scroll_to_widget(turn, top=True, animate=False)
         for widget in app.screen.query("Input"):
             widget.cursor_blink = False  # type: ignore[attr-defined]
         await pilot.pause()
@@ -54,9 +59,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("repo", nargs="?", default=str(HERE.parent))
     parser.add_argument("--question", default="How are the BM25 and vector results combined?")
-    parser.add_argument("--size", default="140x40")
+    parser.add_argument("--size", default="160x48")
     parser.add_argument("--out", default=str(HERE / "tui-screenshot.svg"))
     parser.add_argument("--no-embed", action="store_true", help="keyword and graph retrieval only")
+    parser.add_argument("--no-source", action="store_true", help="leave the first source closed")
     args = parser.parse_args()
     width, height = (int(n) for n in args.size.split("x"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,7 +74,7 @@ def main() -> None:
             from dataclasses import replace
 
             service.settings = replace(service.settings, embed=replace(service.settings.embed, enabled=False))
-        asyncio.run(shoot(service, args.question, (width, height), Path(args.out)))
+        asyncio.run(shoot(service, args.question, (width, height), Path(args.out), not args.no_source))
     print(f"wrote {args.out}")
 
 
