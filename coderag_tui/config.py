@@ -34,6 +34,18 @@ DEFAULT_EXCLUDES = (
     ".terraform", ".cache", "Pods", "DerivedData",
 )
 
+# File names that usually hold credentials. They are never read, whatever an ignore file says
+# (`!.env` in a repository's .coderagignore cannot bring one back): only the user's own config,
+# or a repository config the user trusted, can change this list.
+SECRET_FILES = (
+    ".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".pgpass",
+    ".git-credentials", ".npmrc", ".pypirc", ".htpasswd", "credentials", "credentials.json",
+    "secrets.json", "secrets.yaml", "secrets.yml", "*.tfvars", "*.tfstate",
+)
+# templates of those files hold placeholders, not secrets: they document the setup
+SECRET_TEMPLATES = ("*.example", "*.sample", "*.template", "*.dist", "*.tmpl")
+
 
 @dataclass(frozen=True)
 class IndexSettings:
@@ -42,6 +54,7 @@ class IndexSettings:
     include: tuple[str, ...] = ()  # globs; empty means every file
     exclude: tuple[str, ...] = ()  # globs, added to the default excludes
     default_excludes: bool = True
+    secret_files: tuple[str, ...] = SECRET_FILES  # file-name globs never read (see SECRET_FILES)
     max_file_bytes: int = 1_000_000
     max_line_length: int = 1_000  # average line length above this marks a file as minified
     workers: int = 0  # parse processes; 0 = number of cores

@@ -33,6 +33,7 @@ RESTRICTED: dict[str, str] = {
     "index.location": "where the index file is written",
     "index.db_path": "where the index file is written",
     "index.default_excludes": "whether local folders such as .env and virtualenvs are read",
+    "index.secret_files": "which files that usually hold keys and passwords are read",
     "embed.model": "which embedding model is downloaded and loaded",
     "embed.model_path": "which model files are loaded",
     "llm.provider": "where questions and code are sent",

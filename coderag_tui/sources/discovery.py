@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from coderag_tui.config import DEFAULT_EXCLUDES, IndexSettings
+from coderag_tui.config import DEFAULT_EXCLUDES, SECRET_TEMPLATES, IndexSettings
 from coderag_tui.models import Excluded
 from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.sources.generated import generated_header, generated_name
@@ -117,6 +117,13 @@ def _dir_patterns(patterns: tuple[str, ...]) -> re.Pattern[str]:
     """any(fnmatch.fnmatchcase(name, p) for p in patterns), as one regex (a walk asks it of every
     folder: thousands in a repository with translations)."""
     return re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)")
+
+
+def secret_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """name -> True when a file of that name usually holds credentials (and is not a template)."""
+    secret = _dir_patterns(patterns)
+    template = _dir_patterns(SECRET_TEMPLATES)
+    return lambda name: secret.match(name) is not None and template.match(name) is None
 
 
 def _ignored(specs: _IgnoreSpecs, rel: str, is_dir: bool) -> bool:
@@ -245,6 +252,7 @@ def walk(root: Path, settings: IndexSettings,
     exclude = _config_spec(settings.exclude, "[index] exclude", warnings)
     max_bytes = settings.max_file_bytes
     counter = _ExcludedCounter()
+    is_secret = secret_matcher(settings.secret_files)
 
     def visit(dir_path: Path, base: str, specs: _IgnoreSpecs) -> None:
         try:
@@ -283,6 +291,9 @@ def walk(root: Path, settings: IndexSettings,
                     continue
                 if not entry.is_file(follow_symlinks=False):
                     skips[repo_path(rel)] = _special(entry.stat(follow_symlinks=False).st_mode)
+                    continue
+                if is_secret(entry.name):
+                    skips[repo_path(rel)] = "secret"
                     continue
                 if generated_name(entry.name):
                     skips[repo_path(rel)] = "generated"
@@ -388,6 +399,7 @@ def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
     matcher = matcher or IgnoreMatcher(root, settings)
     files: list[Candidate] = []
     skips: dict[str, str] = {}
+    is_secret = secret_matcher(settings.secret_files)
     for rel in sorted(set(paths)):
         if matcher.is_ignored(rel):
             continue
@@ -406,7 +418,9 @@ def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,
                 skips[rel] = _special(st.st_mode)
             continue
         name = PurePosixPath(rel).name
-        if generated_name(name):
+        if is_secret(name):
+            skips[rel] = "secret"
+        elif generated_name(name):
             skips[rel] = "generated"
         elif st.st_size > settings.max_file_bytes:
             skips[rel] = "too-large"
