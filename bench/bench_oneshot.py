@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from coderag_tui.config import Settings  # noqa: E402
 from coderag_tui.indexing.embedder import ensure_model_table, model_identity, write_vectors  # noqa: E402
-from coderag_tui.models import ParsedChunk, ParsedFile, ParsedUnit  # noqa: E402
 from coderag_tui.parsing.extract import content_hash  # noqa: E402
+from coderag_tui.parsing.records import ParsedChunk, ParsedFile, ParsedUnit  # noqa: E402
 from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
 from coderag_tui.retrieval.search import Searcher  # noqa: E402
 from coderag_tui.retrieval.vector import knn_chunks  # noqa: E402

@@ -12,9 +12,9 @@ import textwrap
 import pytest
 
 from coderag_tui.config import ChunkSettings
-from coderag_tui.models import ParsedFile, ParsedUnit
 from coderag_tui.parsing.extract import parse_source
 from coderag_tui.parsing.languages import detect_language, get_query, query_source
+from coderag_tui.parsing.records import ParsedFile, ParsedUnit
 
 
 def parse(path: str, source: str | bytes) -> ParsedFile:

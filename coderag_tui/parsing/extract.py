@@ -15,10 +15,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from coderag_tui.config import ChunkSettings
-from coderag_tui.models import CallSite, ImportRef, ParsedChunk, ParsedFile, ParsedUnit
 from coderag_tui.parsing.chunker import CastChunker, Span, _end_row, line_bounds
 from coderag_tui.parsing.guard import check_nesting, parse_tree
 from coderag_tui.parsing.languages import LanguageSpec, get_query, query_source
+from coderag_tui.parsing.records import CallSite, ImportRef, ParsedChunk, ParsedFile, ParsedUnit
 
 CLASS_LIKE = frozenset(
     {"class", "struct", "interface", "trait", "impl", "enum", "object", "protocol",

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from coderag_tui.models import ParsedFile, ParsedUnit, UnitRef
+from coderag_tui.models import UnitRef
 from coderag_tui.parsing.extract import CLASS_LIKE
 from coderag_tui.parsing.guard import check_nesting, parse_tree
 from coderag_tui.parsing.languages import detect_language
+from coderag_tui.parsing.records import ParsedFile, ParsedUnit
 from coderag_tui.review.changes import DELETED, RENAMED, SIGNATURE, FileSides, UnitChange
 from coderag_tui.review.signature import call_args_at, mismatch, param_spec
 from coderag_tui.sources.names import fs_path

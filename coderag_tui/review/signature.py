@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from coderag_tui.models import ParsedUnit
+from coderag_tui.parsing.records import ParsedUnit
 
 # languages whose compilers/runtimes reject a call with the wrong number of arguments
 STRICT = frozenset({"python", "typescript", "tsx", "java", "go", "rust", "c", "cpp", "c_sharp",

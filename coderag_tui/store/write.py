@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
-from coderag_tui.models import Excluded, ParsedFile, ParsedUnit
+from coderag_tui.models import Excluded
 from coderag_tui.parsing.identifiers import base_name, expand_identifiers, name_words, path_words
 from coderag_tui.parsing.languages import is_prose
+from coderag_tui.parsing.records import ParsedFile, ParsedUnit
 from coderag_tui.store.db import Database
 
 
