@@ -243,6 +243,7 @@ def test_the_cli_through_the_server_prints_what_the_local_index_does(
         return code, capsys.readouterr().out
 
     for command in (["search", "cart total tax", "--json"], ["symbol", "total", "--json"],
+                    ["symbol", "shop/tax", "--json"],
                     ["callers", "tax_for", "--json"], ["context", "cart total", "--json"]):
         code_local, out_local = run(*command, *local)
         code_remote, out_remote = run(*command, *remote)

@@ -150,7 +150,8 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
                              "role": p.role, "name": p.title} for p in ctx.pieces],
                 "context": encode(ctx)}
 
-    @app.get("/symbol/{name}", dependencies=[READ], summary="definitions by name: exact, then partial")
+    @app.get("/symbol/{name:path}", dependencies=[READ], summary="definitions by name: exact, then partial "
+             "(a name may be a path: pkg/auth)")
     def symbol(name: str, limit: int = 20, repos: str | None = None) -> dict[str, Any]:
         units = ws.symbols(name, max(1, min(limit, 500)), _names(repos))
         wanted = name.strip().rstrip("()")

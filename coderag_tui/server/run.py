@@ -14,7 +14,9 @@ from coderag_tui.workspace import Workspace
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted sockets that say TCP, and
+    # without it each response waited ~40 ms for a delayed ACK (headers and body are two writes)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
