@@ -167,6 +167,17 @@ class RemoteCodeRag:
             raise
         return decode(UnitRef, doc["unit"])
 
+    def file_lines(self, path: str, start: int = 1, end: int | None = None) -> tuple[int, list[str]]:
+        """(the file's line count, its lines start..end, 1-based): an indexed file only."""
+        params: dict[str, Any] = {"path": path, "start": start, "end": end if end is not None else start + 399}
+        if self._one():
+            params["repo"] = self._one()
+        doc = self._send("GET", "/lines", params=params)
+        return int(doc["total"]), [str(line) for line in doc["lines"]]
+
+    def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
+        return self.file_lines(path, start, end)[1]
+
     # ------------------------------------------------------------------ answering
     def ask(self, question: str, conversation_id: int | None = None, *, model: str | None = None,
             should_stop: Callable[[], bool] | None = None, attachment: str = "",

@@ -277,3 +277,44 @@ def _without_repo(doc: Any) -> Any:
     if isinstance(doc, dict):
         return {k: _without_repo(v) for k, v in doc.items() if k not in ("repository", "repo")}
     return doc
+
+
+# --------------------------------------------------------------------------- MCP through --server
+
+
+async def _mcp_calls(served: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {**served["env"], "CODERAG_TOKEN": READ}
+    params = StdioServerParameters(command=sys.executable, env=env,
+                                   args=["-m", "coderag_tui", "mcp", "--server", served["url"], "--repo", "shop"])
+    out: dict[str, str] = {}
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for n, (name, arguments) in enumerate(calls):
+                result = await session.call_tool(name, arguments)
+                text = "\n".join(getattr(c, "text", "") for c in result.content)
+                out[f"{n}:{name}"] = ("error: " if result.is_error else "") + text
+    return out
+
+
+def test_the_mcp_tools_through_the_server(served: dict[str, Any]) -> None:
+    import anyio
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("lookup_symbol", {"name": "tax_for"}), ("find_callers", {"name": "tax_for"}),
+        ("search_codebase", {"query": "sales tax"}), ("read_lines", {"path": "./shop/cart.py", "start": 8}),
+        ("read_lines", {"path": "shop/secret.env"}), ("get_context", {"task": "how is the cart's tax computed"}),
+        ("repo_map", {})]
+    out = anyio.run(_mcp_calls, served, calls)
+    assert "shop/tax.py:1-3  function tax_for" in out["0:lookup_symbol"]
+    assert "    3      return amount * 0.2" in out["0:lookup_symbol"]  # its code, read through the server
+    assert "- shop/cart.py:10  in method Cart.total (shop/cart.py:8-10)" in out["1:find_callers"]
+    assert "\n1. shop/tax.py:1-3  function tax_for" in out["2:search_codebase"]
+    assert out["3:read_lines"] == ("shop/cart.py:8-10\n    8      def total(self):\n"
+                                   "    9          subtotal = sum(self.items)\n"
+                                   "   10          return subtotal + tax_for(subtotal)")
+    assert out["4:read_lines"].startswith("error: ") and "no file 'shop/secret.env' in the index" in out["4:read_lines"]
+    assert "return amount * 0.2" in out["5:get_context"]
+    assert out["6:repo_map"].startswith("error: ") and "not available through a server" in out["6:repo_map"]

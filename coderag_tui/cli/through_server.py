@@ -8,7 +8,8 @@ from typing import Any
 from coderag_tui.errors import CoderagError
 
 # the commands a server answers; with `[server] url` set the others keep using local indexes
-THROUGH_SERVER = frozenset({"search", "context", "symbol", "callers", "callees", "ask", "status", "index"})
+THROUGH_SERVER = frozenset({"search", "context", "symbol", "callers", "callees", "ask", "status", "index",
+                            "mcp"})
 
 
 def server_client(args: argparse.Namespace, repo: str | None) -> Any:

@@ -169,6 +169,11 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
                 "relationships": {"parent": rel["parent"] and _unit_json(rel["parent"]),
                                   **{k: encode(rel[k]) for k in ("children", "callers", "callees")}}}
 
+    @app.get("/lines", dependencies=[READ], summary="lines of an indexed file (at most 400)")
+    def lines(path: str, start: int = 1, end: int = 400, repo: str | None = None) -> dict[str, Any]:
+        name, total, text = ws.lines(path, start, end, repo)
+        return {"repository": name, "path": path, "start": max(1, start), "total": total, "lines": text}
+
     @app.post("/query/structural", dependencies=[READ], summary="calls, called_by, methods_of, files_importing")
     def structural(body: StructuralBody) -> dict[str, Any]:
         found = ws.structural(body.type, body.target, body.repos, body.limit)

@@ -212,6 +212,18 @@ class Workspace:
             return "empty"
         return "errors" if any(s.errors for s in statuses) else "ok"
 
+    def lines(self, path: str, start: int, end: int, repo: str | None = None,
+              most: int = 400) -> tuple[str, int, list[str]]:
+        """(repository, the file's line count, lines start..end) of an indexed file, at most
+        `most` lines. A file the index left out (a secret, an ignored folder) is refused, as
+        the MCP tools refuse it: what is read here may go to a remote model."""
+        name, service = self.one(repo)
+        facts = read.file_facts(service.db, path)
+        if facts is None:
+            raise CoderagError(f"no file {path!r} in the index of {name}")
+        first = max(1, start)
+        return name, facts[1], service.read_lines(path, first, min(end, first + most - 1))
+
     # ------------------------------------------------------------------ search results' extras
     def snippet(self, hit: SearchHit, max_lines: int = 60) -> str:
         """The code of a hit: its best chunk, else its unit, at most `max_lines` lines."""
