@@ -145,6 +145,7 @@ class ServerSettings:
     token_env: str = "CODERAG_TOKEN"  # a client's bearer token is read from this variable
     host: str = "127.0.0.1"
     port: int = 8765
+    repositories: tuple[str, ...] = ()  # what `coderag serve` serves when given none: folders, URLs
     # tokens a server accepts; more come from $CODERAG_READ_TOKENS / $CODERAG_ADMIN_TOKENS
     read_tokens: tuple[str, ...] = ()  # search, context, symbols, ask
     admin_tokens: tuple[str, ...] = ()  # all of those, and indexing

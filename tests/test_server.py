@@ -74,12 +74,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     model = Loopback(_answer)
     config = base / "config.toml"
     config.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model.url}/v1"\n'
-                      'model = "scripted"\ndiscover = false\ntools = "off"\ncache_similarity = 0\ntimeout_s = 30\n')
+                      'model = "scripted"\ndiscover = false\ntools = "off"\ncache_similarity = 0\ntimeout_s = 30\n'
+                      f'[server]\nrepositories = ["{shop}", "{billing}"]\n')  # the workspace to serve
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(base / "cache"),
            "XDG_CONFIG_HOME": str(base / "userconfig"), "XDG_DATA_HOME": str(base / "data"),
            "HF_HUB_OFFLINE": "1", "CODERAG_ADMIN_TOKENS": ADMIN, "CODERAG_READ_TOKENS": READ}
     env.pop("CODERAG_CONFIG", None)
-    server = Server(["--config", str(config), str(shop), str(billing)], env, base / "server.log")
+    server = Server(["--config", str(config)], env, base / "server.log")
     assert server.info["repositories"] == ["shop", "billing"] and server.info["tokens_required"]
     try:
         yield {"url": server.url, "config": config, "env": env, "model": model, "server": server,

@@ -21,7 +21,7 @@ def _port(text: str) -> int:
 def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="PATH|URL",
                    help="the repositories to serve, each a folder or a git URL (default: --repo, else "
-                   "the cwd's repository); indexed first where they have no index")
+                   "[server] repositories, else the cwd's repository); indexed first where they have no index")
     p.add_argument("--host", help="the address to listen on (default: [server] host, 127.0.0.1); any "
                    "other than loopback needs tokens ($CODERAG_ADMIN_TOKENS, $CODERAG_READ_TOKENS)")
     p.add_argument("--port", type=_port, help="the port (default: [server] port, 8765; 0: a free one)")
@@ -42,7 +42,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = settings.server.port if args.port is None else args.port
     tokens = Tokens.load(settings.server)
     tokens.check_host(host)  # before minutes of indexing, not after
-    targets = args.targets or [args.repo]
+    targets = args.targets or ([args.repo] if args.repo else list(settings.server.repositories) or [None])
     if args.db and len(targets) > 1:
         raise UsageError("--db names one index file, for one repository", "serve each with its own index")
     if args.branch or args.rev:

@@ -45,7 +45,9 @@ def serve(workspace: Workspace, host: str, port: int, tokens: Tokens,
     sock = bind(host, port)
     app = create_app(workspace, tokens)
     # no access log: paths are enough to debug, and nothing a client sends is worth a line
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    # an answer being streamed gets a few seconds to end when the server is stopped
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     names = ", ".join(workspace.services)
     auth = "tokens required" if tokens.required else "no tokens (loopback only)"
