@@ -263,6 +263,12 @@ def test_the_cli_through_the_server_prints_what_the_local_index_does(
     assert code == 0
     assert "".join(ANSWER) in out and "[1]* shop/tax.py:1-3" in out
 
+    assert main(["index", "--server", served["url"], "--repo", "billing"]) == 2  # a read token
+    assert "may search and ask, not index" in capsys.readouterr().err
+    monkeypatch.setenv("CODERAG_TOKEN", ADMIN)
+    code, out = run("index", "--server", served["url"], "--repo", "billing", "--json")
+    assert code == 0 and json.loads(out)["files_unchanged"] == 1
+
     monkeypatch.setenv("CODERAG_TOKEN", "not-the-token-at-all")
     assert main(["search", "tax", *remote]) == 2
     err = capsys.readouterr().err

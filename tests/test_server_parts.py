@@ -10,7 +10,7 @@ import pytest
 
 from coderag_tui.client import RemoteCodeRag, ServerError, _sse
 from coderag_tui.config import ServerSettings
-from coderag_tui.errors import ConfigError
+from coderag_tui.errors import ConfigError, RepoError
 from coderag_tui.models import (
     AnswerEvent,
     AnswerOpening,
@@ -100,3 +100,21 @@ def test_a_server_that_is_not_there_is_one_line() -> None:
     assert [e.kind for e in events] == ["error"] and "connection refused" in events[0].text
     with pytest.raises(ServerError, match="not a server URL"):
         RemoteCodeRag("ftp://x")
+
+
+def test_repository_names_are_short_and_unique() -> None:
+    from types import SimpleNamespace
+
+    from coderag_tui.workspace import Workspace, repo_name
+
+    def named(display: str) -> SimpleNamespace:
+        return SimpleNamespace(display_name=display)
+
+    assert repo_name(named("https://github.com/owner/shared-lib.git")) == "shared-lib"  # type: ignore[arg-type]
+    assert repo_name(named("/home/me/src/my app/")) == "my-app"  # type: ignore[arg-type]
+    assert repo_name(named("/")) == "repo"  # type: ignore[arg-type]
+    ws = Workspace([named("/a/app"), named("/b/app"), named("/c/lib")])  # type: ignore[list-item]
+    assert list(ws.services) == ["app", "app-2", "lib"]
+    with pytest.raises(RepoError) as caught:
+        ws.get("ap")
+    assert caught.value.one_line() == "no repository named 'ap' here (did you mean 'app'?)"
