@@ -8,6 +8,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,9 +19,11 @@ from coderag_tui.models import (
     AnswerEvent,
     ComposedContext,
     EdgeRef,
+    FileState,
     IndexCounts,
     IndexStatus,
     IndexSummary,
+    ModelInfo,
     SearchFilters,
     SearchHit,
     UnitRef,
@@ -49,6 +52,8 @@ class RemoteCodeRag:
         self.repos = [r for r in repos if r]
         self.settings = settings or Settings()
         self.display_name = f"{self.repos[0]} on {self.url}" if len(self.repos) == 1 else self.url
+        # what the app shows as the repository's name (nothing is read under it here)
+        self.root = Path(self.repos[0] if len(self.repos) == 1 else httpx.URL(self.url).host or "server")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_S, transport=transport,
                                   follow_redirects=False)
@@ -102,9 +107,9 @@ class RemoteCodeRag:
         return self.status().counts
 
     def index(self, *, rebuild: bool = False, progress: Callable[..., None] | None = None,
-              embed: bool = True, poll_s: float = 0.5) -> IndexSummary:
+              embed: bool = True, poll_s: float = 0.5, only: Sequence[str] | None = None) -> IndexSummary:
         """Start a build on the server (an admin token) and wait for it; the summary of the
-        first repository built."""
+        first repository built. (`only`: the server looks at every file.)"""
         job = self._send("POST", "/index/build", json={"repos": self.repos or None, "rebuild": rebuild,
                                                        "embed": embed})
         while job["status"] in ("queued", "running"):
@@ -157,6 +162,24 @@ class RemoteCodeRag:
     def callees(self, name: str, limit: int = 200) -> list[EdgeRef]:
         return [decode(EdgeRef, e) for e in self._structural("calls", name, limit)]
 
+    def tests_for(self, name: str) -> list[EdgeRef]:
+        return [decode(EdgeRef, e) for e in self._structural("tested_by", name, 200)]
+
+    def _repo_params(self, **params: Any) -> dict[str, Any]:
+        return {**params, "repo": self._one()} if self._one() else params
+
+    def files(self) -> list[FileState]:
+        doc = self._send("GET", "/files", params=self._repo_params())
+        return [decode(FileState, f) for f in doc["files"]]
+
+    def outline(self, path: str) -> list[UnitRef]:
+        doc = self._send("GET", "/outline", params=self._repo_params(path=path))
+        return [decode(UnitRef, u) for u in doc["units"]]
+
+    def model_info(self) -> ModelInfo:
+        """What the app's status line shows: the server answers, with its own model."""
+        return ModelInfo(name="the server's model", provider="coderag serve", path_or_url=self.url, context_window=0)
+
     def unit(self, unit_id: int) -> UnitRef | None:
         params = {"repo": self._one()} if self._one() else {}
         try:
@@ -176,7 +199,15 @@ class RemoteCodeRag:
         return int(doc["total"]), [str(line) for line in doc["lines"]]
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
-        return self.file_lines(path, start, end)[1]
+        """Lines start..end (to the end of the file when None), a page of 400 per request."""
+        total, out = self.file_lines(path, start, end)
+        last = total if end is None else min(end, total)
+        while start + len(out) <= last:
+            more = self.file_lines(path, start + len(out), last)[1]
+            if not more:
+                break
+            out += more
+        return out
 
     # ------------------------------------------------------------------ answering
     def ask(self, question: str, conversation_id: int | None = None, *, model: str | None = None,

@@ -162,4 +162,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
               "(`coderag --help`)", file=sys.stderr)
         return 2
     service = open_service(args)
+    if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
+        return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
     return int(run_app(service) or 0)

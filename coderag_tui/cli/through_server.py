@@ -9,7 +9,7 @@ from coderag_tui.errors import CoderagError
 
 # the commands a server answers; with `[server] url` set the others keep using local indexes
 THROUGH_SERVER = frozenset({"search", "context", "symbol", "callers", "callees", "ask", "status", "index",
-                            "mcp"})
+                            "mcp", "tui"})
 
 
 def server_client(args: argparse.Namespace, repo: str | None) -> Any:

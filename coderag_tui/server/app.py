@@ -169,12 +169,22 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
                 "relationships": {"parent": rel["parent"] and _unit_json(rel["parent"]),
                                   **{k: encode(rel[k]) for k in ("children", "callers", "callees")}}}
 
+    @app.get("/files", dependencies=[READ], summary="every file of a repository and its index state")
+    def files(repo: str | None = None) -> dict[str, Any]:
+        name, found = ws.files(repo)
+        return {"repository": name, "files": encode(found)}
+
+    @app.get("/outline", dependencies=[READ], summary="the units of one file, in order")
+    def outline(path: str, repo: str | None = None) -> dict[str, Any]:
+        name, units = ws.outline(path, repo)
+        return {"repository": name, "path": path, "units": encode(units)}
+
     @app.get("/lines", dependencies=[READ], summary="lines of an indexed file (at most 400)")
     def lines(path: str, start: int = 1, end: int = 400, repo: str | None = None) -> dict[str, Any]:
         name, total, text = ws.lines(path, start, end, repo)
         return {"repository": name, "path": path, "start": max(1, start), "total": total, "lines": text}
 
-    @app.post("/query/structural", dependencies=[READ], summary="calls, called_by, methods_of, files_importing")
+    @app.post("/query/structural", dependencies=[READ], summary="calls, called_by, tested_by, methods_of, files_importing")
     def structural(body: StructuralBody) -> dict[str, Any]:
         found = ws.structural(body.type, body.target, body.repos, body.limit)
         return {"type": body.type, "target": body.target, "results": encode(found)}

@@ -47,7 +47,7 @@ class ContextBody(BaseModel):
 
 
 class StructuralBody(BaseModel):
-    type: Literal["calls", "called_by", "methods_of", "files_importing"]
+    type: Literal["calls", "called_by", "tested_by", "methods_of", "files_importing"]
     target: str = Field(min_length=1, max_length=2_000, description="a symbol name, or a path for files_importing")
     repos: list[str] | None = Repos
     limit: int = Field(default=200, ge=1, le=2_000)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.errors import CoderagError, RepoError
-from coderag_tui.models import EdgeRef, IndexStatus, SearchFilters, SearchHit, UnitRef
+from coderag_tui.models import EdgeRef, FileState, IndexStatus, SearchFilters, SearchHit, UnitRef
 from coderag_tui.service import CodeRag
 from coderag_tui.store import read
 from coderag_tui.workspace.jobs import Job, Jobs
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Job", "Jobs", "Workspace", "repo_name"]
 
-STRUCTURAL = ("calls", "called_by", "methods_of", "files_importing")
+STRUCTURAL = ("calls", "called_by", "tested_by", "methods_of", "files_importing")
 
 
 def repo_name(service: CodeRag) -> str:
@@ -146,8 +146,9 @@ class Workspace:
 
     def structural(self, kind: str, target: str, repos: Sequence[str] | None = None,
                    limit: int = 200) -> list[EdgeRef] | list[UnitRef]:
-        """calls (what `target` calls), called_by (who calls it), methods_of (a class's
-        members), files_importing (files that import the file `target`)."""
+        """calls (what `target` calls), called_by (who calls it), tested_by (the tests that
+        exercise it), methods_of (a class's members), files_importing (files that import the
+        file `target`)."""
         if kind not in STRUCTURAL:
             raise CoderagError(f"unknown structural query {kind!r}", "one of: " + ", ".join(STRUCTURAL))
         edges: list[EdgeRef] = []
@@ -157,13 +158,15 @@ class Workspace:
                 edges += [_tag_edge(e, name) for e in service.callees(target, limit)]
             elif kind == "called_by":
                 edges += [_tag_edge(e, name) for e in service.callers(target, limit)]
+            elif kind == "tested_by":
+                edges += [_tag_edge(e, name) for e in service.tests_for(target)]
             elif kind == "methods_of":
                 for owner in service.symbols(target, 5):
                     if owner.kind != "file" and owner.qualname == target.strip().rstrip("()"):
                         units += [tag_unit(u, name) for u in read.children(service.db, owner.id)]
             else:
                 units += [tag_unit(u, name) for u in read.importers(service.db, target)]
-        return edges[:limit] if kind in ("calls", "called_by") else units[:limit]
+        return edges[:limit] if kind in ("calls", "called_by", "tested_by") else units[:limit]
 
     def ask(self, question: str, conversation_id: int | None = None, *, repo: str | None = None,
             fresh: bool = False, attachment: str = "",
@@ -211,6 +214,15 @@ class Workspace:
         if any(s.files == 0 for s in statuses):
             return "empty"
         return "errors" if any(s.errors for s in statuses) else "ok"
+
+    def files(self, repo: str | None = None) -> tuple[str, list[FileState]]:
+        """Every file of a repository with its index state (the app's tree)."""
+        name, service = self.one(repo)
+        return name, service.files()
+
+    def outline(self, path: str, repo: str | None = None) -> tuple[str, list[UnitRef]]:
+        name, service = self.one(repo)
+        return name, [tag_unit(u, name) for u in service.outline(path)]
 
     def lines(self, path: str, start: int, end: int, repo: str | None = None,
               most: int = 400) -> tuple[str, int, list[str]]:
