@@ -23,6 +23,7 @@ from coderag_tui.errors import CoderagError, RepoError
 from coderag_tui.models import AnswerEvent
 from coderag_tui.server.auth import Tokens
 from coderag_tui.server.bodies import AskBody, BuildBody, ContextBody, SearchBody, StructuralBody
+from coderag_tui.server.limits import BodyLimit
 from coderag_tui.textsafe import safe_line
 from coderag_tui.wire import encode
 from coderag_tui.workspace import Workspace
@@ -64,6 +65,7 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
     app = FastAPI(title="coderag", version=__version__,
                   description="Search, context and cited answers over indexed code repositories.")
     app.state.workspace, app.state.tokens = workspace, tokens
+    app.add_middleware(BodyLimit)
     ws = workspace
 
     @app.exception_handler(CoderagError)
