@@ -329,3 +329,21 @@ def test_the_mcp_tools_through_the_server(served: dict[str, Any]) -> None:
     assert out["4:read_lines"].startswith("error: ") and "no file 'shop/secret.env' in the index" in out["4:read_lines"]
     assert "return amount * 0.2" in out["5:get_context"]
     assert out["6:repo_map"].startswith("error: ") and "not available through a server" in out["6:repo_map"]
+
+
+def test_a_server_in_the_config_leaves_local_folders_local(
+        served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "client.toml"
+    config.write_text(f'[server]\nurl = "{served["url"]}"\n[embed]\nenabled = false\n')
+    monkeypatch.setenv("CODERAG_CONFIG", str(config))
+    monkeypatch.setenv("CODERAG_TOKEN", READ)
+    assert main(["symbol", "render_invoice", "--json"]) == 0  # the server's repositories
+    [unit] = json.loads(capsys.readouterr().out)
+    assert unit["repo"] == "billing"
+    local = write_tree(tmp_path / "mine", {"mine.py": "def render_invoice():\n    return 1\n"})
+    assert main(["index", "--no-embed", str(local)]) == 0
+    capsys.readouterr()
+    assert main(["symbol", "render_invoice", "--json", "--repo", str(local)]) == 0
+    [unit] = json.loads(capsys.readouterr().out)
+    assert (unit["repo"], unit["path"]) == ("", "mine.py")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from coderag_tui.errors import CoderagError
@@ -22,8 +23,8 @@ def server_client(args: argparse.Namespace, repo: str | None) -> Any:
         return None
     settings = load_settings(None, getattr(args, "config", None))
     url = given or settings.server.url
-    if not url:
-        return None
+    if not url or (not given and repo and os.path.exists(repo)):
+        return None  # with the server from the settings, a folder given by path stays local
     if command not in THROUGH_SERVER:
         raise CoderagError(f"`coderag {command}` reads a local index; it does not work through --server",
                            "through a server: " + ", ".join(sorted(THROUGH_SERVER)))
