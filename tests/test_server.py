@@ -115,7 +115,7 @@ def test_search_spans_both_repositories_and_names_each(served: dict[str, Any]) -
         only = http.post("/search", json={**body, "repos": ["billing"]}).json()["results"]
         assert only and {r["repository"] for r in only} == {"billing"}
         typed = http.post("/search", json={"query": "tax", "filters": {"type": "class"}}).json()["results"]
-        assert [r["name"] for r in typed] == ["Cart"]
+        assert [r["name"] for r in typed] == ["Cart"]  # billing has no class: no error for it
         bad = http.post("/search", json={"query": "tax", "filters": {"type": "functon"}})
         assert bad.status_code == 400 and "function" in bad.json()["error"]
         unknown = http.post("/search", json={"query": "tax", "repos": ["shopp"]})

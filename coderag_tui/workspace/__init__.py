@@ -102,12 +102,21 @@ class Workspace:
     def search(self, query: str, k: int | None = None, filters: SearchFilters | None = None,
                repos: Sequence[str] | None = None, files: bool = False) -> list[SearchHit]:
         """Each repository's hits, merged by score (each repository ranks with the same fusion,
-        so the scores compare), best first; a filter is checked against each index."""
+        so the scores compare), best first. A filter value that no chosen index has is an
+        error (FilterError names the closest); one that some lack only leaves those out."""
         merged: list[SearchHit] = []
-        for name, service in self.chosen(repos):
-            checked = service.check_filters(filters) if filters is not None else None
+        chosen = self.chosen(repos)
+        refused: list[CoderagError] = []
+        for name, service in chosen:
+            try:
+                checked = service.check_filters(filters) if filters is not None else None
+            except CoderagError as exc:  # a language or kind this repository lacks: none of its code
+                refused.append(exc)
+                continue
             hits = service.search_files(query, k, checked) if files else service.search(query, k, checked)
             merged.extend(tag_hit(h, name) for h in hits)
+        if refused and len(refused) == len(chosen):
+            raise refused[0]  # no repository has it: a misspelling, said with the closest value
         merged.sort(key=lambda h: -h.score)
         return merged[: k or len(merged)]
 
