@@ -62,7 +62,8 @@ def _unit_json(unit: Any) -> dict[str, Any]:
 
 
 def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
-    app = FastAPI(title="coderag", version=__version__,
+    # no /docs or /redoc pages: they load their scripts from a CDN, and this runs offline
+    app = FastAPI(title="coderag", version=__version__, docs_url=None, redoc_url=None,
                   description="Search, context and cited answers over indexed code repositories.")
     app.state.workspace, app.state.tokens = workspace, tokens
     app.add_middleware(BodyLimit)
