@@ -151,6 +151,20 @@ class RemoteSettings:
 
 
 @dataclass(frozen=True)
+class ServerSettings:
+    """`coderag serve` (host, port, tokens) and its clients (`url`: use that server instead)."""
+
+    url: str = ""  # a client's server: the CLI asks it instead of opening a local index
+    token_env: str = "CODERAG_TOKEN"  # a client's bearer token is read from this variable
+    host: str = "127.0.0.1"
+    port: int = 8765
+    repositories: tuple[str, ...] = ()  # what `coderag serve` serves when given none: folders, URLs
+    # tokens a server accepts; more come from $CODERAG_READ_TOKENS / $CODERAG_ADMIN_TOKENS
+    read_tokens: tuple[str, ...] = ()  # search, context, symbols, ask
+    admin_tokens: tuple[str, ...] = ()  # all of those, and indexing
+
+
+@dataclass(frozen=True)
 class TUISettings:
     theme: str = "textual-dark"
     viewer: str = "auto"  # auto (right when the window is 120+ columns wide, else below), right, bottom
@@ -169,6 +183,7 @@ class Settings:
     watch: WatchSettings = WatchSettings()
     remote: RemoteSettings = RemoteSettings()
     tui: TUISettings = TUISettings()
+    server: ServerSettings = ServerSettings()
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:

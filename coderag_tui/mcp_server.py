@@ -137,7 +137,11 @@ def serve(service: Any, *, watch: bool = False) -> int:
     """Serve the tools over stdio until the client closes the connection."""
     import anyio
 
-    tools = CodeRagTools(service)
+    from coderag_tui.client import RemoteCodeRag
+    from coderag_tui.client_tools import RemoteTools
+
+    # a server's client (`--server`): the same tools, asking the server what a local index holds
+    tools = RemoteTools(service) if isinstance(service, RemoteCodeRag) else CodeRagTools(service)
     server = build_server(tools, start=True, watch=watch)
     try:
         anyio.run(server.run_stdio_async)

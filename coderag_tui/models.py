@@ -34,6 +34,7 @@ class UnitRef:
     language: str = ""
     docstring: str = ""
     parent_id: int | None = None
+    repo: str = ""  # the repository's name, where one server or workspace holds several
 
     @property
     def location(self) -> str:
@@ -199,6 +200,7 @@ class SearchHit:
             "kind": self.unit.kind,
             "score": round(self.score, 6),
             "reasons": list(self.reasons),
+            **({"repository": self.unit.repo} if self.unit.repo else {}),
         }
 
 

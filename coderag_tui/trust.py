@@ -45,6 +45,12 @@ RESTRICTED: dict[str, str] = {
     "llm.discover_ports": "which ports on this machine are contacted for model servers",
     "remote.cache_dir": "where clones are written",
     "remote.token_env": "which environment variables are sent as git tokens",
+    "server.url": "which coderag server questions and code go to",
+    "server.token_env": "which environment variable is sent as a server token",
+    "server.host": "which network a server listens on",
+    "server.repositories": "which folders and repositories a server reads and serves",
+    "server.read_tokens": "who may search a server",
+    "server.admin_tokens": "who may index on a server",
 }
 
 TRUSTED = "trusted"

@@ -54,7 +54,7 @@ class UsageError(CoderagError):
 
 
 # Options every command takes, before or after the command name (`coderag --repo X status`).
-GLOBAL_VALUE_OPTIONS = ("--repo", "--config", "--db", "--branch", "--rev")
+GLOBAL_VALUE_OPTIONS = ("--repo", "--config", "--db", "--branch", "--rev", "--server")
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +65,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--db", metavar="FILE", help="the index file (default: in the user's cache)")
     group.add_argument("--branch", help="branch to clone (repository URLs)")
     group.add_argument("--rev", help="commit to check out (repository URLs)")
+    group.add_argument("--server", metavar="URL", help="ask a `coderag serve` server instead of a local index "
+                       "(default: [server] url); --repo then names its repositories (a,b); the token is "
+                       "read from $CODERAG_TOKEN")
 
 
 def add_path(parser: argparse.ArgumentParser) -> None:
@@ -109,10 +112,15 @@ LONG_LIVED = frozenset({"tui", "mcp", "watch"})
 
 
 def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
-    """The CodeRag service for the repository the arguments name (folder or URL)."""
+    """The CodeRag service for the repository the arguments name (folder or URL), or a server's
+    client with the same methods (`--server`)."""
+    from coderag_tui.cli.through_server import server_client
     from coderag_tui.service import CodeRag
 
     target = repo if repo is not None else repo_target(args)
+    client = server_client(args, target)
+    if client is not None:
+        return client
     service = CodeRag.open_any(target, config=args.config, db_path=args.db,
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                                progress=progress_printer("clone"))

@@ -34,6 +34,13 @@ def _index_args(p: argparse.ArgumentParser) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
     """The structural index first, its summary as soon as search works, then the vectors."""
     service = open_service(args)
+    if hasattr(service, "statuses"):  # a server's: it indexes and embeds, this waits for the job
+        summary = service.index(rebuild=args.rebuild, embed=not args.no_embed)
+        if args.json:
+            print_json(summary)
+        else:
+            print(render.fit_text(render.summary_text(summary, service.counts()), width()))
+        return 0
     bar = progress_printer("index")
     summary = service.index(rebuild=args.rebuild, progress=bar)
     bar.close()
@@ -78,11 +85,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"coderag: {service.display_name} has no index yet; run `coderag index{where}` "
               "to build it", file=sys.stderr)
         return 1
-    st = service.status()
+    # a server's client: each repository it serves (or those --repo names), headed by its name
+    named = service.statuses() if hasattr(service, "statuses") else [("", service.status())]
     if args.json:
-        print_json(st)
+        print_json(named[0][1] if len(named) == 1 else [{"repository": n, **to_dict(st)} for n, st in named])
     else:
-        print(render.fit_text(render.status_text(st), width()))
+        for name, st in named:
+            if len(named) > 1:
+                print(f"== {name}")
+            print(render.fit_text(render.status_text(st), width()))
     return 0
 
 
@@ -151,4 +162,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
               "(`coderag --help`)", file=sys.stderr)
         return 2
     service = open_service(args)
+    if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
+        return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
     return int(run_app(service) or 0)

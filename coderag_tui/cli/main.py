@@ -21,7 +21,8 @@ def _load_commands() -> None:
     import importlib
 
     for module in ("commands_index", "commands_search", "commands_ask", "commands_remote",
-                   "commands_review", "commands_mcp", "commands_watch", "commands_config", "commands_summaries"):
+                   "commands_review", "commands_mcp", "commands_watch", "commands_config", "commands_summaries",
+                   "commands_serve"):
         try:
             importlib.import_module(f"coderag_tui.cli.{module}")
         except ModuleNotFoundError as exc:

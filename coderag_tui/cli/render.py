@@ -65,9 +65,14 @@ def fit_text(text: str, width: int) -> str:
     return "\n".join(out)
 
 
+def _repo(u: UnitRef) -> str:
+    """`name:` before a path, when results come from several repositories (a server's)."""
+    return f"{safe_line(u.repo)}:" if u.repo else ""
+
+
 def hit_line(h: SearchHit, width: int) -> str:
     u = h.unit
-    head = f"{h.score:.4f}  {safe_line(u.path)}:{u.start_line}-{u.end_line}"
+    head = f"{h.score:.4f}  {_repo(u)}{safe_line(u.path)}:{u.start_line}-{u.end_line}"
     tail = f"{u.kind:<9} {safe_line(u.qualname or u.name)}  [{', '.join(h.reasons)}]"
     return two_part(head, tail, width)
 
@@ -178,7 +183,7 @@ def status_text(s: IndexStatus) -> str:
 def unit_line(u: UnitRef, width: int = 80) -> str:
     sig = safe_line(u.signature or u.qualname)
     name = safe_line(u.qualname)
-    head = f"{safe_line(u.path)}:{u.start_line}-{u.end_line}"
+    head = f"{_repo(u)}{safe_line(u.path)}:{u.start_line}-{u.end_line}"
     return two_part(head, f"{u.kind:<9} {name}  {sig if sig != name else ''}".rstrip(), width)
 
 

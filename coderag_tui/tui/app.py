@@ -88,7 +88,7 @@ def create_app(service: Any, **options: Any) -> CodeRagApp:
     return CodeRagApp(service, **options)
 
 
-def run_app(service: Any) -> int:
-    app = create_app(service)
+def run_app(service: Any, **options: Any) -> int:
+    app = create_app(service, **options)
     app.run()
     return int(app.return_code or 0)

@@ -1,0 +1,62 @@
+"""serve: the repositories over HTTP, for `--server` clients and any HTTP client."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from coderag_tui.cli.base import UsageError, arguments, command, progress_printer
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {value} (0 picks a free one)")
+    return value
+
+
+def _serve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", metavar="PATH|URL",
+                   help="the repositories to serve, each a folder or a git URL (default: --repo, else "
+                   "[server] repositories, else the cwd's repository); indexed first where they have no index")
+    p.add_argument("--host", help="the address to listen on (default: [server] host, 127.0.0.1); any "
+                   "other than loopback needs tokens ($CODERAG_ADMIN_TOKENS, $CODERAG_READ_TOKENS)")
+    p.add_argument("--port", type=_port, help="the port (default: [server] port, 8765; 0: a free one)")
+    p.add_argument("--json", action="store_true", help='once listening, print {"url", "repositories", '
+                   '"tokens_required"} on one line (for scripts that start a server)')
+
+
+@command("serve", "serve repositories over HTTP: search, context, symbols, answers (docs/server.md)")
+@arguments(_serve_args)
+def cmd_serve(args: argparse.Namespace) -> int:
+    from coderag_tui.config import load_settings
+    from coderag_tui.server import Tokens, serve
+    from coderag_tui.service import CodeRag
+    from coderag_tui.workspace import Workspace
+
+    settings = load_settings(None, args.config)
+    host = args.host or settings.server.host
+    port = settings.server.port if args.port is None else args.port
+    tokens = Tokens.load(settings.server)
+    tokens.check_host(host)  # before minutes of indexing, not after
+    targets = args.targets or ([args.repo] if args.repo else list(settings.server.repositories) or [None])
+    if args.db and len(targets) > 1:
+        raise UsageError("--db names one index file, for one repository", "serve each with its own index")
+    if args.branch or args.rev:
+        raise UsageError("serve takes no --branch or --rev", "clone the revision first, then serve the folder")
+    services = [CodeRag.open_any(t, config=args.config, db_path=args.db, progress=progress_printer("clone"))
+                for t in targets]
+    workspace = Workspace(services)
+    bar = progress_printer("index")
+    workspace.ensure_indexed(progress=bar)
+    bar.close()
+    announce = None
+    if args.json:
+        def announce(url: str) -> None:
+            print(json.dumps({"url": url, "repositories": list(workspace.services),
+                              "tokens_required": tokens.required}), flush=True)
+    serve(workspace, host, port, tokens, announce)
+    return 0

@@ -1,0 +1,62 @@
+"""Request bodies (seed 002's API, with `repos`/`repo` to choose repositories): pydantic
+models, so that FastAPI validates them and describes them in /openapi.json."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from coderag_tui.models import SearchFilters
+
+Text = Field(min_length=1, max_length=20_000)
+Repos = Field(default=None, description="repository names (GET /index/status lists them); none: all")
+
+
+class BuildBody(BaseModel):
+    """Index (then embed) served repositories; a server indexes only what it was started with."""
+
+    repos: list[str] | None = Repos
+    rebuild: bool = False
+    embed: bool = True
+
+
+class Filters(BaseModel):
+    language: str | None = None
+    type: str | None = Field(default=None, description="a unit kind: function, method, class, ...")
+    path_prefix: str | None = None
+
+    def to_model(self) -> SearchFilters:
+        return SearchFilters(language=self.language, path_prefix=self.path_prefix, kind=self.type)
+
+
+class SearchBody(BaseModel):
+    query: str = Text
+    filters: Filters | None = None
+    limit: int = Field(default=10, ge=1, le=200)
+    include_context: bool = Field(default=False, description="add each result's code and neighbours")
+    repos: list[str] | None = Repos
+    files: bool = Field(default=False, description="rank files instead of code units")
+
+
+class ContextBody(BaseModel):
+    query: str = Text
+    max_tokens: int | None = Field(default=None, ge=64, le=1_000_000)
+    context_style: Literal["full"] = "full"
+    repo: str | None = Field(default=None, description="none: the repository that matches best")
+
+
+class StructuralBody(BaseModel):
+    type: Literal["calls", "called_by", "tested_by", "methods_of", "files_importing"]
+    target: str = Field(min_length=1, max_length=2_000, description="a symbol name, or a path for files_importing")
+    repos: list[str] | None = Repos
+    limit: int = Field(default=200, ge=1, le=2_000)
+
+
+class AskBody(BaseModel):
+    question: str = Text
+    conversation_id: int | None = Field(default=None, ge=1)
+    repo: str | None = Field(default=None, description="none: the repository that matches best")
+    fresh: bool = Field(default=False, description="ask the model even when the answer cache has an answer")
+    attachment: str = Field(default="", max_length=4 * 1024 * 1024,
+                            description="text given with the question (a log, a traceback)")

@@ -1,0 +1,349 @@
+"""`coderag serve` end to end: a real server process on loopback serving two real git
+repositories, its HTTP API, tokens, answers streamed as server-sent events from a scripted
+OpenAI-compatible model server, and the CLI through `--server`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from coderag_tui.cli import main
+from tests.conftest import git_init, write_tree
+from tests.test_providers_remote import Loopback, _Handler, openai_sse
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN = "admin-" + "a1b2c3d4" * 4
+READ = "read-" + "e5f6a7b8" * 4
+ANSWER = ["`tax_for` ", "adds the tax ", "(shop/tax.py:1-3)."]
+
+SHOP = {
+    "shop/tax.py": 'def tax_for(amount):\n    """The sales tax owed on an amount."""\n    return amount * 0.2\n',
+    "shop/cart.py": "from shop.tax import tax_for\n\n\nclass Cart:\n    def __init__(self):\n"
+                    "        self.items = []\n\n    def total(self):\n        subtotal = sum(self.items)\n"
+                    "        return subtotal + tax_for(subtotal)\n",
+}
+BILLING = {
+    "billing/invoice.py": 'def render_invoice(customer, lines):\n    """An invoice as text."""\n'
+                          '    return customer + "\\n" + "\\n".join(lines)\n',
+}
+
+
+def _answer(h: _Handler, n: int) -> None:
+    if h.command == "POST":
+        openai_sse(h, ANSWER)
+    else:
+        h.send_json(404, {"error": "no"})
+
+
+class Server:
+    """`coderag serve --json` in a process of its own; its address read from the line it prints
+    once listening (its stderr goes to a file, read at the end)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.log = log
+        with log.open("w") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "coderag_tui", "serve", "--json", "--port", "0",
+                                          *args], env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, f"the server did not start: {log.read_text()}"
+        self.info = json.loads(line)
+        self.url = self.info["url"]
+
+    def close(self) -> str:
+        self.proc.terminate()
+        self.proc.communicate(timeout=60)
+        return self.log.read_text()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    base = tmp_path_factory.mktemp("served")
+    shop, billing = write_tree(base / "shop", SHOP), write_tree(base / "billing", BILLING)
+    git_init(shop)
+    git_init(billing)
+    model = Loopback(_answer)
+    config = base / "config.toml"
+    config.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model.url}/v1"\n'
+                      'model = "scripted"\ndiscover = false\ntools = "off"\ncache_similarity = 0\ntimeout_s = 30\n'
+                      f'[server]\nrepositories = ["{shop}", "{billing}"]\n')  # the workspace to serve
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(base / "cache"),
+           "XDG_CONFIG_HOME": str(base / "userconfig"), "XDG_DATA_HOME": str(base / "data"),
+           "HF_HUB_OFFLINE": "1", "CODERAG_ADMIN_TOKENS": ADMIN, "CODERAG_READ_TOKENS": READ}
+    env.pop("CODERAG_CONFIG", None)
+    server = Server(["--config", str(config)], env, base / "server.log")
+    assert server.info["repositories"] == ["shop", "billing"] and server.info["tokens_required"]
+    try:
+        yield {"url": server.url, "config": config, "env": env, "model": model, "server": server,
+               "shop": shop}
+    finally:
+        log = server.close()
+        model.close()
+        assert ADMIN not in log and READ not in log  # tokens never reach the server's output
+
+
+def client(served: dict[str, Any], token: str | None = READ) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=served["url"], headers=headers, timeout=60)
+
+
+# --------------------------------------------------------------------------- the API
+
+
+def test_search_spans_both_repositories_and_names_each(served: dict[str, Any]) -> None:
+    with client(served) as http:
+        body = {"query": "tax invoice", "limit": 10, "include_context": True}
+        doc = http.post("/search", json=body).json()
+        assert doc["total_found"] == len(doc["results"]) > 0 and doc["search_time_ms"] >= 0
+        repos = {r["repository"] for r in doc["results"]}
+        assert repos == {"shop", "billing"}
+        tax = next(r for r in doc["results"] if r["name"] == "tax_for")
+        assert (tax["path"], tax["type"], tax["language"]) == ("shop/tax.py", "function", "python")
+        assert tax["summary"] == "The sales tax owed on an amount."
+        assert "return amount * 0.2" in tax["code_snippet"]
+        assert {"relation": "caller", "name": "Cart.total", "path": "shop/cart.py", "line": 10} in tax["context"]
+
+        only = http.post("/search", json={**body, "repos": ["billing"]}).json()["results"]
+        assert only and {r["repository"] for r in only} == {"billing"}
+        typed = http.post("/search", json={"query": "tax", "filters": {"type": "class"}}).json()["results"]
+        assert [r["name"] for r in typed] == ["Cart"]  # billing has no class: no error for it
+        bad = http.post("/search", json={"query": "tax", "filters": {"type": "functon"}})
+        assert bad.status_code == 400 and "function" in bad.json()["error"]
+        unknown = http.post("/search", json={"query": "tax", "repos": ["shopp"]})
+        assert unknown.status_code == 404 and "'shop'" in unknown.json()["error"]
+        empty = http.post("/search", json={"query": ""})
+        assert empty.status_code == 422 and empty.json()["error"].startswith("query:")
+
+
+def test_symbol_unit_structural_context_status(served: dict[str, Any]) -> None:
+    with client(served) as http:
+        sym = http.get("/symbol/tax_for").json()
+        [exact] = sym["exact_matches"]
+        assert (exact["repository"], exact["path"], exact["start_line"]) == ("shop", "shop/tax.py", 1)
+
+        unit = http.get(f"/unit/{exact['id']}", params={"repo": "shop"}).json()
+        assert unit["unit"]["qualname"] == "tax_for"
+        assert [c["unit"]["qualname"] for c in unit["relationships"]["callers"]] == ["Cart.total"]
+        assert http.get("/unit/99999", params={"repo": "shop"}).status_code == 404
+        many = http.get(f"/unit/{exact['id']}")
+        assert many.status_code == 400  # two repositories: the id needs its repository
+
+        called = http.post("/query/structural", json={"type": "called_by", "target": "tax_for"}).json()
+        assert [(e["unit"]["qualname"], e["line"]) for e in called["results"]] == [("Cart.total", 10)]
+        methods = http.post("/query/structural", json={"type": "methods_of", "target": "Cart"}).json()
+        assert [u["name"] for u in methods["results"]] == ["__init__", "total"]
+        importing = http.post("/query/structural", json={"type": "files_importing", "target": "shop/tax.py"})
+        assert [u["path"] for u in importing.json()["results"]] == ["shop/cart.py"]
+
+        ctx = http.post("/context", json={"query": "how is the tax of a cart computed"}).json()
+        assert ctx["repository"] == "shop" and ctx["token_count"] > 0
+        assert "shop/tax.py:1-3" in ctx["context_text"]
+        assert any(s["path"] == "shop/tax.py" for s in ctx["sources"])
+
+        status = http.get("/index/status").json()
+        assert [r["name"] for r in status["repositories"]] == ["shop", "billing"]
+        assert status["files_count"] == 3 and status["languages"] == {"python": 3}
+        assert status["code_units_count"] == sum(r["status"]["units"] for r in status["repositories"])
+
+
+def test_openapi_describes_the_endpoints(served: dict[str, Any]) -> None:
+    with client(served, None) as http:
+        paths = http.get("/openapi.json").json()["paths"]
+    for path in ("/index/build", "/index/status", "/search", "/context", "/symbol/{name}", "/unit/{unit_id}",
+                 "/query/structural", "/ask"):
+        assert path in paths
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def test_tokens_are_required_and_scoped(served: dict[str, Any]) -> None:
+    with client(served, None) as anonymous:
+        refused = anonymous.post("/search", json={"query": "tax"})
+        assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+        assert anonymous.get("/health").status_code == 200
+        big = b"x" * (9 * 1024 * 1024)  # refused before it is read, token or not
+        assert anonymous.post("/search", content=big).status_code == 413
+        streamed = anonymous.post("/search", content=iter([big[:4 << 20]] * 3))  # chunked: no length
+        assert streamed.status_code == 413 and "larger than 8 MiB" in streamed.json()["error"]
+    with client(served, READ + "x") as wrong:
+        answer = wrong.get("/index/status")
+        assert answer.status_code == 401 and READ not in answer.text
+    with client(served, READ) as reader:
+        assert reader.post("/search", json={"query": "tax"}).status_code == 200
+        denied = reader.post("/index/build", json={})
+        assert denied.status_code == 403 and "admin" in denied.json()["error"]
+    with client(served, ADMIN) as admin:
+        job = admin.post("/index/build", json={"repos": ["billing"]})
+        assert job.status_code == 202 and job.json()["status"] in ("queued", "running")
+        state = job.json()
+        while state["status"] in ("queued", "running"):
+            time.sleep(0.2)
+            state = admin.get(f"/index/jobs/{state['job_id']}").json()
+        assert state["status"] == "done", state
+        assert state["summaries"]["billing"]["files_unchanged"] == 1
+
+
+def test_a_host_beyond_loopback_needs_tokens(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("CODERAG_ADMIN_TOKENS", raising=False)
+    monkeypatch.delenv("CODERAG_READ_TOKENS", raising=False)
+    assert main(["serve", "--host", "0.0.0.0", str(tmp_path)]) == 2
+    assert "refusing to listen on 0.0.0.0 without tokens" in capsys.readouterr().err
+    monkeypatch.setenv("CODERAG_READ_TOKENS", "short")
+    assert main(["serve", "--host", "0.0.0.0", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "shorter than 16 characters" in err and "short," not in err
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def sse_events(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
+    events, kind = [], ""
+    for line in response.iter_lines():
+        if line.startswith("event:"):
+            kind = line.split(":", 1)[1].strip()
+        elif line.startswith("data:"):
+            events.append((kind, json.loads(line.split(":", 1)[1])))
+    return events
+
+
+def test_ask_streams_the_answer_events(served: dict[str, Any]) -> None:
+    with client(served) as http, http.stream("POST", "/ask", json={"question": "How is the tax of a cart "
+                                                                     "computed?", "repo": "shop"}) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r)
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "status" and kinds[-1] == "done" and "opening" in kinds
+    assert all(doc["kind"] == kind and doc["repository"] == "shop" for kind, doc in events)
+    assert "".join(d["text"] for k, d in events if k == "token") == "".join(ANSWER)
+    [sources] = [d for k, d in events if k == "sources"]
+    assert [s["path"] for s in sources["sources"] if s["cited"]] == ["shop/tax.py"]
+    assert events[-1][1]["conversation_id"] > 0
+
+
+# --------------------------------------------------------------------------- the CLI through --server
+
+
+def test_the_cli_through_the_server_prints_what_the_local_index_does(
+        served: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for key in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(key, served["env"][key])  # the server's index files, opened locally
+    monkeypatch.setenv("CODERAG_TOKEN", READ)
+    remote = ["--server", served["url"], "--repo", "shop"]
+    local = ["--config", str(served["config"]), "--repo", str(served["shop"])]
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(list(args))
+        return code, capsys.readouterr().out
+
+    for command in (["search", "cart total tax", "--json"], ["symbol", "total", "--json"],
+                    ["symbol", "shop/tax", "--json"],
+                    ["callers", "tax_for", "--json"], ["context", "cart total", "--json"]):
+        code_local, out_local = run(*command, *local)
+        code_remote, out_remote = run(*command, *remote)
+        assert code_local == code_remote == 0
+        assert _without_repo(json.loads(out_local)) == _without_repo(json.loads(out_remote)), command
+
+    code, out = run("search", "tax", *remote)
+    assert code == 0 and "shop:shop/tax.py:1-3" in out
+    code, out = run("search", "invoice", "--server", served["url"])  # every repository
+    assert code == 0 and "billing:billing/invoice.py:1-3" in out
+
+    code, out = run("status", "--server", served["url"])
+    assert code == 0 and "== shop" in out and "== billing" in out
+
+    code, out = run("ask", "How is the tax of a cart computed?", *remote)
+    assert code == 0
+    assert "".join(ANSWER) in out and "[1]* shop/tax.py:1-3" in out
+
+    assert main(["index", "--server", served["url"], "--repo", "billing"]) == 2  # a read token
+    assert "may search and ask, not index" in capsys.readouterr().err
+    monkeypatch.setenv("CODERAG_TOKEN", ADMIN)
+    code, out = run("index", "--server", served["url"], "--repo", "billing", "--json")
+    assert code == 0 and json.loads(out)["files_unchanged"] == 1
+
+    monkeypatch.setenv("CODERAG_TOKEN", "not-the-token-at-all")
+    assert main(["search", "tax", *remote]) == 2
+    err = capsys.readouterr().err
+    assert "refused the request: the token is not accepted here" in err and "not-the-token" not in err
+    assert main(["map", "--server", served["url"]]) == 2
+    assert "does not work through --server" in capsys.readouterr().err
+
+
+def _without_repo(doc: Any) -> Any:
+    """A server's results name their repository; a local index's do not."""
+    if isinstance(doc, list):
+        return [_without_repo(d) for d in doc]
+    if isinstance(doc, dict):
+        return {k: _without_repo(v) for k, v in doc.items() if k not in ("repository", "repo")}
+    return doc
+
+
+# --------------------------------------------------------------------------- MCP through --server
+
+
+async def _mcp_calls(served: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {**served["env"], "CODERAG_TOKEN": READ}
+    params = StdioServerParameters(command=sys.executable, env=env,
+                                   args=["-m", "coderag_tui", "mcp", "--server", served["url"], "--repo", "shop"])
+    out: dict[str, str] = {}
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for n, (name, arguments) in enumerate(calls):
+                result = await session.call_tool(name, arguments)
+                text = "\n".join(getattr(c, "text", "") for c in result.content)
+                out[f"{n}:{name}"] = ("error: " if result.is_error else "") + text
+    return out
+
+
+def test_the_mcp_tools_through_the_server(served: dict[str, Any]) -> None:
+    import anyio
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("lookup_symbol", {"name": "tax_for"}), ("find_callers", {"name": "tax_for"}),
+        ("search_codebase", {"query": "sales tax"}), ("read_lines", {"path": "./shop/cart.py", "start": 8}),
+        ("read_lines", {"path": "shop/secret.env"}), ("get_context", {"task": "how is the cart's tax computed"}),
+        ("repo_map", {})]
+    out = anyio.run(_mcp_calls, served, calls)
+    assert "shop/tax.py:1-3  function tax_for" in out["0:lookup_symbol"]
+    assert "    3      return amount * 0.2" in out["0:lookup_symbol"]  # its code, read through the server
+    assert "- shop/cart.py:10  in method Cart.total (shop/cart.py:8-10)" in out["1:find_callers"]
+    assert "\n1. shop/tax.py:1-3  function tax_for" in out["2:search_codebase"]
+    assert out["3:read_lines"] == ("shop/cart.py:8-10\n    8      def total(self):\n"
+                                   "    9          subtotal = sum(self.items)\n"
+                                   "   10          return subtotal + tax_for(subtotal)")
+    assert out["4:read_lines"].startswith("error: ") and "no file 'shop/secret.env' in the index" in out["4:read_lines"]
+    assert "return amount * 0.2" in out["5:get_context"]
+    assert out["6:repo_map"].startswith("error: ") and "not available through a server" in out["6:repo_map"]
+
+
+def test_a_server_in_the_config_leaves_local_folders_local(
+        served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "client.toml"
+    config.write_text(f'[server]\nurl = "{served["url"]}"\n[embed]\nenabled = false\n')
+    monkeypatch.setenv("CODERAG_CONFIG", str(config))
+    monkeypatch.setenv("CODERAG_TOKEN", READ)
+    assert main(["symbol", "render_invoice", "--json"]) == 0  # the server's repositories
+    [unit] = json.loads(capsys.readouterr().out)
+    assert unit["repo"] == "billing"
+    local = write_tree(tmp_path / "mine", {"mine.py": "def render_invoice():\n    return 1\n"})
+    assert main(["index", "--no-embed", str(local)]) == 0
+    capsys.readouterr()
+    assert main(["symbol", "render_invoice", "--json", "--repo", str(local)]) == 0
+    [unit] = json.loads(capsys.readouterr().out)
+    assert (unit["repo"], unit["path"]) == ("", "mine.py")
