@@ -10,7 +10,12 @@ from collections.abc import Callable
 import numpy as np
 
 from coderag_tui.config import EmbedSettings
-from coderag_tui.indexing.embedder import EmbeddingModel, load_model, model_identity
+from coderag_tui.indexing.embedder import (
+    EmbeddingModel,
+    load_model,
+    load_query_model,
+    model_identity,
+)
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.repo_map import RepoGraph
 from coderag_tui.retrieval.vector import has_vectors
@@ -53,15 +58,15 @@ class RetrievalState:
             return self._model
 
     def query_model(self, settings: EmbedSettings) -> EmbeddingModel:
-        """The model that embeds queries: on QUERY_THREADS threads (loaded on first use; the
-        document model itself when it already runs so)."""
+        """The model that embeds queries: on QUERY_THREADS threads (loaded on first use, the
+        bundled model without fastembed; the document model itself when it already runs so)."""
         key = self._key(settings)
         with self._lock:
             if self._query_model is None or self._query_key != key:
                 if self._model is not None and self._model_key == key and settings.threads == QUERY_THREADS:
                     self._query_model = self._model
                 else:
-                    self._query_model = load_model(dataclasses.replace(settings, threads=QUERY_THREADS))
+                    self._query_model = load_query_model(dataclasses.replace(settings, threads=QUERY_THREADS))
                 self._query_key = key
             return self._query_model
 
