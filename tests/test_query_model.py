@@ -75,3 +75,25 @@ def test_a_search_process_imports_no_fastembed_textual_or_llama() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def test_the_query_model_is_preloaded_once_in_the_background(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coderag_tui.retrieval import state as state_module
+
+    calls: list[EmbedSettings] = []
+    real = state_module.load_query_model
+
+    def counting(settings: EmbedSettings) -> embedder.EmbeddingModel:
+        calls.append(settings)
+        return real(settings)
+
+    monkeypatch.setattr(state_module, "load_query_model", counting)
+    state = state_module.RetrievalState()
+    settings = EmbedSettings()
+    state.preload_query_model(settings)
+    state.preload_query_model(settings)  # already loading: no second thread
+    model = state.query_model(settings)  # waits for the load under way
+    state.preload_query_model(settings)  # loaded: nothing to do
+    assert state.query_model(settings) is model and len(calls) == 1
+    assert isinstance(model.raw, OnnxEmbedder)
+    assert model.raw.session.get_session_options().intra_op_num_threads == state_module.QUERY_THREADS
