@@ -126,6 +126,7 @@ def cli_once(tree: Path, db_path: Path, work: Path) -> tuple[float, float] | Non
     command = [sys.executable, "-m", "coderag_tui", "search", "dispatch the request to its handler",
                "--repo", str(work), "--db", str(db_path)]
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode compiled
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=tree)

@@ -267,10 +267,10 @@ class CodeRag:
         return self.settings.embed.enabled and up_to_date(self.db, self.settings.embed) is None
 
     def searcher(self) -> _Searcher:
-        from coderag_tui.retrieval.search import Searcher
-
         state = self._retrieval()
-        embed_query = state.query_embedder(self.db, self.settings.embed)
+        embed_query = state.query_embedder(self.db, self.settings.embed)  # starts the model's load
+        from coderag_tui.retrieval.search import Searcher  # (imported meanwhile)
+
         matrix = state.matrix if embed_query and self.vectors_in_memory else None
         return Searcher(self.db, self.settings.search, embed_query, matrix)
 
