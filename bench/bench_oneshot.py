@@ -13,7 +13,9 @@ run, a fresh connection's first vector search:
 - in memory: `knn_chunks` with a fresh VectorMatrix (load every vector, then KNN: what they did).
 
 and the same for a whole hybrid search (`Searcher.search`, the query's vector given, so no
-model is loaded). For the KNN it reports how often each way returns the exact top 10 (numpy
+model is loaded). With `--cli N` it then times N whole `coderag search` processes (the query
+model loaded, sqlite-vec's scan), wall and CPU (user + system, every thread), alternated with a
+`--baseline` source tree's when one is given. For the KNN it reports how often each way returns the exact top 10 (numpy
 over the same vectors): sqlite-vec scans exactly; the in-memory copy ranks by binary codes
 above 60,000 vectors, which random vectors (no structure) defeat far more than real ones.
 The index is made in WORK (default: a temporary folder) and deleted after.
