@@ -67,12 +67,14 @@ def test_the_optimised_graph_is_cached_and_a_broken_one_rebuilt(fastembed_model:
 
 
 def test_a_search_process_imports_no_fastembed_textual_or_llama() -> None:
-    """What a one-shot `coderag search` loads: the query path needs none of these."""
+    """What a one-shot `coderag search` loads, a query embedded included: none of these."""
     code = (
         "import sys\n"
         "from coderag_tui.cli.main import main\n"
         "from coderag_tui.retrieval.search import Searcher\n"
-        "from coderag_tui.indexing.onnx_model import OnnxEmbedder\n"
+        "from coderag_tui.config import EmbedSettings\n"
+        "from coderag_tui.indexing.embedder import load_query_model\n"
+        "assert load_query_model(EmbedSettings(threads=1)).query('where is the request pushed').shape == (384,)\n"
         "bad = [m for m in ('fastembed', 'textual', 'llama_cpp', 'huggingface_hub', 'tree_sitter')\n"
         "       if m in sys.modules]\n"
         "print(','.join(bad))\n"
