@@ -1,6 +1,7 @@
 """One-shot vector search: sqlite-vec's own KNN against loading every vector into memory first.
 
     .venv/bin/python bench/bench_oneshot.py [--vectors 70000] [--dim 384] [--runs 5] [--work DIR]
+        [--reuse] [--cli N] [--baseline OTHER_SOURCE_TREE]
 
 A one-shot command (`coderag search`, `context`, `ask`) opens the index, answers one question
 and exits, so an in-memory copy of the vectors is loaded for a single KNN. This builds an index
@@ -12,7 +13,9 @@ run, a fresh connection's first vector search:
 - in memory: `knn_chunks` with a fresh VectorMatrix (load every vector, then KNN: what they did).
 
 and the same for a whole hybrid search (`Searcher.search`, the query's vector given, so no
-model is loaded). For the KNN it reports how often each way returns the exact top 10 (numpy
+model is loaded). With `--cli N` it then times N whole `coderag search` processes (the query
+model loaded, sqlite-vec's scan), wall and CPU (user + system, every thread), alternated with a
+`--baseline` source tree's when one is given. For the KNN it reports how often each way returns the exact top 10 (numpy
 over the same vectors): sqlite-vec scans exactly; the in-memory copy ranks by binary codes
 above 60,000 vectors, which random vectors (no structure) defeat far more than real ones.
 The index is made in WORK (default: a temporary folder) and deleted after.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -88,6 +92,18 @@ def build(db_path: Path, count: int, dim: int, rng: np.random.Generator) -> tupl
     return ids, vecs
 
 
+def stored(db_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The chunk ids and vectors of an index `build` made (each chunk has its own hash)."""
+    db = open_database(db_path)
+    try:
+        rows = db.rows("SELECT c.id, t.embedding FROM chunks c JOIN vectors v ON v.hash = c.hash "
+                       "JOIN vec_chunks t ON t.rowid = v.id ORDER BY c.id")
+    finally:
+        db.close()
+    vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return np.asarray([int(r[0]) for r in rows]), vecs
+
+
 def one_shot(db_path: Path, query: np.ndarray, in_memory: bool, whole: bool) -> tuple[float, list[object]]:
     """Seconds of a fresh connection's first vector search, and its top 10 (hits' (path, line),
     or chunk ids)."""
@@ -106,6 +122,52 @@ def one_shot(db_path: Path, query: np.ndarray, in_memory: bool, whole: bool) -> 
         db.close()
 
 
+def cli_once(tree: Path, db_path: Path, work: Path) -> tuple[float, float] | None:
+    """Wall and CPU seconds (user + system, every thread) of one `coderag search` process run
+    from the source tree `tree`, or None when it failed."""
+    command = [sys.executable, "-m", "coderag_tui", "search", "dispatch the request to its handler",
+               "--repo", str(work), "--db", str(db_path)]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode compiled
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=tree)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1) or "vector#" not in done.stdout:
+        print(f"coderag search from {tree} failed or used no vectors: {done.stderr.strip()[-300:]}")
+        return None
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def cli_runs(db_path: Path, work: Path, runs: int, baseline: str) -> None:
+    """Whole `coderag search` processes (query model loaded, sqlite-vec KNN), this tree and
+    optionally a baseline tree alternated, after one untimed warm-up each (disk cache, the
+    optimised query graph written on first use)."""
+    trees = [ROOT] + ([Path(baseline).resolve()] if baseline else [])
+    for tree in trees:
+        cli_once(tree, db_path, work)
+    got: dict[Path, list[tuple[float, float]]] = {t: [] for t in trees}
+    for run in range(runs):
+        for tree in trees if run % 2 == 0 else trees[::-1]:
+            one = cli_once(tree, db_path, work)
+            if one is not None:
+                got[tree].append(one)
+    for tree in trees:
+        if not got[tree]:
+            continue
+        walls, cpus = [w for w, _ in got[tree]], [c for _, c in got[tree]]
+        print(f"whole `coderag search` from {tree}: wall median {statistics.median(walls) * 1000:.0f} ms "
+              f"(min {min(walls) * 1000:.0f}), CPU median {statistics.median(cpus) * 1000:.0f} ms "
+              f"(min {min(cpus) * 1000:.0f}) of {len(walls)}")
+    if baseline and got[trees[0]] and got[trees[1]]:
+        ours = statistics.median(c for _, c in got[trees[0]])
+        base = statistics.median(c for _, c in got[trees[1]])
+        wo = statistics.median(w for w, _ in got[trees[0]])
+        wb = statistics.median(w for w, _ in got[trees[1]])
+        print(f"this tree / baseline: CPU {ours / base:.2f}x, wall {wo / wb:.2f}x")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--vectors", type=int, default=70_000)
@@ -113,6 +175,9 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--work", help="folder for the index (default: a temporary one, removed after)")
     p.add_argument("--cli", type=int, default=3, help="also time this many whole `coderag search` runs")
+    p.add_argument("--baseline", default="", help="a source tree (e.g. a checkout of main) whose "
+                   "`coderag search` is timed alternately with this one")
+    p.add_argument("--reuse", action="store_true", help="keep WORK's index when it exists (no rebuild)")
     args = p.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="coderag-oneshot-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -120,9 +185,12 @@ def main() -> int:
     rng = np.random.default_rng(7)
     try:
         started = time.perf_counter()
-        db_path.unlink(missing_ok=True)
-        ids, vecs = build(db_path, args.vectors, args.dim, rng)
-        print(f"built {args.vectors:,} chunks with {args.dim}-dim vectors in {time.perf_counter() - started:.1f}s "
+        if args.reuse and db_path.is_file():
+            ids, vecs = stored(db_path)
+        else:
+            db_path.unlink(missing_ok=True)
+            ids, vecs = build(db_path, args.vectors, args.dim, rng)
+        print(f"{'reused' if args.reuse else 'built'} {len(ids):,} chunks with {args.dim}-dim vectors in {time.perf_counter() - started:.1f}s "
               f"({db_path.stat().st_size / 2**20:.0f} MiB)")
         for whole, label in ((False, "vector KNN (knn_chunks, top 10)"), (True, "hybrid search (Searcher.search)")):
             times: dict[bool, list[float]] = {False: [], True: []}
@@ -142,20 +210,7 @@ def main() -> int:
                       f"in-memory copy {exact[True]}/{args.runs} (binary codes above 60,000 vectors; "
                       f"random vectors are their worst case)")
         if args.cli:
-            command = [sys.executable, "-m", "coderag_tui", "search", "dispatch the request to its handler",
-                       "--repo", str(work), "--db", str(db_path)]
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            walls = []
-            for _ in range(args.cli):
-                started = time.perf_counter()
-                done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-                walls.append(time.perf_counter() - started)
-                if done.returncode not in (0, 1):
-                    print(f"coderag search failed: {done.stderr.strip()}")
-                    break
-            print(f"whole `coderag search` (new process, query model loaded, sqlite-vec): "
-                  f"median {statistics.median(walls) * 1000:.0f} ms of {len(walls)}, "
-                  f"min {min(walls) * 1000:.0f} ms")
+            cli_runs(db_path, work, args.cli, args.baseline)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

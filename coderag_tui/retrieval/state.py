@@ -10,7 +10,12 @@ from collections.abc import Callable
 import numpy as np
 
 from coderag_tui.config import EmbedSettings
-from coderag_tui.indexing.embedder import EmbeddingModel, load_model, model_identity
+from coderag_tui.indexing.embedder import (
+    EmbeddingModel,
+    load_model,
+    load_query_model,
+    model_identity,
+)
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.repo_map import RepoGraph
 from coderag_tui.retrieval.vector import has_vectors
@@ -31,6 +36,7 @@ class RetrievalState:
         self._model_key: tuple[object, ...] = ()
         self._query_model: EmbeddingModel | None = None
         self._query_key: tuple[object, ...] = ()
+        self._preloading = False
         self._graph: RepoGraph | None = None
         self._graph_key: tuple[object, ...] = ()
         self._queries: dict[tuple[str, str], np.ndarray] = {}  # recent query vectors
@@ -53,17 +59,40 @@ class RetrievalState:
             return self._model
 
     def query_model(self, settings: EmbedSettings) -> EmbeddingModel:
-        """The model that embeds queries: on QUERY_THREADS threads (loaded on first use; the
-        document model itself when it already runs so)."""
+        """The model that embeds queries: on QUERY_THREADS threads (loaded on first use, the
+        bundled model without fastembed; the document model itself when it already runs so)."""
         key = self._key(settings)
         with self._lock:
             if self._query_model is None or self._query_key != key:
                 if self._model is not None and self._model_key == key and settings.threads == QUERY_THREADS:
                     self._query_model = self._model
                 else:
-                    self._query_model = load_model(dataclasses.replace(settings, threads=QUERY_THREADS))
+                    self._query_model = load_query_model(dataclasses.replace(settings, threads=QUERY_THREADS))
                 self._query_key = key
             return self._query_model
+
+    def preload_query_model(self, settings: EmbedSettings) -> None:
+        """Start loading the query model on a background thread, unless loaded. onnxruntime
+        builds the session without the GIL, so a one-shot search's imports, connection and
+        keyword search go on meanwhile instead of waiting ~0.15-0.2 s of CPU for it. A load
+        error is not raised here: the search that needs the model raises it."""
+        with self._lock:
+            if self._query_model is not None and self._query_key == self._key(settings):
+                return
+            if self._preloading:
+                return
+            self._preloading = True
+
+        def load() -> None:
+            try:
+                self.query_model(settings)
+            except Exception:  # noqa: BLE001 - raised again by the search that needs it
+                pass
+            finally:
+                with self._lock:
+                    self._preloading = False
+
+        threading.Thread(target=load, name="coderag-query-model", daemon=True).start()
 
     def query_embedder(self, db: Database, settings: EmbedSettings) -> Callable[[str], np.ndarray | None] | None:
         """A function giving a query's vector, or None when the index has no usable vectors
@@ -72,6 +101,7 @@ class RetrievalState:
             return None
         if not has_vectors(db):
             return None
+        self.preload_query_model(settings)
 
         def embed(text: str) -> np.ndarray | None:
             key = (model_identity(settings), text)
