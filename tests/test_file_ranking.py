@@ -9,6 +9,7 @@ import pytest
 
 from coderag_tui.retrieval import filerank, report
 from coderag_tui.service import CodeRag
+from coderag_tui.store import read
 
 _FORMATS = ["csv", "html", "latex", "json", "fixed", "basic", "tab", "ipac", "cds", "daophot"]
 # every writer mentions header rows; only `rst` is named by the report, and only as a dotted name
@@ -33,6 +34,7 @@ ASCII["pkg/io/ascii/rst.py"] = '''class RST:
         return [lines[1]] + lines + [lines[1]]
 '''
 REPORT = '''Please support header rows in RestructuredText output
+The fixed width writer accepts them, so I expected the other writer to take them as well.
 
 >>> tbl.write(sys.stdout, format="ascii.fixed_width", header_rows=["name", "unit"])
 >>> tbl.write(sys.stdout, format="ascii.rst", header_rows=["name", "unit"])
@@ -62,3 +64,21 @@ def test_a_files_chunks_add_up() -> None:
                                  ("b.py", 5.0)])
     assert ranked == ["b.py", "a.py", "c.py"]
     assert filerank.aggregate([("a.py", 10.0), ("b.py", 4.0), ("b.py", 4.0)]) == ["a.py", "b.py"]
+
+
+def test_a_report_is_several_lines_of_many_words() -> None:
+    assert filerank.is_report(REPORT)
+    assert not filerank.is_report("How does the writer handle header rows in reStructuredText output, "
+                                  "and which class formats the separator lines between the rows of a table?")
+    assert not filerank.is_report("header rows\nfail")
+
+
+def test_units_by_file_lists_bm25_units_by_their_files_rank(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
+    service = open_service(make_repo(ASCII))
+    units = read.get_units(service.db, [int(r[0]) for r in service.db.rows("SELECT id FROM units")])
+    by_path = {u.path: uid for uid, u in units.items() if u.kind == "class"}
+    order = [by_path["pkg/io/ascii/csv.py"], by_path["pkg/io/ascii/rst.py"], by_path["pkg/io/ascii/tab.py"]]
+    ranked = filerank.units_by_file(order, units, [("pkg/io/ascii/rst.py", 3.0), ("pkg/io/ascii/csv.py", 2.0)])
+    # rst.py's file ranks first; a unit whose file has no chunk among the matches comes last
+    assert ranked == [order[1], order[0], order[2]]

@@ -148,7 +148,14 @@ class Searcher:
                     for i, a in enumerate(answers[:k])
                 )
                 return SearchResult(route, graph_hits)
-        ranked = self._rank(query, route, n, filters, mode)
+        files = (filerank.UNIT_SHARE > 0 and mode == "hybrid" and route.kind == router.SEMANTIC
+                 and filerank.is_report(query))
+        ranked = self._rank(query, route, n, filters, mode, files=files)
+        if files and ranked.chunks and "bm25" in ranked.lists:
+            chunk_units = read.get_units(self.db, [*ranked.lists["bm25"], *(m.unit_id for m in ranked.chunks)])
+            ranked.lists["filed"] = filerank.units_by_file(ranked.lists["bm25"], chunk_units, [
+                (chunk_units[m.unit_id].path, m.score) for m in ranked.chunks if m.unit_id in chunk_units])
+            ranked.weights["filed"] = self.settings.weight_bm25 * filerank.UNIT_SHARE
         fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
         units = read.get_units(self.db, [f.key for f in fused[: k * 3]])
         fused = demote_tests(fused[: k * 3], lambda key: units[key].path if key in units else "", query)
