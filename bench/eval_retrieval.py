@@ -1,7 +1,9 @@
 """Retrieval eval over real repositories: file- and function-level Acc@1/5/10 of bm25-only,
-vector-only and hybrid search, side by side.
+vector-only, hybrid and (when the search has a reranker) hybrid + rerank, side by side, with the
+file-level figures of a whole-file BM25 baseline; per set and overall.
 
     .venv/bin/python bench/eval_retrieval.py --jsonl /work/shared/eval/swebench-lite-dev.jsonl \
+        --jsonl /work/shared/eval/swebench-lite-dev2.jsonl \
         --repos /work/evalrepos --work /tmp/swe-eval [--include '*.py'] [--phase all|index|eval]
 
 Each case is `{instance_id, query, gold_files, gold_hunks}`; its repository is REPOS/<instance_id>/.
@@ -44,6 +46,9 @@ from coderag_tui.retrieval.evaluate import (  # noqa: E402
 )
 from coderag_tui.retrieval.search import MODES, Searcher  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
+
+# the table's rows; "rerank" (hybrid + rerank) is a mode of the search only where a reranker exists
+SHOWN_ORDER = ("bm25", "vector", "hybrid", "rerank")
 
 
 class VectorCache:
@@ -106,7 +111,7 @@ def log(msg: str) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--jsonl", required=True)
+    p.add_argument("--jsonl", required=True, action="append", help="a set of cases (repeatable)")
     p.add_argument("--repos", required=True, help="folder with one checkout per instance id")
     p.add_argument("--work", required=True, help="folder for the indexes, vector cache and results")
     p.add_argument("--include", action="append", help="index only these globs (repeatable), e.g. '*.py'")
@@ -115,12 +120,21 @@ def main() -> int:
     p.add_argument("--only", help="only cases whose id contains this text (comma-separated: any of them)")
     p.add_argument("--require-vectors", action="store_true",
                    help="evaluate only checkouts whose every chunk has a vector")
-    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--modes", default=",".join(m for m in SHOWN_ORDER if m in MODES),
+                   help="bm25, vector, hybrid and, when the search has a reranker, rerank (hybrid + rerank)")
+    p.add_argument("--every", type=int, default=1,
+                   help="only every N-th case of each set (in the set's order): a stated, deterministic subsample")
     p.add_argument("--results", help="write per-case ranks as JSON here")
     args = p.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    cases = load_cases(Path(args.jsonl))
+    set_of: dict[str, str] = {}
+    cases: list[Case] = []
+    for jsonl in args.jsonl:
+        name = Path(jsonl).name.removesuffix(".jsonl")
+        for c in load_cases(Path(jsonl))[:: max(args.every, 1)]:
+            set_of[c.id] = name
+            cases.append(c)
     if args.only:
         cases = [c for c in cases if any(part in c.id for part in args.only.split(","))]
     cases.sort(key=lambda c: (c.repo, c.id))  # checkouts of one project in a row share vectors
@@ -160,12 +174,17 @@ def main() -> int:
             log(f"[{n}/{len(cases)}] {case.id}: file ranks {r.file_rank} unit ranks {r.unit_rank} "
                 f"({time.perf_counter() - t:.1f}s)")
         service.close()
-    if results:
-        print(table(results, modes))
-        print("whole-file BM25 baseline (file level only): " + "  ".join(
-            f"file@{k} {accuracy(results, 'file', WHOLEFILE, k):.1f}" for k in KS))
-        if args.results:
-            Path(args.results).write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
+    sets = list(dict.fromkeys(set_of[r.id] for r in results))
+    for name in [*sets, "overall"] if len(sets) > 1 else sets:
+        part = [r for r in results if name == "overall" or set_of[r.id] == name]
+        print(f"\n== {name}")
+        lines = table(part, modes).splitlines()
+        lines.insert(-1, f"{WHOLEFILE:<15}" + "".join(f"  {accuracy(part, 'file', WHOLEFILE, k):7.1f}" for k in KS)
+                     + "  (BM25 over whole files, file level only)")
+        print("\n".join(lines))
+    if results and args.results:
+        Path(args.results).write_text(json.dumps([{**dataclasses.asdict(r), "set": set_of[r.id]} for r in results],
+                                                 indent=1))
     log(f"done in {time.perf_counter() - t0:.0f}s")
     return 0
 

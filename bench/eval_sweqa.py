@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.chunks_bm25 import ChunkBM25  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 _CITE = re.compile(r"^### (\S+?):\d+-\d+", re.M)
@@ -35,8 +36,13 @@ def found(item: str, text: str, cited: list[str]) -> bool:
     return all(re.search(r"\b" + re.escape(p) + r"\b", text) for p in parts)
 
 
+def recall(evidence: list[str], text: str) -> float:
+    cited = _CITE.findall(text)
+    return sum(found(e, text, cited) for e in evidence) / len(evidence)
+
+
 def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, embed: bool,
-            limit: int | None, verbose: bool = False) -> tuple[float, int]:
+            limit: int | None, verbose: bool = False) -> tuple[float, float, int]:
     cases = [json.loads(line) for line in (eval_dir / f"{name}.jsonl").read_text().splitlines() if line.strip()]
     if limit:
         cases = cases[:limit]
@@ -46,6 +52,8 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
     if embed:  # otherwise the index has no vectors and search runs on keywords, symbols, graph
         service.embed()
     recalls: list[float] = []
+    base: list[float] = []  # BM25 over the same chunks, packed into the same budget
+    baseline = ChunkBM25(service)
     file_hits: list[float] = []  # per question with evidence files: the share of them in the top 5 files
     indexed = {str(r[0]) for r in service.db.rows("SELECT path FROM files")}
     t0 = time.perf_counter()
@@ -61,17 +69,21 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
                 print(f"  files {file_hits[-1]:.2f} {case['question'][:70]!r} missed {sorted(gold - set(top))}")
         ctx = service.context(case["question"], max_tokens=max_tokens)
         text = ctx.render()
-        cited = _CITE.findall(text)
-        recalls.append(sum(found(e, text, cited) for e in evidence) / len(evidence))
+        recalls.append(recall(evidence, text))
+        base.append(recall(evidence, baseline.context(case["question"], max_tokens)))
         if verbose:
+            cited = _CITE.findall(text)
             missed = [e for e in evidence if not found(e, text, cited)]
             print(f"  {recalls[-1]:.2f} {case['question'][:90]!r} missed {missed}")
+    baseline.close()
     service.close()
     mean = sum(recalls) / max(len(recalls), 1)
+    base_mean = sum(base) / max(len(base), 1)
     files = sum(file_hits) / max(len(file_hits), 1)
-    print(f"{name:12s} n={len(recalls):3d} evidence recall {mean:.3f}  evidence files in top-5 files "
-          f"{files:.3f} (n={len(file_hits)})  ({time.perf_counter() - t0:.1f} s)")
-    return mean, len(recalls)
+    print(f"{name:12s} n={len(recalls):3d} evidence recall {mean:.3f}  BM25 over chunks {base_mean:.3f}  "
+          f"evidence files in top-5 files {files:.3f} (n={len(file_hits)})  ({time.perf_counter() - t0:.1f} s)",
+          flush=True)
+    return mean, base_mean, len(recalls)
 
 
 def main() -> None:
@@ -84,14 +96,16 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("-v", "--verbose", action="store_true", help="each question's recall and missed evidence")
     args = ap.parse_args()
-    total, n = 0.0, 0
+    total, total_base, n = 0.0, 0.0, 0
     for spec in args.set:
         name, _, path = spec.partition("=")
-        mean, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed, args.limit,
-                               args.verbose)
+        mean, base, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed,
+                                    args.limit, args.verbose)
         total += mean * count
+        total_base += base * count
         n += count
-    print(f"{'overall':12s} n={n:3d} evidence recall {total / max(n, 1):.3f}")
+    print(f"{'overall':12s} n={n:3d} evidence recall {total / max(n, 1):.3f}  "
+          f"BM25 over chunks {total_base / max(n, 1):.3f}")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ class ContextSettings:
     share_neighbours: float = 0.25  # callers, callees
     share_extended: float = 0.15  # parent outline, tests, similar code
     share_metadata: float = 0.05
-    primary_results: int = 6
+    primary_results: int = 10
     repo_map_tokens: int = 1024
 
 

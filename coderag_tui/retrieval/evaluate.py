@@ -22,6 +22,7 @@ from coderag_tui.store import read
 from coderag_tui.store.db import Database
 
 KS = (1, 5, 10)
+SHOWN = {"rerank": "hybrid+rerank"}  # a mode's name in the table, where it differs
 
 
 @dataclass(frozen=True)
@@ -130,10 +131,10 @@ def accuracy(results: Sequence[CaseResult], level: str, mode: str, k: int) -> fl
 
 def table(results: Sequence[CaseResult], modes: Sequence[str] = MODES, ks: Sequence[int] = KS) -> str:
     """File and function Acc@k per mode, side by side."""
-    head = "mode      " + "".join(f"  file@{k:<3}" for k in ks) + "".join(f"  func@{k:<3}" for k in ks)
+    head = "mode           " + "".join(f"  file@{k:<3}" for k in ks) + "".join(f"  func@{k:<3}" for k in ks)
     lines = [head]
     for mode in modes:
-        row = f"{mode:<10}"
+        row = f"{SHOWN.get(mode, mode):<15}"
         row += "".join(f"  {accuracy(results, 'file', mode, k):7.1f}" for k in ks)
         row += "".join(f"  {accuracy(results, 'func', mode, k):7.1f}" for k in ks)
         lines.append(row)

@@ -33,9 +33,13 @@ _PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
 _AT_FRAME = re.compile(r"\bat\s+((?:[\w$]+\.)+[\w$<>]+)\(([\w.-]+):(\d+)\)")  # Java/Kotlin/C#
 _PATH_LINE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|go|rs|ts|tsx|js|jsx|rb|java|kt|c|cc|cpp|h|hpp|cs|php|swift|scala)):(\d+)")
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.(?:py|go|rs|ts|tsx|js|jsx|rb|java|kt|c|cc|cpp|h|hpp|cs|php|swift|scala))\b")
+# a dotted module path (`astropy.io.ascii.rst`, `format="ascii.rst"`, `requests.adapters.HTTPAdapter`):
+# its leading parts, joined by `/`, may name a file of the repository
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
 _ERROR = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit|Interrupt|Fault|Panic))\b")
 # the standard library and generated code are not the repository (an installed copy of the
 # project itself, under site-packages, is: its frames resolve by their path's tail)
+MAX_MODULES = 20
 _SKIP_FILES = re.compile(r"(?:^|/)lib/python[\d.]+/(?!site-packages|dist-packages)|<[^>]*>|(?:^|/)node_modules/")
 
 
@@ -52,6 +56,7 @@ class ReportSignals:
     frames: tuple[Frame, ...]  # innermost last, as Python prints them
     paths: tuple[str, ...]  # source paths mentioned (frames' included)
     errors: tuple[str, ...]  # error types named
+    modules: tuple[str, ...] = ()  # dotted names that may be module paths (`ascii.rst`), as written
 
 
 def strip_boilerplate(text: str) -> str:
@@ -79,7 +84,19 @@ def signals(query: str) -> ReportSignals:
             if not _SKIP_FILES.search(m.group(1)):
                 paths.setdefault(m.group(1), None)
     errors = tuple(dict.fromkeys(m.group(1) for m in _ERROR.finditer(text)))
-    return ReportSignals(text, tuple(frames), tuple(paths), errors)
+    modules = tuple(dict.fromkeys(m.group(1) for m in _DOTTED.finditer(text)))[:MAX_MODULES]
+    return ReportSignals(text, tuple(frames), tuple(paths), errors, modules)
+
+
+def module_paths(dotted: str) -> list[str]:
+    """File-path tails a dotted name may stand for, longest first: `a.b.c` -> `a/b/c.py`,
+    `a/b/c/__init__.py`, `a/b.py` (`c` may be a name inside `a/b`); never a single part."""
+    parts = dotted.split(".")
+    out: list[str] = []
+    for n in range(len(parts), 1, -1):
+        stem = "/".join(parts[:n])
+        out.extend((stem + ".py", stem + "/__init__.py"))
+    return out
 
 
 def path_suffixes(path: str) -> list[str]:
@@ -122,4 +139,14 @@ def frame_units(db: Database, sig: ReportSignals, limit: int = 40) -> list[UnitR
         fu = read.file_unit(db, path) if path else None
         if fu is not None:
             out.setdefault(fu.id, fu)
+    for dotted in sig.modules:
+        for tail in module_paths(dotted):
+            found = read.paths_ending(db, tail, limit=2)
+            if len(found) == 1:  # one file only: `utils.py`-like tails that many folders have say little
+                fu = read.file_unit(db, found[0])
+                if fu is not None:
+                    out.setdefault(fu.id, fu)
+                break
+            if found:
+                break
     return list(out.values())[:limit]

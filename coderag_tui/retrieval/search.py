@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -20,6 +20,7 @@ from coderag_tui.models import SearchFilters, SearchHit, UnitRef
 from coderag_tui.parsing.extract import is_test_path
 from coderag_tui.retrieval import (
     descriptions,
+    filerank,
     lexical,
     names,
     prose,
@@ -83,6 +84,7 @@ class Ranked:
     weights: dict[str, float]
     best: dict[int, ChunkMatch]  # unit -> its best chunk
     vectors_used: bool = False
+    chunks: list[ChunkMatch] = field(default_factory=list)  # BM25's chunk matches, best first (unrefined)
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,14 @@ class Searcher:
         self.matrix = matrix  # an in-memory copy of the vectors (fast KNN), when one is kept
 
     # ------------------------------------------------------------------ retrievers
-    def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None) -> list[ChunkMatch]:
+    def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None,
+              raw: list[ChunkMatch] | None = None) -> list[ChunkMatch]:
         fetch = n * (8 if filters is not None and filters.kind else 2)
-        matches = lexical.bm25_chunks(self.db, "", limit=fetch, filters=filters, terms=terms)
-        return keep_kind(self.db, refine(self.db, matches, terms, limit=n), filters)
+        matches = lexical.bm25_chunks(self.db, "", limit=max(fetch, n * filerank.POOL) if raw is not None else fetch,
+                                      filters=filters, terms=terms)
+        if raw is not None:
+            raw.extend(matches)
+        return keep_kind(self.db, refine(self.db, matches[:fetch], terms, limit=n), filters)
 
     def _vector(self, query: str, terms: Future[list[str]], n: int,
                 filters: SearchFilters | None) -> list[ChunkMatch] | None:
@@ -142,7 +148,14 @@ class Searcher:
                     for i, a in enumerate(answers[:k])
                 )
                 return SearchResult(route, graph_hits)
-        ranked = self._rank(query, route, n, filters, mode)
+        files = (filerank.UNIT_SHARE > 0 and mode == "hybrid" and route.kind == router.SEMANTIC
+                 and filerank.is_report(query))
+        ranked = self._rank(query, route, n, filters, mode, files=files)
+        if files and ranked.chunks and "bm25" in ranked.lists:
+            chunk_units = read.get_units(self.db, [*ranked.lists["bm25"], *(m.unit_id for m in ranked.chunks)])
+            ranked.lists["filed"] = filerank.units_by_file(ranked.lists["bm25"], chunk_units, [
+                (chunk_units[m.unit_id].path, m.score) for m in ranked.chunks if m.unit_id in chunk_units])
+            ranked.weights["filed"] = self.settings.weight_bm25 * filerank.UNIT_SHARE
         fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
         units = read.get_units(self.db, [f.key for f in fused[: k * 3]])
         fused = demote_tests(fused[: k * 3], lambda key: units[key].path if key in units else "", query)
@@ -157,7 +170,8 @@ class Searcher:
             hits.append(SearchHit(u, f.score, f.reasons, m.start_line if m else 0, m.end_line if m else 0))
         return SearchResult(route, tuple(hits), ranked.vectors_used)
 
-    def _rank(self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str) -> Ranked:
+    def _rank(self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str,
+              files: bool = False) -> Ranked:
         """The ranked unit lists of the retrievers that fit the route and mode, with their weights."""
         s = self.settings
         out = Ranked({}, {"bm25": s.weight_bm25, "vector": s.weight_vector * vector_share(query),
@@ -176,7 +190,7 @@ class Searcher:
             raise
         terms_ready.set_result(terms)
         if mode in ("hybrid", "bm25"):
-            order, best = unit_ranking(self._bm25(terms, n, filters))
+            order, best = unit_ranking(self._bm25(terms, n, filters, out.chunks if files else None))
             out.lists["bm25"] = order[:n]
             out.best.update(best)
             out.lists["summary"] = descriptions.description_units(self.db, text, n, filters)
@@ -206,7 +220,7 @@ class Searcher:
                     for uid, m in best.items():
                         out.best.setdefault(uid, m)
                     out.weights["name"] = s.weight_symbol * NAME_SHARE * names.pair_share(text)
-                if sig is not None and (sig.frames or sig.paths):
+                if sig is not None and (sig.frames or sig.paths or sig.modules):
                     out.lists["trace"] = [u.id for u in report.frame_units(self.db, sig) if symbols.passes(u, filters)]
                     out.weights["trace"] = s.weight_symbol
         return out
@@ -220,8 +234,9 @@ class Searcher:
         FILE_VECTOR_SHARE of its weight here."""
         k = k or self.settings.k
         n = max(self.settings.candidates * 2, k * 4)
-        ranked = self._rank(query, router.classify(query), n, filters, mode)
-        units = read.get_units(self.db, [uid for ids in ranked.lists.values() for uid in ids])
+        ranked = self._rank(query, router.classify(query), n, filters, mode, files=True)
+        units = read.get_units(self.db, [uid for ids in ranked.lists.values() for uid in ids]
+                               + [m.unit_id for m in ranked.chunks])
         file_lists: dict[str, list[str]] = {}
         top_unit: dict[str, UnitRef] = {}
         for name, ids in ranked.lists.items():
@@ -233,6 +248,12 @@ class Searcher:
                     top_unit.setdefault(u.path, u)
             file_lists[name] = paths
         weights = dict(ranked.weights)
+        if ranked.chunks and filerank.SHARE > 0:  # a file's chunks add up (several beat one)
+            pairs = [(units[m.unit_id], m.score) for m in ranked.chunks if m.unit_id in units]
+            file_lists["files"] = filerank.aggregate([(u.path, score) for u, score in pairs])
+            for u, _ in pairs:
+                top_unit.setdefault(u.path, u)
+            weights["files"] = self.settings.weight_bm25 * filerank.SHARE
         if "vector" in weights:
             weights["vector"] *= FILE_VECTOR_SHARE
         fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS),
