@@ -292,8 +292,9 @@ class CodeRag:
         return self.searcher().similar(unit_id, k)
 
     def context(self, query: str, max_tokens: int | None = None,
-                count_tokens: Callable[[str], int] | None = None) -> _ComposedContext:
-        """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata."""
+                count_tokens: Callable[[str], int] | None = None, strategy: str = "relevance") -> _ComposedContext:
+        """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata;
+        `strategy`: relevance, importance, breadth or depth first (retrieval/strategies.py)."""
         from coderag_tui.retrieval.compose import compose
         from coderag_tui.retrieval.file_notes import with_file_notes
         from coderag_tui.tokens import estimate_tokens
@@ -301,7 +302,7 @@ class CodeRag:
         searcher = self.searcher()
         similar = searcher.similar if searcher.embed_query is not None else None
         composed = compose(searcher, query, self.settings.context, max_tokens, self.root,
-                           count_tokens or estimate_tokens, similar)
+                           count_tokens or estimate_tokens, similar, strategy)
         return with_file_notes(self.db, composed, count_tokens or estimate_tokens)
 
     def repo_map(self, max_tokens: int | None = None, query: str | None = None) -> str:

@@ -349,3 +349,11 @@ def file_head(db: Database, path: str) -> tuple[int, int] | None:
     row = db.one("SELECT u.id, f.lines FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND u.kind='file'",
                  (path,))
     return None if row is None else (int(row[0]), int(row[1] or 0))
+
+
+def importance_rows(db: Database, unit_ids: Sequence[int]) -> dict[int, tuple[int, str, int]]:
+    """Unit id -> (its fan-in, its file's role, its file's fan-in), from the profiles."""
+    return {int(r[0]): (int(r[1]), str(r[2]), int(r[3])) for r in db.rows_in(
+        "SELECT p.unit_id, p.fan_in, fp.role, fp.fan_in FROM profiles p "
+        "JOIN units fu ON fu.file_id=p.file_id AND fu.kind='file' JOIN profiles fp ON fp.unit_id=fu.id "
+        "WHERE p.unit_id IN ({marks})", list(unit_ids))}
