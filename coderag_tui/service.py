@@ -658,7 +658,17 @@ class CodeRag:
         summarizer = self.summarizer(model)
         targets = summarizer.plan(paths, everything=everything)
         with lock:  # one model call at a time (llama.cpp is not re-entrant)
-            return summarizer.run(targets, progress, should_stop)
+            result = summarizer.run(targets, progress, should_stop)
+        self._embed_summaries(should_stop)
+        return result
+
+    def _embed_summaries(self, should_stop: Callable[[], bool] | None = None) -> None:
+        """New summaries change their chunks' embedding documents: embed those (an index with
+        vectors only; search uses the vectors they replace until then)."""
+        from coderag_tui.indexing.embedder import vec_ready
+
+        if self.settings.embed.enabled and vec_ready(self.db) and self.vectors_pending():
+            self.embed(should_stop=should_stop)
 
     def summarize_in_background(self, paths: Sequence[str] | None = None, *, model: str | None = None,
                                 progress: ProgressFn | None = None,
@@ -692,6 +702,8 @@ class CodeRag:
                 if u.kind in LEVELS:
                     target = Target(summary_key(u.path, u.kind, u.qualname), u.path, u.kind, u.qualname, u)
                     made += summarizer.summarize(target) is not None
+        if made:
+            self._embed_summaries()
         return made
 
     def descriptions(self, paths: Sequence[str] | None = None) -> list[_FileDescription]:

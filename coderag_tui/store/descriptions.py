@@ -357,3 +357,12 @@ def importance_rows(db: Database, unit_ids: Sequence[int]) -> dict[int, tuple[in
         "SELECT p.unit_id, p.fan_in, fp.role, fp.fan_in FROM profiles p "
         "JOIN units fu ON fu.file_id=p.file_id AND fu.kind='file' JOIN profiles fp ON fp.unit_id=fu.id "
         "WHERE p.unit_id IN ({marks})", list(unit_ids))}
+
+
+def summary_texts(db: Database, units: Iterable[tuple[int, str, str, str]]) -> dict[int, str]:
+    """Unit id -> its stored summary's text, for (id, path, kind, qualname) of units."""
+    keyed = {summary_key(p, k, q): uid for uid, p, k, q in units}
+    if not keyed or not db.has_table("unit_summaries"):
+        return {}
+    return {keyed[str(k)]: str(t) for k, t in db.rows_in(
+        "SELECT key, text FROM unit_summaries WHERE key IN ({marks})", list(keyed))}
