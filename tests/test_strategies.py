@@ -3,6 +3,7 @@ the way it says."""
 
 from __future__ import annotations
 
+import json
 import posixpath
 
 import pytest
@@ -91,3 +92,17 @@ def test_an_unknown_strategy_is_one_clear_error(service, capsys):
     with pytest.raises(CoderagError, match="unknown context strategy 'sideways'"):
         service.context(QUESTION, 2000, strategy="sideways")
     assert select(service.db, [], "importance_first", N) == []  # seed 001's spelling is accepted
+
+
+def test_the_cli_takes_a_strategy(make_repo, tmp_path, capsys):
+    from coderag_tui.cli.main import main
+
+    common = ["--repo", str(make_repo(FILES)), "--db", str(tmp_path / "cli.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    capsys.readouterr()
+    assert main(["context", "charge payment", "--strategy", "depth", "--json", *common]) == 0
+    out = capsys.readouterr().out
+    assert [h["name"] for h in json.loads(out)["hits"][:3]] == [
+        "charge_payment", "ledger_write", "audit_entry"]
+    assert main(["context", "charge payment", "--strategy", "sideways", *common]) != 0
+    assert "invalid choice: 'sideways'" in capsys.readouterr().err
