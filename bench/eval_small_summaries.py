@@ -1,6 +1,6 @@
 """The small CI eval (tests/test_eval_small.py: requests 2.32.3 with its docstrings removed, each
 query a docstring's first line) on copies of one index without descriptions, with profiles only,
-and with the model's summaries, in one run:
+with the model's summaries shown and with them ranked too (bench/variants.py), in one run:
 
     .venv/bin/python bench/eval_small_summaries.py --work DIR [--summarize]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.variants import VARIANTS, checkpoint, make_variant  # noqa: E402
+from bench.variants import VARIANTS, checkpoint, make_variant, settings_for  # noqa: E402
 from coderag_tui.config import Settings  # noqa: E402
 from coderag_tui.retrieval.evaluate import KS, accuracy, evaluate_case  # noqa: E402
 from coderag_tui.retrieval.search import MODES  # noqa: E402
@@ -44,7 +44,7 @@ def main() -> None:
     service.close()
     checkpoint(db_path)
     for variant in VARIANTS:
-        service = CodeRag(repo, Settings(), make_variant(db_path, variant))
+        service = CodeRag(repo, settings_for(variant), make_variant(db_path, variant))
         service.index()
         done = service.embed()
         cases = cases_for(service, triples)

@@ -10,9 +10,10 @@ an identifier when it occurs in the context (`A.b`: both parts occur). The check
 released version near the questions' commit (an sdist): evidence that no longer exists in it is
 counted as missed, so compare runs on the same checkouts only.
 
-`--variants none,profiles,summaries` evaluates each set on copies of its index without any
-descriptions, with profiles only, and with the model's summaries too (make them first with
-`coderag summarize` on the index in --work), and prints recall with and without the summaries'
+`--variants none,profiles,shown,ranked` evaluates each set on copies of its index without any
+descriptions, with profiles only, with the model's summaries shown in contexts, and with them
+ranked too (bench/variants.py; make them first with `coderag summarize` on the index in --work),
+and prints recall with and without the summaries'
 own lines (a name a summary mentions is not code shown).
 """
 
@@ -28,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.variants import VARIANTS, checkpoint, make_variant  # noqa: E402
+from bench.variants import VARIANTS, checkpoint, make_variant, settings_for  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 _CITE = re.compile(r"^### (\S+?):\d+-\d+", re.M)
@@ -55,7 +56,7 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
         service.close()
         checkpoint(db_path)
         db_path = make_variant(db_path, variant)
-    service = CodeRag.open(repo, db_path=db_path)
+    service = CodeRag.open(repo, db_path=db_path, settings=settings_for(variant) if variant else None)
     service.index()
     if variant:
         kinds = dict(service.db.rows("SELECT kind, count(*) FROM unit_summaries GROUP BY kind"))

@@ -1,6 +1,9 @@
 """Copies of an index with less of its descriptions, to measure what each layer adds in one run:
 
-- `summaries`: as it is (profiles and the model's summaries);
+- `shown`: as it is, the summaries shown in contexts but not ranked (`[summaries] search` off,
+  the default);
+- `ranked`: as it is, with `[summaries] search` on (their words in the keyword list, their text
+  in the embedded documents);
 - `profiles`: the model's summaries removed (their keyword words, embedding documents and the
   summaries shown in a context go with them);
 - `none`: profiles removed too (no descriptions at all: the search and context of before).
@@ -11,10 +14,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from coderag_tui.config import Settings, SummarySettings
 from coderag_tui.indexing.profiles import refresh_profiles
 from coderag_tui.store.db import open_database
 
-VARIANTS = ("none", "profiles", "summaries")
+VARIANTS = ("none", "profiles", "shown", "ranked")
+
+
+def settings_for(variant: str) -> Settings:
+    """The settings an index of `variant` is opened with."""
+    return Settings(summaries=SummarySettings(search=variant == "ranked"))
 
 
 def make_variant(db_path: Path, variant: str) -> Path:
@@ -25,7 +34,7 @@ def make_variant(db_path: Path, variant: str) -> Path:
     for suffix in ("", "-wal", "-shm"):
         Path(str(out) + suffix).unlink(missing_ok=True)
     shutil.copyfile(db_path, out)
-    if variant == "summaries":
+    if variant in ("shown", "ranked"):
         return out
     db = open_database(out)
     with db.transaction():

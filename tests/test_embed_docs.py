@@ -6,10 +6,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from coderag_tui.answering.summarize import Summarizer
-from coderag_tui.config import SummarySettings
+from coderag_tui.config import Settings, SummarySettings
 from coderag_tui.retrieval import vector
+from coderag_tui.service import CodeRag
 from coderag_tui.store import descriptions as store
 from coderag_tui.store import embed_docs
 
@@ -26,6 +28,7 @@ FILES = {
                    "        return rounded(price)\n",
 }
 QUESTION = "reconcile the refund ledger every night"
+RANKED = Settings(summaries=SummarySettings(search=True))
 
 
 class _Canned:
@@ -53,12 +56,18 @@ def _similarity(service, qualname: str) -> float:
     return next(m.score for m in matches if m.unit_id == unit)
 
 
+def _by_summary(service) -> list[str]:
+    """The units the keyword list over descriptions found for the question."""
+    return [h.unit.qualname for h in service.search("refund ledger", k=5)
+            if any(r.startswith("summary") for r in h.reasons)]
+
+
 def _vectors(service) -> int:
     return int(service.db.scalar("SELECT count(*) FROM vectors"))
 
 
 def test_a_summary_joins_its_chunks_document_and_is_embedded_once(make_repo, open_service):
-    service = open_service(make_repo(FILES))
+    service = open_service(make_repo(FILES), RANKED)
     first = service.embed()
     chunks = service.status().counts.chunks
     assert first.embedded == _vectors(service) == chunks
@@ -91,7 +100,7 @@ def test_a_summary_joins_its_chunks_document_and_is_embedded_once(make_repo, ope
 
 
 def test_summaries_made_by_the_service_are_embedded_after_them(make_repo, open_service, monkeypatch):
-    service = open_service(make_repo(FILES))
+    service = open_service(make_repo(FILES), RANKED)
     service.embed()
     before = _similarity(service, "doubled")
 
@@ -109,7 +118,7 @@ def test_summaries_made_by_the_service_are_embedded_after_them(make_repo, open_s
 
 def test_an_edit_and_a_removed_summary_leave_no_vector_behind(make_repo, open_service):
     repo = make_repo(FILES)
-    service = open_service(repo)
+    service = open_service(repo, RANKED)
     service.embed()
     _put(service.db, "doubled", "Reconciles the refund ledger nightly.")
     service.embed()
@@ -123,3 +132,33 @@ def test_an_edit_and_a_removed_summary_leave_no_vector_behind(make_repo, open_se
     service.embed()
     assert _vectors(service) == chunks
     assert service.db.scalar("SELECT count(*) FROM embed_docs") == 0
+
+
+def test_summaries_are_only_shown_unless_search_is_on(make_repo, open_service):
+    """`[summaries] search` off (the default): no document, no keyword words; on: both; and
+    switching it over an index puts them in or takes them out."""
+    repo = make_repo(FILES)
+    service = open_service(repo)
+    service.embed()
+    before = _similarity(service, "doubled")
+    _put(service.db, "doubled", "Reconciles the refund ledger nightly.")
+    service.index()
+    assert not service.vectors_pending() and service.embed().embedded == 0
+    assert _similarity(service, "doubled") == before
+    assert not _by_summary(service)
+    service.close()
+    ranked = CodeRag(repo, RANKED, service.db_path)  # the same index, the setting switched on
+    try:
+        ranked.index()
+        assert _by_summary(ranked) == ["doubled"]
+        assert ranked.embed().embedded == 1 and _similarity(ranked, "doubled") > before + 0.05
+        ranked.index()  # and off again: the words and the document go
+    finally:
+        ranked.close()
+    service = CodeRag(repo, Settings(), service.db_path)
+    try:
+        service.index()
+        assert not _by_summary(service)
+        assert service.embed().embedded == 1 and _similarity(service, "doubled") == pytest.approx(before)
+    finally:
+        service.close()

@@ -18,6 +18,14 @@ SEP = "\x1f"
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
 
 
+SEARCH_META = "summaries_in_search"  # '1' when summary words are in the keyword rows and documents
+
+
+def summaries_searched(db: Database) -> bool:
+    """Whether the model's summaries join the ranking (see `[summaries] search`)."""
+    return db.get_meta(SEARCH_META) == "1"
+
+
 def summary_key(path: str, kind: str, qualname: str) -> str:
     """The key of a unit's summary: stable across re-indexing, unlike its unit id."""
     return f"{path}{SEP}{kind}{SEP}{qualname}"

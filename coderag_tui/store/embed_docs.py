@@ -45,7 +45,8 @@ def sync(db: Database, dry_run: bool = False) -> int:
     `dry_run`: then it only counts)."""
     if not db.has_table("embed_docs"):
         return 0
-    wanted = {str(h): about_text(str(t)) for h, t in db.execute(_WANTED) if str(t).strip()}
+    searched = db.get_meta("summaries_in_search") == "1"  # see store.descriptions.summaries_searched
+    wanted = {str(h): about_text(str(t)) for h, t in db.execute(_WANTED) if str(t).strip()} if searched else {}
     current = {str(h): str(k) for h, k in db.execute("SELECT chunk_hash, key FROM embed_docs WHERE current=1")}
     changes = {h: doc_key(h, a) for h, a in wanted.items() if current.get(h) != doc_key(h, a)}
     gone = [h for h in current if h not in wanted]
