@@ -53,6 +53,8 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
     if variant:  # a stripped copy of the index (bench/variants.py)
         service = CodeRag.open(repo, db_path=db_path)
         service.index()
+        if embed:  # once, before the copies: a copy embeds only the documents it changes
+            service.embed()
         service.close()
         checkpoint(db_path)
         db_path = make_variant(db_path, variant)
