@@ -9,6 +9,12 @@ Each `NAME` reads /work/shared/eval/sweqa/NAME.jsonl (or --eval-dir). Indexes ar
 an identifier when it occurs in the context (`A.b`: both parts occur). The checkout may be a
 released version near the questions' commit (an sdist): evidence that no longer exists in it is
 counted as missed, so compare runs on the same checkouts only.
+
+`--variants none,profiles,shown,ranked` evaluates each set on copies of its index without any
+descriptions, with profiles only, with the model's summaries shown in contexts, and with them
+ranked too (bench/variants.py; make them first with `coderag summarize` on the index in --work),
+and prints recall with and without the summaries'
+own lines (a name a summary mentions is not code shown).
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.chunks_bm25 import ChunkBM25  # noqa: E402
+from bench.variants import VARIANTS, checkpoint, make_variant, settings_for  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 _CITE = re.compile(r"^### (\S+?):\d+-\d+", re.M)
+_SUMMARY_LINE = re.compile(r"^Summary: .*$", re.M)
 
 
 def found(item: str, text: str, cited: list[str]) -> bool:
@@ -42,18 +50,33 @@ def recall(evidence: list[str], text: str) -> float:
 
 
 def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, embed: bool,
-            limit: int | None, verbose: bool = False) -> tuple[float, float, int]:
+            limit: int | None, verbose: bool = False, variant: str = "") -> tuple[float, float, int]:
     cases = [json.loads(line) for line in (eval_dir / f"{name}.jsonl").read_text().splitlines() if line.strip()]
     if limit:
         cases = cases[:limit]
     work.mkdir(parents=True, exist_ok=True)
-    service = CodeRag.open(repo, db_path=work / f"{name}.db")
+    db_path = work / f"{name}.db"
+    if variant:  # a stripped copy of the index (bench/variants.py)
+        service = CodeRag.open(repo, db_path=db_path)
+        service.index()
+        if embed:  # once, before the copies: a copy embeds only the documents it changes
+            service.embed()
+        service.close()
+        checkpoint(db_path)
+        db_path = make_variant(db_path, variant)
+    service = CodeRag.open(repo, db_path=db_path, settings=settings_for(variant) if variant else None)
     service.index()
+    if variant:
+        kinds = dict(service.db.rows("SELECT kind, count(*) FROM unit_summaries GROUP BY kind"))
+        print(f"{name} [{variant}]: summaries {kinds or 'none'}, profiles "
+              f"{service.db.scalar('SELECT count(*) FROM profiles')} of {service.db.scalar('SELECT count(*) FROM units')}"
+              " units")
     if embed:  # otherwise the index has no vectors and search runs on keywords, symbols, graph
         service.embed()
     recalls: list[float] = []
     base: list[float] = []  # BM25 over the same chunks, packed into the same budget
     baseline = ChunkBM25(service)
+    code_recalls: list[float] = []  # the same without the summaries' own lines
     file_hits: list[float] = []  # per question with evidence files: the share of them in the top 5 files
     indexed = {str(r[0]) for r in service.db.rows("SELECT path FROM files")}
     t0 = time.perf_counter()
@@ -71,6 +94,7 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
         text = ctx.render()
         recalls.append(recall(evidence, text))
         base.append(recall(evidence, baseline.context(case["question"], max_tokens)))
+        code_recalls.append(recall(evidence, _SUMMARY_LINE.sub("", text)))
         if verbose:
             cited = _CITE.findall(text)
             missed = [e for e in evidence if not found(e, text, cited)]
@@ -80,9 +104,11 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
     mean = sum(recalls) / max(len(recalls), 1)
     base_mean = sum(base) / max(len(base), 1)
     files = sum(file_hits) / max(len(file_hits), 1)
-    print(f"{name:12s} n={len(recalls):3d} evidence recall {mean:.3f}  BM25 over chunks {base_mean:.3f}  "
-          f"evidence files in top-5 files {files:.3f} (n={len(file_hits)})  ({time.perf_counter() - t0:.1f} s)",
-          flush=True)
+    code_mean = sum(code_recalls) / max(len(code_recalls), 1)
+    label = f"{name}[{variant}]" if variant else name
+    print(f"{label:12s} n={len(recalls):3d} evidence recall {mean:.3f} (without summary lines {code_mean:.3f})  "
+          f"BM25 over chunks {base_mean:.3f}  evidence files in top-5 files {files:.3f} (n={len(file_hits)})  "
+          f"({time.perf_counter() - t0:.1f} s)", flush=True)
     return mean, base_mean, len(recalls)
 
 
@@ -95,17 +121,21 @@ def main() -> None:
     ap.add_argument("--embed", action="store_true", help="embed the checkouts (slow) and use vectors")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("-v", "--verbose", action="store_true", help="each question's recall and missed evidence")
+    ap.add_argument("--variants", default="", help=f"comma-separated, of {', '.join(VARIANTS)}: each set on "
+                    "copies of its index with less of the descriptions (bench/variants.py), in one run")
     args = ap.parse_args()
-    total, total_base, n = 0.0, 0.0, 0
-    for spec in args.set:
-        name, _, path = spec.partition("=")
-        mean, base, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed,
-                                    args.limit, args.verbose)
-        total += mean * count
-        total_base += base * count
-        n += count
-    print(f"{'overall':12s} n={n:3d} evidence recall {total / max(n, 1):.3f}  "
-          f"BM25 over chunks {total_base / max(n, 1):.3f}")
+    variants = [v for v in args.variants.split(",") if v] or [""]
+    for variant in variants:
+        total, total_base, n = 0.0, 0.0, 0
+        for spec in args.set:
+            name, _, path = spec.partition("=")
+            mean, base, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed,
+                                        args.limit, args.verbose, variant)
+            total += mean * count
+            total_base += base * count
+            n += count
+        print(f"{'overall':12s} n={n:3d} evidence recall {total / max(n, 1):.3f}  "
+              f"BM25 over chunks {total_base / max(n, 1):.3f}" + (f" [{variant}]" if variant else ""))
 
 
 if __name__ == "__main__":

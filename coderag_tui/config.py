@@ -134,6 +134,10 @@ class SummarySettings:
     max_tokens: int = 48  # per function or method; 1.5 times this for classes, files and folders
     temperature: float = 0.3
     code_chars: int = 1200  # of a unit's code in its prompt
+    # whether the model's summaries join the ranking (their words in the keyword list, their text
+    # in the embedded documents) or are only shown (contexts, file notes, get_file_summary). Off:
+    # the bundled model's summaries lowered SWE-QA evidence recall (docs/summaries.md)
+    search: bool = False
 
 
 @dataclass(frozen=True)

@@ -83,11 +83,12 @@ def build_server(tools: CodeRagTools, *, start: bool = False, watch: bool = Fals
         return tools.search_codebase(query, limit, language, path_prefix, kind)
 
     @_tool
-    def get_context(task: str, max_tokens: int = 6000) -> str:
+    def get_context(task: str, max_tokens: int = 6000, strategy: str = "relevance") -> str:
         """Gather the code a coding task needs (the best matches plus their callers, callees,
         class outlines, tests and metadata), packed into max_tokens, each piece headed by its
-        path:start-end citation."""
-        return tools.get_context(task, max_tokens)
+        path:start-end citation. strategy: relevance (default), importance (central code
+        first), breadth (many folders and files) or depth (the best match's call chain)."""
+        return tools.get_context(task, max_tokens, strategy)
 
     @_tool
     def lookup_symbol(name: str) -> str:

@@ -216,6 +216,7 @@ class ContextPiece:
     text: str
     tokens: int
     language: str = ""
+    about: str = ""  # the unit's summary, shown above its code (seed 002's full and brief formats)
 
     @property
     def citation(self) -> str:
@@ -240,7 +241,8 @@ class ComposedContext:
             if p.role == "metadata":
                 out.append(f"### {p.title} ({p.citation})\n{p.text}")
             else:
-                out.append(f"### {p.citation} [{p.role}] {p.title}\n```{fence}\n{p.text}\n```")
+                about = f"Summary: {p.about}\n" if p.about else ""
+                out.append(f"### {p.citation} [{p.role}] {p.title}\n{about}```{fence}\n{p.text}\n```")
         return "\n\n".join(out)
 
 

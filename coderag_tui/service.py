@@ -295,8 +295,9 @@ class CodeRag:
         return self.searcher().similar(unit_id, k)
 
     def context(self, query: str, max_tokens: int | None = None,
-                count_tokens: Callable[[str], int] | None = None) -> _ComposedContext:
-        """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata."""
+                count_tokens: Callable[[str], int] | None = None, strategy: str = "relevance") -> _ComposedContext:
+        """Context for an LLM within max_tokens: hits, callers/callees, outlines, tests, metadata;
+        `strategy`: relevance, importance, breadth or depth first (retrieval/strategies.py)."""
         from coderag_tui.retrieval.compose import compose
         from coderag_tui.retrieval.file_notes import with_file_notes
         from coderag_tui.tokens import estimate_tokens
@@ -304,7 +305,7 @@ class CodeRag:
         searcher = self.searcher()
         similar = searcher.similar if searcher.embed_query is not None else None
         composed = compose(searcher, query, self.settings.context, max_tokens, self.root,
-                           count_tokens or estimate_tokens, similar)
+                           count_tokens or estimate_tokens, similar, strategy)
         return with_file_notes(self.db, composed, count_tokens or estimate_tokens)
 
     def repo_map(self, max_tokens: int | None = None, query: str | None = None) -> str:
@@ -660,7 +661,17 @@ class CodeRag:
         summarizer = self.summarizer(model)
         targets = summarizer.plan(paths, everything=everything)
         with lock:  # one model call at a time (llama.cpp is not re-entrant)
-            return summarizer.run(targets, progress, should_stop)
+            result = summarizer.run(targets, progress, should_stop)
+        self._embed_summaries(should_stop)
+        return result
+
+    def _embed_summaries(self, should_stop: Callable[[], bool] | None = None) -> None:
+        """New summaries change their chunks' embedding documents: embed those (an index with
+        vectors only; search uses the vectors they replace until then)."""
+        from coderag_tui.indexing.embedder import vec_ready
+
+        if self.settings.embed.enabled and vec_ready(self.db) and self.vectors_pending():
+            self.embed(should_stop=should_stop)
 
     def summarize_in_background(self, paths: Sequence[str] | None = None, *, model: str | None = None,
                                 progress: ProgressFn | None = None,
@@ -694,6 +705,8 @@ class CodeRag:
                 if u.kind in LEVELS:
                     target = Target(summary_key(u.path, u.kind, u.qualname), u.path, u.kind, u.qualname, u)
                     made += summarizer.summarize(target) is not None
+        if made:
+            self._embed_summaries()
         return made
 
     def descriptions(self, paths: Sequence[str] | None = None) -> list[_FileDescription]:

@@ -118,6 +118,8 @@ def served(tmp_path: Path) -> tuple[list[Any], dict[str, Any]]:
         ("get_file_summary", {"path": "no/such/file.py"}),
         ("lookup_symbol", {"name": ""}),
         ("find_callers", {"name": "vat_rate"}),
+        ("get_context", {"task": "invoice total with vat", "max_tokens": 1500, "strategy": "depth"}),
+        ("get_context", {"task": "invoice total", "strategy": "sideways"}),
     ]
     result: tuple[list[Any], dict[str, Any]] = anyio.run(_session_calls, repo, tmp_path / "index.db", calls)
     return result
@@ -132,7 +134,10 @@ def test_every_tool_over_stdio(served: tuple[list[Any], dict[str, Any]]) -> None
     assert set(search.input_schema["properties"]) == {"query", "limit", "language", "path_prefix", "kind"}
     assert search.input_schema["required"] == ["query"]
 
-    errors = ("9:", "10:")
+    context_tool = next(t for t in tools if t.name == "get_context")
+    assert set(context_tool.input_schema["properties"]) == {"task", "max_tokens", "strategy"}
+
+    errors = ("9:", "10:", "13:")
     for key, result in results.items():
         assert result.is_error == key.startswith(errors), (key, _text(result))
 
@@ -180,6 +185,8 @@ def test_every_tool_over_stdio(served: tuple[list[Any], dict[str, Any]]) -> None
     assert "no file 'no/such/file.py' in the index" in missing and len(missing.strip().splitlines()) == 1
     assert "give a symbol name" in _text(results["10:lookup_symbol"])
     assert "billing/invoice.py:20  in method Invoice.total_with_vat" in _text(results["11:find_callers"])
+    assert "[primary] function vat_rate" in _text(results["12:get_context"])  # the chain's next unit
+    assert "unknown strategy 'sideways'" in _text(results["13:get_context"])
 
 
 def test_tools_directly_on_a_shared_index(tmp_path: Path, open_service: Any) -> None:

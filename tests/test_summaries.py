@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from coderag_tui.config import SummarySettings
+from coderag_tui.config import Settings, SummarySettings
 from coderag_tui.store import descriptions as store
 
 FILES = {
@@ -93,7 +93,7 @@ class _Canned:
 def test_summary_words_are_searched(make_repo, open_service):
     from coderag_tui.answering.summarize import Summarizer
 
-    service = open_service(make_repo(FILES))
+    service = open_service(make_repo(FILES), Settings(summaries=SummarySettings(search=True)))
     summarizer = Summarizer(service.db, _Canned(), "canned", lambda p, a, b: "code",
                             SummarySettings(budget=0))
     targets = [t for t in summarizer.plan(["app/util.py"]) if t.kind == "function"]

@@ -349,7 +349,7 @@ class Summarizer:
             # (the index may have changed meanwhile: a re-indexed file's units have new ids, and
             # its refreshed profiles pick the summary up by key)
             if t.unit is not None and now is not None and (now.path, now.kind, now.qualname) == (
-                    t.path, t.kind, t.qualname):
+                    t.path, t.kind, t.qualname) and store.summaries_searched(self.db):
                 store.write_keyword_rows(self.db, {t.unit.id: self._keywords(t.unit, text)})
         return seconds, len(prompt)
 

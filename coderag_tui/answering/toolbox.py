@@ -188,12 +188,16 @@ class CodeRagTools:
                 out.append(snippet)
         return "\n".join(out)
 
-    def get_context(self, task: str, max_tokens: int = 6000) -> str:
+    def get_context(self, task: str, max_tokens: int = 6000, strategy: str = "relevance") -> str:
         self._wait()
         context = self._need("context")
         if not task.strip():
             raise ToolFailure("describe the task")
-        ctx = context(task, max(200, int(max_tokens)))
+        from coderag_tui.retrieval.strategies import STRATEGIES
+
+        if strategy not in STRATEGIES:
+            raise ToolFailure(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
+        ctx = context(task, max(200, int(max_tokens)), strategy=strategy)
         if not ctx.pieces:
             return f"No code in the index relates to {task!r}."
         sources = "\n".join(f"- {p.citation} [{p.role}] {p.title}" for p in ctx.pieces)

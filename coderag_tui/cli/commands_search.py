@@ -18,6 +18,7 @@ from coderag_tui.cli.base import (
     width,
 )
 from coderag_tui.models import SearchFilters, SearchHit, to_dict
+from coderag_tui.retrieval.strategies import STRATEGIES
 from coderag_tui.textsafe import safe_text
 
 
@@ -61,13 +62,16 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="?", help="the question to gather context for; - or none: read it from stdin")
     p.add_argument("--max-tokens", type=int, default=None, help="token budget (default: [context] max_tokens)")
+    p.add_argument("--strategy", choices=STRATEGIES, default="relevance",
+                   help="what the context is built around: the most relevant hits (default), the most "
+                        "important ones, many folders (breadth) or the best hit's call chain (depth)")
     add_json(p, "print JSON (pieces with their citations)")
 
 
 @command("context", "the context an LLM would get for a question, packed into a token budget")
 @arguments(_context_args)
 def cmd_context(args: argparse.Namespace) -> int:
-    ctx = open_service(args).context(query_from(args.query), max_tokens=args.max_tokens)
+    ctx = open_service(args).context(query_from(args.query), max_tokens=args.max_tokens, strategy=args.strategy)
     if args.json:
         out = to_dict(ctx)
         out["hits"] = [h.to_json() for h in ctx.hits]

@@ -31,6 +31,7 @@ from coderag_tui.config import EmbedSettings
 from coderag_tui.errors import ModelError
 from coderag_tui.models import Progress
 from coderag_tui.paths import cache_dir
+from coderag_tui.store import embed_docs
 from coderag_tui.store.db import Database
 
 VEC_TABLE = "vec_chunks"
@@ -270,12 +271,11 @@ def note_removal(db: Database) -> None:
 
 
 def collect_garbage(db: Database) -> int:
-    """Delete vectors whose hash no chunk has any more."""
+    """Delete vectors nothing stands for any more (see `store.embed_docs.obsolete_vectors`)."""
     if not db.has_table(VEC_TABLE):
         return 0
     with db.transaction():
-        stale = [r[0] for r in db.execute(
-            "SELECT v.id FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)")]
+        stale = embed_docs.obsolete_vectors(db)
         for i in range(0, len(stale), 500):
             part = stale[i : i + 500]
             marks = ",".join("?" * len(part))
@@ -289,6 +289,7 @@ def collect_garbage(db: Database) -> int:
 def pending_chunks(db: Database, paths: Sequence[str] | None = None) -> tuple[list[tuple[int, str]], int]:
     """(chunk id, hash) of one chunk per hash that has no vector, shortest text first, and how
     many chunks have no vector (one scan for both); only among the files `paths` when given.
+    Chunks embedded with their summary (`store.embed_docs`) are counted there, not here.
 
     Sorting by length puts texts of similar size in a batch, so the model pads less.
     """
@@ -301,13 +302,17 @@ def pending_chunks(db: Database, paths: Sequence[str] | None = None) -> tuple[li
         params = tuple(paths)
     rows = db.rows(
         f"SELECT min(c.id), c.hash, length(c.header) + length(c.text) AS n, count(*) FROM chunks c "
-        f"WHERE {where}NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) GROUP BY c.hash ORDER BY n",
+        f"WHERE {where}NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) "
+        f"AND NOT EXISTS (SELECT 1 FROM embed_docs d WHERE d.chunk_hash = c.hash AND d.current = 1) "
+        f"GROUP BY c.hash ORDER BY n",
         params,
     )
     return [(int(r[0]), str(r[1])) for r in rows], sum(int(r[3]) for r in rows)
 
 
 def chunk_texts(db: Database, ids: Sequence[int]) -> dict[int, str]:
+    if not ids:
+        return {}
     marks = ",".join("?" * len(ids))
     return {int(i): h + t for i, h, t in db.execute(
         f"SELECT id, header, text FROM chunks WHERE id IN ({marks})", tuple(ids))}
@@ -333,9 +338,15 @@ def up_to_date(db: Database, settings: EmbedSettings) -> EmbedSummary | None:
     model_id = model_identity(settings)
     if not vec_ready(db, model_id):
         return None
-    if db.scalar("SELECT 1 FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) LIMIT 1"):
+    if embed_docs.sync(db, dry_run=True):  # a summary made since the last run: a document to embed
         return None
-    if db.scalar("SELECT 1 FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash) LIMIT 1"):
+    if db.scalar("SELECT 1 FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) "
+                 "AND NOT EXISTS (SELECT 1 FROM embed_docs d WHERE d.chunk_hash = c.hash AND d.current = 1) LIMIT 1"):
+        return None
+    if db.scalar("SELECT 1 FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash) "
+                 "AND NOT EXISTS (SELECT 1 FROM embed_docs d WHERE d.key = v.hash) LIMIT 1"):
+        return None
+    if embed_docs.unembedded_docs(db):
         return None
     chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
     return EmbedSummary(model_id, int(db.get_meta("embed_dim") or 0), chunks, 0, chunks, 0, False, 0.0, 0.0)
@@ -364,9 +375,12 @@ def embed_index(
         marks = ",".join("?" * len(paths)) or "NULL"
         total_chunks = int(db.scalar(f"SELECT count(*) FROM chunks WHERE file_id IN "
                                      f"(SELECT id FROM files WHERE path IN ({marks}))", tuple(paths), default=0))
-    pending, without = pending_chunks(db, paths)
+    changed = embed_docs.sync(db)
+    chunks_todo, without = pending_chunks(db, paths)
+    docs_todo = embed_docs.pending_docs(db, paths)  # chunks whose summary joins their document
+    pending: list[tuple[int | str, str]] = [*chunks_todo, *((k, k) for k in docs_todo)]
     todo = len(pending)
-    reused = total_chunks - without
+    reused = max(total_chunks - without - len(docs_todo), 0)
     emit(Progress("embed", 0, todo, f"{todo} chunks to embed with {model.id}"))
     group = max(model.batch_size, 1) * 4
     done = written = 0
@@ -380,9 +394,13 @@ def embed_index(
             stopped = True
             break
         part = pending[start : start + group]
-        texts = chunk_texts(db, [cid for cid, _ in part])
-        keep = [(cid, h) for cid, h in part if cid in texts]  # a chunk may vanish meanwhile
-        vecs = model.embed([texts[cid] for cid, _ in keep])
+        texts: dict[int | str, str] = {}
+        for cid, text in chunk_texts(db, [ref for ref, _ in part if isinstance(ref, int)]).items():
+            texts[cid] = text
+        for key, text in embed_docs.doc_texts(db, [ref for ref, _ in part if isinstance(ref, str)]).items():
+            texts[key] = text
+        keep = [(ref, h) for ref, h in part if ref in texts]  # a chunk may vanish meanwhile
+        vecs = model.embed([texts[ref] for ref, _ in keep])
         buffer_h.extend(h for _, h in keep)
         buffer_v.append(vecs)
         done += len(part)
@@ -396,6 +414,8 @@ def embed_index(
                       eta_s=(todo - done) / rate if rate else 0.0))
     if buffer_h:
         written += write_vectors(db, buffer_h, np.concatenate(buffer_v), model.id)
+    if (changed or docs_todo) and paths is None and not stopped:  # the vectors new documents replace
+        removed += collect_garbage(db)
     seconds = time.perf_counter() - started
     rate = written / max(time.perf_counter() - embed_started, 1e-6) if written else 0.0
     emit(Progress("done", done, todo, f"{written:,} chunks embedded", chunks=written, rate=rate))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from coderag_tui.config import Settings
 from coderag_tui.indexing.graph import FullPlan, apply_full, plan_full, resolve
-from coderag_tui.indexing.profiles import describe_changes
+from coderag_tui.indexing.profiles import apply_summary_search, describe_changes
 from coderag_tui.indexing.workers import (
     PARALLEL_MIN_FILES,
     Feed,
@@ -262,6 +262,7 @@ class Indexer:
         if db.get_meta("deferred_indexes"):
             with db.transaction():
                 restore_indexes(db)
+        apply_summary_search(db, self.settings.summaries.search)
         edges = int(db.scalar("SELECT count(*) FROM edges", default=0))
         if only_set is None:  # a partial run did not look at the excluded folders
             save_excluded(db, walked.excluded)

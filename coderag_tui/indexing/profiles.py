@@ -143,7 +143,9 @@ def refresh_profiles(db: Database, changed_files: Collection[int] | None) -> int
 
 
 def _with_summaries(db: Database, units: Sequence[UnitRow], keywords: dict[int, str]) -> None:
-    """Add the stored summaries' words (of every model: the words help search whichever made them)."""
+    """Add the stored summaries' words (of every model) when summaries join the ranking."""
+    if not store.summaries_searched(db):
+        return
     keys = {store.summary_key(u.path, u.kind, u.qualname): u.id for u in units}
     for key, s in store.summaries_by_key(db, list(keys)).items():
         uid = keys[key]
@@ -179,6 +181,19 @@ def unit_profile_text(d: dict[str, object], fan_in: int, fan_out: int) -> str:
     if isinstance(callers, list) and callers:
         parts.append("Called by: " + ", ".join(map(str, callers)) + ".")
     return " ".join(parts)
+
+
+def apply_summary_search(db: Database, on: bool) -> bool:
+    """Put the summaries' words in the keyword rows, or take them out, to follow `[summaries]
+    search`; returns whether anything changed (the embedded documents follow at the next embed)."""
+    value = "1" if on else "0"
+    if db.get_meta(store.SEARCH_META) == value:
+        return False
+    with db.transaction():
+        db.set_meta(store.SEARCH_META, value)
+        if store.profile_count(db):
+            refresh_profiles(db, None)
+    return True
 
 
 def describe_changes(db: Database, changed_files: Collection[int] | None) -> None:

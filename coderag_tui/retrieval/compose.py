@@ -12,6 +12,7 @@ from coderag_tui.retrieval.packing import TokenCounter, estimate_tokens, pack, s
 from coderag_tui.retrieval.router import question_kind
 from coderag_tui.retrieval.search import Searcher
 from coderag_tui.retrieval.source import CodeReader
+from coderag_tui.retrieval.strategies import select
 
 
 def compose(
@@ -22,13 +23,16 @@ def compose(
     root: Path | None = None,
     count: TokenCounter = estimate_tokens,
     similar: SimilarFn | None = None,
+    strategy: str = "relevance",
 ) -> ComposedContext:
     """The context for `query` within `max_tokens` (default: [context] max_tokens); the kind of
-    question (lookup, architecture, debugging) weights the budget's tiers."""
+    question (lookup, architecture, debugging) weights the budget's tiers; `strategy` (see
+    retrieval/strategies.py) chooses which hits the context is built around."""
     budget = max(int(settings.max_tokens if max_tokens is None else max_tokens), 0)
     result = searcher.search(query, k=max(settings.primary_results, searcher.settings.k))
+    hits = select(searcher.db, result.hits, strategy, settings.primary_results)
     reader = CodeReader(searcher.db, root)
-    candidates = expand(searcher.db, reader, result.hits, settings, similar, question_stems(query))
+    candidates = expand(searcher.db, reader, hits, settings, similar, question_stems(query))
     kind = question_kind(query)
     pieces = pack(candidates, budget, shares_for(kind, settings), count)
     return ComposedContext(
@@ -37,6 +41,6 @@ def compose(
         pieces=tuple(pieces),
         tokens=sum(p.tokens for p in pieces),
         budget=budget,
-        hits=result.hits,
+        hits=tuple(hits),
         kind=kind,
     )

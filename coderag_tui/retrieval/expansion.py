@@ -15,7 +15,7 @@ from coderag_tui.models import EdgeRef, SearchHit, UnitRef
 from coderag_tui.retrieval.packing import Candidate
 from coderag_tui.retrieval.prose import is_prose_unit
 from coderag_tui.retrieval.source import CodeReader
-from coderag_tui.store import read
+from coderag_tui.store import descriptions, read
 from coderag_tui.store.db import Database
 
 SimilarFn = Callable[[int, int], list[SearchHit]]
@@ -24,6 +24,8 @@ BRIEF_LINES = 25
 TEST_LINES = 30
 OUTLINE_LINES = 40
 FILE_HIT_LINES = 80  # a hit on module-level code shows its chunk, not the whole file
+ABOUT_FULL = 400  # characters of a primary's summary (seed 002's full format)
+ABOUT_BRIEF = 200  # of a caller's or callee's (the brief format: its first sentence)
 
 
 def head_lines(lines: Sequence[tuple[int, str]]) -> int:
@@ -111,6 +113,26 @@ def metadata(db: Database, unit: UnitRef) -> str:
     return "\n".join(lines)
 
 
+def _clip(text: str, limit: int, brief: bool) -> str:
+    text = " ".join(text.split())
+    if brief:
+        end = text.find(". ")
+        text = text[: end + 1] if end > 0 else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(db: Database, described: Sequence[tuple[Candidate, UnitRef]]) -> None:
+    """Put the units' summaries above their code: in full on primaries, the first sentence on
+    the others. (A file's summary is among the notes at the end of the context instead.)"""
+    units = [(u.id, u.path, u.kind, u.qualname) for _, u in described if u.kind != "file"]
+    texts = descriptions.summary_texts(db, units) if units else {}
+    for c, u in described:
+        text = texts.get(u.id, "")
+        if text:
+            brief = c.role != "primary"
+            c.about = _clip(text, ABOUT_BRIEF if brief else ABOUT_FULL, brief)
+
+
 def expand(
     db: Database,
     reader: CodeReader,
@@ -129,12 +151,14 @@ def expand(
     extended: list[Candidate] = []
     meta: list[Candidate] = []
     used: set[tuple[str, int]] = set()
+    described: list[tuple[Candidate, UnitRef]] = []
     for i, hit in enumerate(primaries):
         u = hit.unit
         rel = 1.0 / (1 + i)
         title = f"{u.kind} {u.qualname or u.name}" + (f" ({', '.join(hit.reasons[:3])})" if hit.reasons else "")
         out.append(_code(reader, "primary", "primary", u, rel, title, _span(hit),
                          (hit.chunk_start, hit.chunk_end), terms=terms))
+        described.append((out[-1], u))
         # level 1: callers (focused on the call) and callees
         j = 0
         for e in read.callers(db, [u.id]):
@@ -145,6 +169,7 @@ def expand(
             neighbours.append(_code(reader, "neighbours", "caller", c, rel * 0.5 - 0.01 * j,
                                     f"{c.qualname} calls {u.name} (line {e.line}){_unsure(e)}",
                                     focus=(max(e.line - 2, c.start_line), e.line + 2), max_lines=BRIEF_LINES))
+            described.append((neighbours[-1], c))
             j += 1
         j = 0
         for e in read.callees(db, [u.id]):
@@ -156,6 +181,7 @@ def expand(
             used.add(("callee", c.id))
             neighbours.append(_code(reader, "neighbours", "callee", c, rel * 0.45 - 0.01 * j,
                                     f"{c.qualname} (called by {u.name}){_unsure(e)}", max_lines=BRIEF_LINES))
+            described.append((neighbours[-1], c))
             j += 1
         # level 2: parent outline, tests, similar code
         # (a parent that is itself a primary is shown whole: its outline would repeat it)
@@ -188,4 +214,5 @@ def expand(
         if text:
             meta.append(Candidate("metadata", "metadata", u.path, u.start_line, u.end_line,
                                   f"about {u.qualname or u.name}", rel * 0.1, text=text))
+    describe(db, described)
     return out + neighbours + extended + meta

@@ -67,19 +67,20 @@ class Candidate:
     focus: tuple[int, int] = (0, 0)  # lines to keep next (the best-matching chunk)
     max_lines: int = 0  # a cap for brief pieces (neighbours); 0 = none
     terms: frozenset[str] = frozenset()  # the question's words: lines holding them are kept first
+    about: str = ""  # the unit's summary, above its code
 
 
 def render_piece(p: ContextPiece) -> str:
     """Exactly what ComposedContext.render() writes for a piece (without the separator)."""
     if p.role == "metadata":
         return f"### {p.title} ({p.citation})\n{p.text}"
-    return f"### {p.citation} [{p.role}] {p.title}\n```{p.language or ''}\n{p.text}\n```"
+    about = f"Summary: {p.about}\n" if p.about else ""
+    return f"### {p.citation} [{p.role}] {p.title}\n{about}```{p.language or ''}\n{p.text}\n```"
 
 
 def _piece(c: Candidate, text: str, count: TokenCounter) -> ContextPiece:
-    p = ContextPiece(c.path, c.start_line, c.end_line, c.role, c.title, text, 0, c.language)
-    tokens = count(render_piece(p) + "\n\n")
-    return ContextPiece(c.path, c.start_line, c.end_line, c.role, c.title, text, tokens, c.language)
+    p = ContextPiece(c.path, c.start_line, c.end_line, c.role, c.title, text, 0, c.language, c.about)
+    return replace(p, tokens=count(render_piece(p) + "\n\n"))
 
 
 def _lines_text(lines: Sequence[tuple[int, str]], keep: set[int], shown: set[int]) -> str:
@@ -120,7 +121,15 @@ def _line_order(c: Candidate, lines: Sequence[tuple[int, str]]) -> list[int]:
 def fit(c: Candidate, allowance: int, count: TokenCounter,
         shown: set[int]) -> tuple[ContextPiece, set[int]] | None:
     """The candidate as a piece of at most `allowance` tokens (shrunk if needed) and the line
-    numbers it shows, or None when nothing useful fits."""
+    numbers it shows, or None when nothing useful fits (its code goes before its summary)."""
+    fitted = _fit(c, allowance, count, shown)
+    if fitted is None and c.about:
+        return _fit(replace(c, about=""), allowance, count, shown)
+    return fitted
+
+
+def _fit(c: Candidate, allowance: int, count: TokenCounter,
+         shown: set[int]) -> tuple[ContextPiece, set[int]] | None:
     if allowance < MIN_PIECE_TOKENS:
         return None
     if not c.lines:

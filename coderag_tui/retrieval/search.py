@@ -282,6 +282,7 @@ class Searcher:
             (unit.path, unit.start_line, unit.end_line, unit.start_line, unit.end_line)))
         ids = [int(r[0]) for r in self.db.execute(
             "SELECT DISTINCT v.id FROM chunks c JOIN files f ON f.id=c.file_id JOIN vectors v ON v.hash=c.hash "
+            "OR v.hash IN (SELECT d.key FROM embed_docs d WHERE d.chunk_hash=c.hash AND d.current=1) "
             "WHERE f.path=? AND c.start_line<=? AND c.end_line>=?",
             (unit.path, unit.end_line, unit.start_line))] if vector.has_vectors(self.db) else []
         vecs = vector.vectors_by_id(self.db, ids, self.matrix)

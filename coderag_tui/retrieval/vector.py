@@ -1,7 +1,8 @@
 """Vector KNN over sqlite-vec: a query vector -> the nearest chunk hashes -> their chunks.
 
-Vectors are keyed by chunk hash, so one vector may stand for several identical chunks; each of
-them is returned at the vector's rank. Filters are applied after the KNN (over-fetching).
+Vectors are keyed by chunk hash (or by the hash of a chunk's document with its summary, see
+store/embed_docs.py), so one vector may stand for several identical chunks; each of them is
+returned at the vector's rank. Filters are applied after the KNN (over-fetching).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from coderag_tui.retrieval.common import (
     match_from_row,
 )
 from coderag_tui.retrieval.matrix import VectorMatrix
+from coderag_tui.store import embed_docs
 from coderag_tui.store.db import Database
 
 MAX_K = 4096  # sqlite-vec's limit on k
@@ -77,9 +79,19 @@ def knn_chunks(
 ) -> list[ChunkMatch]:
     """Chunks nearest to the vector (best first), at most `limit` of them."""
     fetch = int(limit * (8 if has_filters(filters) else 1.5)) + len(exclude_units) * 2
-    hashes = knn_hashes(db, vec, fetch, matrix)
-    if not hashes:
+    keyed = knn_hashes(db, vec, fetch, matrix)
+    if not keyed:
         return []
+    # a document's vector stands for its chunk; a chunk found twice (its new document's vector
+    # and the one it replaces, until that is dropped) keeps its nearer one
+    of_doc = embed_docs.chunk_hashes(db, [k for k, _ in keyed])
+    hashes: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for key, d in keyed:
+        h = of_doc.get(key, key)
+        if h not in seen:
+            seen.add(h)
+            hashes.append((h, d))
     order = {h: i for i, (h, _) in enumerate(hashes)}
     dist = dict(hashes)
     by_hash: dict[str, list[tuple[Any, ...]]] = {}

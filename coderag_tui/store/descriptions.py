@@ -18,6 +18,14 @@ SEP = "\x1f"
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
 
 
+SEARCH_META = "summaries_in_search"  # '1' when summary words are in the keyword rows and documents
+
+
+def summaries_searched(db: Database) -> bool:
+    """Whether the model's summaries join the ranking (see `[summaries] search`)."""
+    return db.get_meta(SEARCH_META) == "1"
+
+
 def summary_key(path: str, kind: str, qualname: str) -> str:
     """The key of a unit's summary: stable across re-indexing, unlike its unit id."""
     return f"{path}{SEP}{kind}{SEP}{qualname}"
@@ -349,3 +357,20 @@ def file_head(db: Database, path: str) -> tuple[int, int] | None:
     row = db.one("SELECT u.id, f.lines FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND u.kind='file'",
                  (path,))
     return None if row is None else (int(row[0]), int(row[1] or 0))
+
+
+def importance_rows(db: Database, unit_ids: Sequence[int]) -> dict[int, tuple[int, str, int]]:
+    """Unit id -> (its fan-in, its file's role, its file's fan-in), from the profiles."""
+    return {int(r[0]): (int(r[1]), str(r[2]), int(r[3])) for r in db.rows_in(
+        "SELECT p.unit_id, p.fan_in, fp.role, fp.fan_in FROM profiles p "
+        "JOIN units fu ON fu.file_id=p.file_id AND fu.kind='file' JOIN profiles fp ON fp.unit_id=fu.id "
+        "WHERE p.unit_id IN ({marks})", list(unit_ids))}
+
+
+def summary_texts(db: Database, units: Iterable[tuple[int, str, str, str]]) -> dict[int, str]:
+    """Unit id -> its stored summary's text, for (id, path, kind, qualname) of units."""
+    keyed = {summary_key(p, k, q): uid for uid, p, k, q in units}
+    if not keyed or not db.has_table("unit_summaries"):
+        return {}
+    return {keyed[str(k)]: str(t) for k, t in db.rows_in(
+        "SELECT key, text FROM unit_summaries WHERE key IN ({marks})", list(keyed))}

@@ -234,8 +234,8 @@ def counts(db: Database) -> IndexCounts:
     model = db.get_meta("embed_model")
     if model and db.has_table("vectors"):
         vectors = int(db.scalar(
-            "SELECT count(*) FROM chunks c WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash AND v.model=?)",
-            (model,), default=0))
+            "SELECT count(*) FROM chunks c WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash AND v.model=?) "
+            f"OR EXISTS ({_DOC_VECTOR})", (model, model), default=0))
     return IndexCounts(
         files=int(db.scalar("SELECT count(*) FROM files", default=0)),
         units=int(db.scalar("SELECT count(*) FROM units WHERE kind<>'file'", default=0)),
@@ -350,12 +350,17 @@ def import_targets(db: Database, file_unit_id: int) -> dict[int, str]:
         "WHERE e.kind='IMPORTS' AND e.src=?", (file_unit_id,))}
 
 
+# a chunk embedded with its summary has its vector under its document's key (store/embed_docs.py)
+_DOC_VECTOR = ("SELECT 1 FROM embed_docs d JOIN vectors v ON v.hash = d.key "
+               "WHERE d.chunk_hash = c.hash AND v.model = ?")
+
+
 def file_index_states(db: Database, embed_model: str | None) -> dict[str, tuple[str, int, int]]:
     """Every indexed file: path -> (language, chunks, chunks with a vector of `embed_model`)."""
     return {str(p): (str(lang), int(c), int(v)) for p, lang, c, v in db.execute(
-        "SELECT f.path, f.language, count(c.id), count(v.id) FROM files f "
-        "LEFT JOIN chunks c ON c.file_id = f.id "
-        "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? GROUP BY f.id", (embed_model,))}
+        "SELECT f.path, f.language, count(c.id), coalesce(sum(c.id IS NOT NULL AND (EXISTS (SELECT 1 FROM "
+        f"vectors v WHERE v.hash = c.hash AND v.model = ?) OR EXISTS ({_DOC_VECTOR}))), 0) FROM files f "
+        "LEFT JOIN chunks c ON c.file_id = f.id GROUP BY f.id", (embed_model, embed_model))}
 
 
 def skip_reasons(db: Database) -> dict[str, str]:

@@ -227,6 +227,19 @@ MIGRATIONS: list[str] = [
         text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
     );
     """,
+    # 12: embedding documents with a summary. A chunk whose unit has a summary is embedded as its
+    # header, the summary and its code, under the document's hash (`key`, the vector's hash); the
+    # others under their chunk hash as before. A replaced document's row stays (current=0), and
+    # search keeps using its vector, until the new document has one.
+    """
+    CREATE TABLE IF NOT EXISTS embed_docs(
+        key TEXT PRIMARY KEY,
+        chunk_hash TEXT NOT NULL,
+        about TEXT NOT NULL,
+        current INTEGER NOT NULL DEFAULT 1
+    );
+    CREATE INDEX IF NOT EXISTS embed_docs_chunk ON embed_docs(chunk_hash);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
