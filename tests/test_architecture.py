@@ -59,7 +59,7 @@ SQL_NOT_YET_IN_STORE = {
     "answering/answerer.py",
     # the indexing passes write in bulk inside their own transactions (graph resolution,
     # embedding, skips, the FTS rebuild, the watcher's rename scan)
-    "indexing/embedder.py", "indexing/graph.py", "indexing/indexer.py", "indexing/watcher.py",
+    "indexing/embedder.py", "indexing/indexer.py", "indexing/watcher.py",
     # the retrievers' ranked queries (FTS5 MATCH, sqlite-vec KNN, graph expansion)
     "retrieval/common.py", "retrieval/expansion.py", "retrieval/lexical.py", "retrieval/matrix.py",
     "retrieval/refine.py", "retrieval/repo_map.py", "retrieval/search.py", "retrieval/source.py",

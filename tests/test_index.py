@@ -548,11 +548,11 @@ def test_prechecks_agree_with_their_regexes():
 
 
 def test_closest_file_matches_its_definition():
-    """_closest narrows long candidate lists level by level; the answer must be the file sharing
+    """closest narrows long candidate lists level by level; the answer must be the file sharing
     the most leading path parts with the importer, ties to fewer parts, then to the path."""
     import itertools
 
-    from coderag_tui.indexing.graph import _closest, _parts
+    from coderag_tui.indexing.modpaths import closest, path_parts
 
     paths = ["django/conf/locale/af/LC_MESSAGES/django.po", "django/conf/locale/de/LC_MESSAGES/django.po",
              "django/__init__.py", "django.py", "docs/django.txt", "a/b/django/x.py", "a/django.py",
@@ -561,31 +561,31 @@ def test_closest_file_matches_its_definition():
 
     def by_definition(files: list[int], src: str) -> int:
         def key(fid: int) -> tuple[int, int, str]:
-            pairs = zip(_parts(src), _parts(ids[fid]), strict=False)
+            pairs = zip(path_parts(src), path_parts(ids[fid]), strict=False)
             shared = sum(1 for _ in itertools.takewhile(lambda ab: ab[0] == ab[1], pairs))
-            return (-shared, len(_parts(ids[fid])), ids[fid])
+            return (-shared, len(path_parts(ids[fid])), ids[fid])
         return min(files, key=key)
 
     for src in ["django/db/models/base.py", "a/b/c.py", "a/x.py", "tests/t.py", "top.py", "a/b/django/y.py"]:
         for n in range(1, len(paths) + 1):
             for files in (list(ids)[:n], list(ids)[-n:], list(reversed(ids))[:n]):
-                assert _closest(files, src, ids) == by_definition(files, src), (src, files)
+                assert closest(files, src, ids) == by_definition(files, src), (src, files)
 
 
 def test_module_parts_of_absolute_and_relative_imports():
-    from coderag_tui.indexing.graph import _module_parts
+    from coderag_tui.indexing.modpaths import module_parts
 
-    assert _module_parts("django.db.models", "x/y.py") == ["django", "db", "models"]
-    assert _module_parts("crate::a::b", "src/lib.rs") == ["a", "b"]
-    assert _module_parts('"sub/dir/file.h"', "src/main.c") == ["sub", "dir", "file.h"]
-    assert _module_parts("..models", "app/sub/views.py") == ["app", "models"]
-    assert _module_parts(".", "app/sub/views.py") == ["app", "sub"]
-    assert _module_parts("../lib/util.js", "web/src/app.js") == ["web", "lib", "util"]
-    assert _module_parts("  ", "a.py") is None and _module_parts("::", "a.rs") is None
-    parts = _module_parts("django.db", "a.py")
+    assert module_parts("django.db.models", "x/y.py") == ["django", "db", "models"]
+    assert module_parts("crate::a::b", "src/lib.rs") == ["a", "b"]
+    assert module_parts('"sub/dir/file.h"', "src/main.c") == ["sub", "dir", "file.h"]
+    assert module_parts("..models", "app/sub/views.py") == ["app", "models"]
+    assert module_parts(".", "app/sub/views.py") == ["app", "sub"]
+    assert module_parts("../lib/util.js", "web/src/app.js") == ["web", "lib", "util"]
+    assert module_parts("  ", "a.py") is None and module_parts("::", "a.rs") is None
+    parts = module_parts("django.db", "a.py")
     assert parts is not None
     parts.append("mutated")  # callers may extend the list: the cached answer must not change
-    assert _module_parts("django.db", "a.py") == ["django", "db"]
+    assert module_parts("django.db", "a.py") == ["django", "db"]
 
 
 def test_an_index_of_an_older_schema_is_migrated_in_place(repo, open_service):
