@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 from coderag_tui.config import EmbedSettings, WatchSettings, load_settings  # noqa: E402
 from coderag_tui.models import WatchEvent  # noqa: E402
-from coderag_tui.parsing.extract import is_test_path  # noqa: E402
+from coderag_tui.parsing.kinds import is_test_path  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 POLL_S = 0.005

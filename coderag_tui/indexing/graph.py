@@ -16,7 +16,7 @@ from typing import Any
 from coderag_tui.indexing.callres import INTERFACE_KINDS, MISS, SELF_NAMES
 from coderag_tui.indexing.lookup import Lookup
 from coderag_tui.indexing.testedges import derive_tests, tests_rows
-from coderag_tui.parsing.extract import is_test_path
+from coderag_tui.parsing.kinds import is_test_path
 from coderag_tui.store import graph_edges
 from coderag_tui.store.db import Database
 

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 from coderag_tui.indexing.lookup import Lookup
 from coderag_tui.indexing.modpaths import closest
-from coderag_tui.parsing.extract import is_test_path
+from coderag_tui.parsing.kinds import is_test_path
 from coderag_tui.store import graph_edges
 from coderag_tui.store.db import Database
 

@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from coderag_tui.models import ParsedFile, ParsedUnit
-from coderag_tui.parsing.extract import CLASS_LIKE, FUNCTION_LIKE
+from coderag_tui.parsing.kinds import CLASS_LIKE, FUNCTION_LIKE
 from coderag_tui.review.diff import FileDiff
 
 ADDED, MODIFIED, DELETED, RENAMED, SIGNATURE = (

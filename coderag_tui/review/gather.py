@@ -16,8 +16,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from coderag_tui.models import ParsedFile, ParsedUnit, UnitRef
-from coderag_tui.parsing.extract import CLASS_LIKE
 from coderag_tui.parsing.guard import check_nesting, parse_tree
+from coderag_tui.parsing.kinds import CLASS_LIKE
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.review.changes import DELETED, RENAMED, SIGNATURE, FileSides, UnitChange
 from coderag_tui.review.signature import call_args_at, mismatch, param_spec
