@@ -144,7 +144,7 @@ def new_function(name: str, rng: random.Random) -> str:
 
 def prefill_vectors(service: CodeRag, n: int, noise: float) -> None:
     """Real vectors for n random chunk hashes; every other hash a noisy normalised copy of one."""
-    from coderag_tui.indexing.embedder import (
+    from coderag_tui.store.embeddings import (
         chunk_texts,
         ensure_model_table,
         pending_chunks,

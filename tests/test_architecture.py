@@ -55,17 +55,10 @@ SQL_WORDS = ("SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "DROP ", "AL
 # Modules whose SQL has not moved into the store yet. Each is listed by name so that the list can
 # only shrink: a new module, or a module moved off this list, may not run SQL of its own.
 SQL_NOT_YET_IN_STORE = {
-    # conversations and citation checks: the answering modules are reworked separately
-    "answering/answerer.py",
-    # the indexing passes write in bulk inside their own transactions (graph resolution,
-    # embedding, skips, the FTS rebuild, the watcher's rename scan)
-    "indexing/embedder.py", "indexing/indexer.py", "indexing/watcher.py",
     # the retrievers' ranked queries (FTS5 MATCH, sqlite-vec KNN, graph expansion)
     "retrieval/common.py", "retrieval/expansion.py", "retrieval/lexical.py", "retrieval/matrix.py",
     "retrieval/refine.py", "retrieval/repo_map.py", "retrieval/search.py", "retrieval/source.py",
     "retrieval/state.py", "retrieval/structural.py", "retrieval/symbols.py", "retrieval/vector.py",
-    # the review's caller and callee lookups around a change
-    "review/gather.py",
 }
 
 
