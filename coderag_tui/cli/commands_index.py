@@ -15,6 +15,7 @@ from coderag_tui.cli.base import (
     is_tty,
     open_service,
     print_json,
+    print_result,
     progress_printer,
     repo_target,
     width,
@@ -26,7 +27,7 @@ def _index_args(p: argparse.ArgumentParser) -> None:
     add_path(p)
     p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
     p.add_argument("--no-embed", action="store_true", help="stop after the structural index")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json(p, "print the summary as JSON")
 
 
 @command("index", "build or update the index of a repository")
@@ -79,10 +80,7 @@ def cmd_status(args: argparse.Namespace) -> int:
               "to build it", file=sys.stderr)
         return 1
     st = service.status()
-    if args.json:
-        print_json(st)
-    else:
-        print(render.fit_text(render.status_text(st), width()))
+    print_result(st, args.json, render.status_text)
     return 0
 
 
