@@ -164,11 +164,6 @@ def test_status_counts_skips_apart_from_errors(make_repo: Callable[..., Path],
     assert "files       3    units 6" in text
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_tree_status_bar_and_status_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from coderag_tui.tui.widgets.file_tree import FilesPane, FileTree

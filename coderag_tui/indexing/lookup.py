@@ -246,6 +246,9 @@ class Lookup(Resolver):
         self.preload_units((r[1] for r in rows), db)
         self._preload_names(r[3] for r in rows)
         self._preload_imports(r[2] for r in rows)
+        # the callers' and the candidates' enclosing units: where a definition is visible
+        names = {r[3] for r in rows}
+        self._preload_parents([r[1] for r in rows] + [u for n in names for u in dict.get(self.by_name, n, ())])
 
     def preload_units(self, ids: Iterable[int], db: Database) -> None:
         """Read the given units in a few queries (a lazy lookup would read them one by one)."""
