@@ -60,8 +60,8 @@ SQL_WORDS = ("SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "DROP ", "AL
 SQL_NOT_YET_IN_STORE = {
     # the retrievers' ranked queries (FTS5 MATCH, sqlite-vec KNN, graph expansion)
     "retrieval/common.py", "retrieval/expansion.py", "retrieval/lexical.py", "retrieval/matrix.py",
-    "retrieval/refine.py", "retrieval/repo_map.py", "retrieval/search.py", "retrieval/source.py",
-    "retrieval/state.py", "retrieval/structural.py", "retrieval/symbols.py", "retrieval/vector.py",
+    "retrieval/search.py", "retrieval/state.py", "retrieval/symbols.py",
+    "retrieval/vector.py",
 }
 
 
