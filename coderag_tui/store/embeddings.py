@@ -142,3 +142,23 @@ def vectors_for_hashes(db: Database, hashes: Iterable[str]) -> dict[str, np.ndar
             f"WHERE v.hash IN ({marks})", tuple(part)):
             out[str(h)] = np.frombuffer(blob, dtype=np.float32)
     return out
+
+
+def vectors_after(db: Database, after: int) -> list[tuple[int, bytes]]:
+    """(vector id, float32 blob) of the vectors with an id above `after`, by id."""
+    return [(int(i), blob) for i, blob in db.execute(
+        f"SELECT v.id, t.embedding FROM vectors v JOIN {VEC_TABLE} t ON t.rowid = v.id "
+        f"WHERE v.id > ? ORDER BY v.id", (after,))]
+
+
+def vector_ids(db: Database) -> list[int]:
+    return [int(r[0]) for r in db.execute("SELECT id FROM vectors")]
+
+
+def max_vector_id(db: Database) -> int:
+    """The largest vector id (ids only grow: a larger one means vectors were added); 0 for none."""
+    return int(db.scalar("SELECT coalesce(max(id), 0) FROM vectors", default=0))
+
+
+def vector_count(db: Database) -> int:
+    return int(db.scalar("SELECT count(*) FROM vectors", default=0))
