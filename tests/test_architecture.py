@@ -60,7 +60,7 @@ SQL_WORDS = ("SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "DROP ", "AL
 SQL_NOT_YET_IN_STORE = {
     # the retrievers' ranked queries (FTS5 MATCH, sqlite-vec KNN, graph expansion)
     "retrieval/common.py", "retrieval/expansion.py", "retrieval/lexical.py",
-    "retrieval/search.py", "retrieval/state.py", "retrieval/symbols.py",
+    "retrieval/search.py", "retrieval/state.py",
     "retrieval/vector.py",
 }
 

@@ -1,6 +1,7 @@
 """Reads the retrievers make around their ranked queries: a file's text as its chunks hold it,
 a file's content hash, the files a module name denotes, imports by the name written, the units
-inside matched chunks, and the references and outline rows the repo map ranks."""
+inside matched chunks, the references and outline rows the repo map ranks, and units by name
+or path for symbol lookup."""
 
 from __future__ import annotations
 
@@ -84,3 +85,29 @@ def outline_rows(db: Database) -> list[tuple[Any, ...]]:
     """(unit id, file id, parent's kind, kind, name, signature, start line) of every unit but files."""
     return db.rows("SELECT u.id, u.file_id, p.kind, u.kind, u.name, u.signature, u.start_line FROM units u "
                    "LEFT JOIN units p ON p.id = u.parent_id WHERE u.kind <> 'file'")
+
+
+def files_at(db: Database, stem: str, limit: int = 200) -> list[UnitRef]:
+    """File units at a path, under a folder of that path, or with that path and an extension."""
+    return [unit_from_row(r) for r in db.execute(
+        UNIT_SELECT + " WHERE u.kind = 'file' AND (f.path = ? OR f.path LIKE ? OR f.path LIKE ?) LIMIT ?",
+        (stem, stem + "/%", stem + ".%", limit))]
+
+
+def units_named(db: Database, name: str, limit: int = 400, files: bool = True) -> list[UnitRef]:
+    """Units of this name, in any case (`COLLATE NOCASE` lets SQLite use the units_name index);
+    `files`: file units too."""
+    where = "u.name = ? COLLATE NOCASE" + ("" if files else " AND u.kind <> 'file'")
+    return [unit_from_row(r) for r in db.execute(UNIT_SELECT + f" WHERE {where} LIMIT ?", (name, limit))]
+
+
+def units_name_like(db: Database, pattern: str, limit: int) -> list[UnitRef]:
+    """Units but files whose name matches a LIKE pattern (escaped with a backslash)."""
+    return [unit_from_row(r) for r in db.execute(
+        UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' AND u.kind <> 'file' LIMIT ?", (pattern, limit))]
+
+
+def files_path_like(db: Database, pattern: str, limit: int) -> list[UnitRef]:
+    """File units whose path matches a LIKE pattern (escaped with a backslash)."""
+    return [unit_from_row(r) for r in db.execute(
+        UNIT_SELECT + " WHERE u.kind = 'file' AND f.path LIKE ? ESCAPE '\\' LIMIT ?", (pattern, limit))]
