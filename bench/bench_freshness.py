@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 from coderag_tui.config import EmbedSettings, WatchSettings, load_settings  # noqa: E402
 from coderag_tui.models import WatchEvent  # noqa: E402
-from coderag_tui.parsing.extract import is_test_path  # noqa: E402
+from coderag_tui.parsing.kinds import is_test_path  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 POLL_S = 0.005
@@ -144,7 +144,7 @@ def new_function(name: str, rng: random.Random) -> str:
 
 def prefill_vectors(service: CodeRag, n: int, noise: float) -> None:
     """Real vectors for n random chunk hashes; every other hash a noisy normalised copy of one."""
-    from coderag_tui.indexing.embedder import (
+    from coderag_tui.store.embeddings import (
         chunk_texts,
         ensure_model_table,
         pending_chunks,

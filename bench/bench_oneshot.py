@@ -40,13 +40,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.indexing.embedder import ensure_model_table, model_identity, write_vectors  # noqa: E402
+from coderag_tui.indexing.embedder import model_identity  # noqa: E402
 from coderag_tui.parsing.extract import content_hash  # noqa: E402
 from coderag_tui.parsing.records import ParsedChunk, ParsedFile, ParsedUnit  # noqa: E402
 from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
 from coderag_tui.retrieval.search import Searcher  # noqa: E402
 from coderag_tui.retrieval.vector import knn_chunks  # noqa: E402
 from coderag_tui.store.db import open_database  # noqa: E402
+from coderag_tui.store.embeddings import ensure_model_table, write_vectors  # noqa: E402
 from coderag_tui.store.write import FileMeta, write_file  # noqa: E402
 
 PER_FILE = 100

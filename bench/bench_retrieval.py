@@ -33,19 +33,14 @@ CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys
 sys.path.insert(0, str(CODE))
 
 from coderag_tui.config import IndexSettings, Settings  # noqa: E402
-from coderag_tui.indexing.embedder import (  # noqa: E402
-    VEC_TABLE,
-    EmbeddingModel,
-    embed_index,
-    ensure_model_table,
-    load_model,
-)
+from coderag_tui.indexing.embedder import EmbeddingModel, embed_index, load_model  # noqa: E402
 from coderag_tui.models import Progress  # noqa: E402
 from coderag_tui.retrieval.compose import compose  # noqa: E402
 from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
 from coderag_tui.retrieval.search import Searcher  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 from coderag_tui.store.db import Database  # noqa: E402
+from coderag_tui.store.embeddings import VEC_TABLE, ensure_model_table  # noqa: E402
 
 
 def log(msg: str) -> None:
@@ -150,7 +145,7 @@ def fill_vectors(service: CodeRag, model: EmbeddingModel, sample: int, noise: fl
         f"filling {total} hashes with noisy copies (noise sd {noise})")
     hashes = [r[0] for r in db.execute(
         "SELECT DISTINCT c.hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash)")]
-    from coderag_tui.indexing.embedder import write_vectors
+    from coderag_tui.store.embeddings import write_vectors
 
     for i in range(0, len(hashes), 5000):
         part = hashes[i : i + 5000]

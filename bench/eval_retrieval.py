@@ -29,12 +29,7 @@ from bench.wholefile_bm25 import MODE as WHOLEFILE  # noqa: E402
 from bench.wholefile_bm25 import WholeFileBM25  # noqa: E402
 from bench.wholefile_bm25 import file_rank as wholefile_rank  # noqa: E402
 from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.indexing.embedder import (  # noqa: E402
-    ensure_model_table,
-    model_identity,
-    vectors_for_hashes,
-    write_vectors,
-)
+from coderag_tui.indexing.embedder import model_identity  # noqa: E402
 from coderag_tui.retrieval.evaluate import (  # noqa: E402
     KS,
     Case,
@@ -46,6 +41,7 @@ from coderag_tui.retrieval.evaluate import (  # noqa: E402
 )
 from coderag_tui.retrieval.search import MODES, Searcher  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
+from coderag_tui.store.embeddings import ensure_model_table, vectors_for_hashes, write_vectors  # noqa: E402
 
 # the table's rows; "rerank" (hybrid + rerank) is a mode of the search only where a reranker exists
 SHOWN_ORDER = ("bm25", "vector", "hybrid", "rerank")

@@ -6,11 +6,13 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from coderag_tui.config import Settings
 from coderag_tui.service import CodeRag
+from tests.helpers.loopback import HAVE_LLAMA_SERVER, LlamaServer, start_llama_server
 
 
 @pytest.fixture(autouse=True)
@@ -72,3 +74,43 @@ def open_service(tmp_path: Path) -> Iterator[Callable[..., CodeRag]]:
     yield make
     for s in opened:
         s.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The real llama_cpp.server with the bundled GGUF, one for the whole run."""
+    from coderag_tui.answering.providers.local import bundled_model_path
+
+    model = bundled_model_path()
+    if not HAVE_LLAMA_SERVER or model is None:
+        pytest.skip("needs llama-cpp-python[server] and the bundled GGUF")
+    with start_llama_server(model, tmp_path_factory.mktemp("llama-server")) as served:
+        yield served
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def tui_quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """For the app's tests: no local clipboard, and the current folder a fresh tmp one."""
+    monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def smollm() -> Any:
+    """The bundled SmolLM2 GGUF loaded by llama.cpp (skips where either is missing)."""
+    import importlib.util
+
+    from coderag_tui.answering import ProviderOptions
+    from coderag_tui.answering.providers.local import LlamaProvider, bundled_model_path
+    from coderag_tui.config import ProviderSettings
+
+    if importlib.util.find_spec("llama_cpp") is None or bundled_model_path() is None:
+        pytest.skip("needs llama-cpp-python and the bundled GGUF")
+    provider = LlamaProvider(ProviderSettings(n_ctx=2048), ProviderOptions(models_dir=None))
+    provider.load()
+    return provider

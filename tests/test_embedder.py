@@ -13,13 +13,13 @@ import pytest
 from coderag_tui.config import EmbedSettings, Settings
 from coderag_tui.errors import ModelError
 from coderag_tui.indexing import embedder
-from coderag_tui.indexing.embedder import vectors_for_hashes
 from coderag_tui.models import Progress
 from coderag_tui.retrieval import matrix as matrix_module
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.state import RetrievalState
 from coderag_tui.retrieval.vector import knn_hashes, vectors_by_id
 from coderag_tui.service import CodeRag
+from coderag_tui.store.embeddings import vectors_for_hashes
 
 FILES: dict[str, str | bytes] = {
     "geo/distance.py": '''"""Distances on the globe."""

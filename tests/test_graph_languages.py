@@ -74,3 +74,57 @@ def test_call_resolves_across_files(language, make_repo, open_service):
             "SELECT sf.path, tf.path FROM edges e JOIN units s ON s.id=e.src JOIN files sf ON sf.id=s.file_id "
             "JOIN units t ON t.id=e.dst JOIN files tf ON tf.id=t.file_id WHERE e.kind='IMPORTS'")
         assert imports in edges, edges
+
+
+VIEWS = "class View:\n    def as_view(self):\n        return self\n\n\ndef helper():\n    return 1\n"
+TEST_VIEWS = '''import pkg.views
+
+
+def test_subclass():
+    class Index(pkg.views.View):
+        pass
+    return Index().as_view()
+
+
+def test_local_view():
+    class View(Index):
+        pass
+
+    def helper():
+        return 2
+    return View(), helper()
+
+
+def test_other():
+    return helper()
+
+
+class Index:
+    pass
+'''
+
+
+def _local_graph(service):
+    return set(service.db.rows(
+        "SELECT s.qualname, e.kind, coalesce(tf.path || ':' || t.qualname, '?' || e.name) FROM edges e "
+        "JOIN units s ON s.id=e.src LEFT JOIN units t ON t.id=e.dst LEFT JOIN files tf ON tf.id=t.file_id "
+        "WHERE e.kind IN ('CALLS','INHERITS')"))
+
+
+def test_a_class_local_to_a_test_is_seen_only_inside_it(make_repo, open_service):
+    """A definition inside a function is visible inside that function only: the test's local
+    `class View` is not the `View` another test subclasses, nor a caller of the library's."""
+    repo = make_repo({"pkg/__init__.py": "", "pkg/views.py": VIEWS, "tests/test_views.py": TEST_VIEWS})
+    service = open_service(repo)
+    graph = _local_graph(service)
+    assert ("test_subclass.Index", "INHERITS", "pkg/views.py:View") in graph
+    assert ("test_local_view.View", "INHERITS", "tests/test_views.py:Index") in graph  # the top-level one
+    assert ("test_local_view", "CALLS", "tests/test_views.py:test_local_view.View") in graph
+    assert ("test_local_view", "CALLS", "tests/test_views.py:test_local_view.helper") in graph
+    assert ("test_other", "CALLS", "pkg/views.py:helper") in graph  # not test_local_view's helper
+    into_locals = {src for src, _, dst in graph if dst.startswith("tests/test_views.py:test_local_view.")}
+    assert into_locals == {"test_local_view"}
+    # an incremental update re-resolves to the same graph as a fresh build
+    (repo / "tests/test_views.py").write_text(TEST_VIEWS + "\n\ndef test_more():\n    return helper()\n")
+    service.index()
+    assert _local_graph(service) == _local_graph(open_service(repo))

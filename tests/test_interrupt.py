@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from coderag_tui.cli.main import main
-from coderag_tui.indexing.embedder import VEC_TABLE
 from coderag_tui.store.db import open_database
+from coderag_tui.store.embeddings import VEC_TABLE
 
 from .conftest import write_tree
 

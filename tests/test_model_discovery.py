@@ -7,20 +7,14 @@ repository's config, never opens a connection; names resolve to the right model.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import socket
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from coderag_tui.answering import gguf
@@ -30,59 +24,8 @@ from coderag_tui.answering.providers.local import bundled_model_path
 from coderag_tui.config import LLMSettings, ProviderSettings, load_settings
 from coderag_tui.errors import ModelError
 from coderag_tui.service import CodeRag
+from tests.helpers.loopback import LlamaServer, free_port, http_server
 from tests.tui_fixtures import make_service
-
-HAVE_SERVER = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("uvicorn") is not None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class LlamaServer:
-    def __init__(self, port: int, log: Path) -> None:
-        self.port, self.log = port, log
-
-    def completions(self) -> int:
-        """Chat completions the server has answered so far (from its access log)."""
-        return self.log.read_text(errors="replace").count("POST /v1/chat/completions")
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    model = bundled_model_path()
-    if not HAVE_SERVER or model is None:
-        pytest.skip("needs llama-cpp-python[server] and the bundled GGUF")
-    port = free_port()
-    log = tmp_path_factory.mktemp("served") / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "2048", "--verbose", "False"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited ({proc.returncode}): {log.read_text()[-2000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within 90 s: {log.read_text()[-2000:]}")
-            time.sleep(0.3)
-        yield LlamaServer(port, log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
 
 # --------------------------------------------------------------------------- the real server
 
@@ -194,11 +137,6 @@ async def test_picker_switches_to_the_served_model_and_it_answers(
         assert service.selected_model is None
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # --------------------------------------------------------------------------- scripted servers
 
 
@@ -226,15 +164,8 @@ class _Scripted(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def scripted(routes: dict[tuple[str, str], Any]) -> Iterator[int]:
-    handler = type("Handler", (_Scripted,), {"routes": routes})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with http_server(type("Handler", (_Scripted,), {"routes": routes})) as (server, _url):
         yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _ollama_show(body: Any) -> dict[str, Any]:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from coderag_tui.answering import gguf
 from coderag_tui.answering.catalog import CATALOG, find, hub_pull
 from coderag_tui.answering.providers.local import models_in
 from coderag_tui.errors import ModelError
+from tests.helpers.loopback import http_server
 
 
 class Hub:
@@ -57,13 +57,8 @@ def loopback_hub(files: dict[str, bytes]) -> Iterator[tuple[str, Hub]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", hub
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as (_server, url):
+        yield url, hub
 
 
 @pytest.fixture

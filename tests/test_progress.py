@@ -18,11 +18,11 @@ from coderag_tui.cli import render
 from coderag_tui.cli.main import main as run_cli
 from coderag_tui.cli.progress import progress_printer
 from coderag_tui.config import EmbedSettings, Settings
-from coderag_tui.indexing.embedder import ensure_model_table, write_vectors
 from coderag_tui.models import Progress
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.vector import knn_hashes
 from coderag_tui.service import CodeRag
+from coderag_tui.store.embeddings import ensure_model_table, write_vectors
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 FILES: dict[str, str | bytes] = {
@@ -162,11 +162,6 @@ def test_status_counts_skips_apart_from_errors(make_repo: Callable[..., Path],
     text = render.status_text(st)
     assert "skipped     2: 1 binary, 1 generated" in text and "errors" not in text
     assert "files       3    units 6" in text
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.anyio

@@ -8,12 +8,9 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,17 +18,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from coderag_tui.answering import Answerer, ProviderOptions, create, create_llm, pull_model
 from coderag_tui.answering.fallback import FallbackProvider
 from coderag_tui.answering.providers.anthropic import AnthropicProvider
-from coderag_tui.answering.providers.local import bundled_model_path
 from coderag_tui.answering.providers.openai_compat import OpenAICompatProvider, chat_url
 from coderag_tui.config import LLMSettings, ProviderSettings
 from coderag_tui.errors import ModelError, ProviderError
 from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, Progress
+from tests.helpers.loopback import LlamaServer, base_url, free_port, start_serving
 
 FAST = ProviderOptions(backoff_s=0.01, max_retry_after_s=5.0)
 SECRET = "sk-test-5f0c1e9a2b7d4c3e8f6a"
@@ -115,16 +111,8 @@ class Loopback:
         self.lock = threading.Lock()
         self.server = _Server(("127.0.0.1", 0), _Handler)
         self.server.loopback = self
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.close = start_serving(self.server)
+        self.url = base_url(self.server)
 
 
 @pytest.fixture
@@ -139,12 +127,6 @@ def loopback() -> Iterator[Callable[[Responder], Loopback]]:
     yield start
     for s in servers:
         s.close()
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def openai_sse(h: _Handler, tokens: list[str]) -> None:
@@ -240,7 +222,7 @@ def test_other_4xx_is_not_retried_and_the_key_is_redacted(loopback: Any, monkeyp
 
 
 def test_connection_refused_is_one_clear_line() -> None:
-    port = closed_port()
+    port = free_port()
     provider = create(openai(f"http://127.0.0.1:{port}/v1", retries=2), FAST)
     with pytest.raises(ProviderError) as exc:
         stream_text(provider)
@@ -270,7 +252,7 @@ def test_fallback_answers_from_the_second_provider(loopback: Any, first: str) ->
     if first == "503":
         bad_url = loopback(lambda h, n: h.send_json(503, {"error": "overloaded"})).url
     else:
-        bad_url = f"http://127.0.0.1:{closed_port()}"
+        bad_url = f"http://127.0.0.1:{free_port()}"
     settings = LLMSettings(
         provider="openai", model="first", base_url=bad_url, retries=1, timeout_s=5.0,
         fallback=(openai(good.url, model="second"),),
@@ -415,7 +397,7 @@ def test_pull_model_refuses_what_is_not_a_gguf(loopback: Any, tmp_path: Path) ->
 
 
 def test_pull_model_offline_fails_with_one_clear_line(tmp_path: Path) -> None:
-    base = f"http://127.0.0.1:{closed_port()}"
+    base = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(ModelError) as exc:
         pull_model("org/repo", "m.gguf", tmp_path / "models", None, base_url=base)
     assert exc.value.one_line() == (
@@ -426,46 +408,8 @@ def test_pull_model_offline_fails_with_one_clear_line(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- REAL llama_cpp.server
 
-HAVE_SERVER = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("uvicorn") is not None
-
-
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    model = bundled_model_path()
-    if not HAVE_SERVER or model is None:
-        pytest.skip("needs llama-cpp-python[server] and the bundled GGUF")
-    port = closed_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "2048", "--verbose", "False"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited ({proc.returncode}): {log.read_text()[-2000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within 90 s: {log.read_text()[-2000:]}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def test_real_openai_compatible_server_streams_an_answer(llama_server: str) -> None:
-    provider = create(openai(llama_server + "/v1", model="smollm", timeout_s=120.0), FAST)
+def test_real_openai_compatible_server_streams_an_answer(llama_server: LlamaServer) -> None:
+    provider = create(openai(llama_server.url + "/v1", model="smollm", timeout_s=120.0), FAST)
     assert isinstance(provider, OpenAICompatProvider)
     pieces: list[str] = list(provider.stream(
         [ChatMessage("system", "You are a helpful assistant."), ChatMessage("user", "What is Python?")],
@@ -474,10 +418,10 @@ def test_real_openai_compatible_server_streams_an_answer(llama_server: str) -> N
     assert len(pieces) > 3 and "".join(pieces).strip()
 
 
-def test_real_server_through_the_answerer(llama_server: str) -> None:
+def test_real_server_through_the_answerer(llama_server: LlamaServer) -> None:
     code = "def area(radius):\n    \"\"\"Area of a circle.\"\"\"\n    return 3.14159 * radius ** 2"
     piece = ContextPiece("geometry.py", 1, 3, "primary", "area", code, 25, "python")
-    provider = create(openai(llama_server, timeout_s=120.0), FAST)
+    provider = create(openai(llama_server.url, timeout_s=120.0), FAST)
     events = list(Answerer(provider, max_tokens=40, temperature=0.0).ask(
         "What does area compute?", ComposedContext("area", "symbol", (piece,), 25, 1000), ""))
     assert events[-1].kind == "done", events[-1].text

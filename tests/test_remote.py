@@ -10,7 +10,6 @@ import base64
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from coderag_tui.sources.clone import ensure_clone
 from coderag_tui.sources.credentials import credentials_for
 from coderag_tui.sources.gitrun import progress_feeder
 from coderag_tui.sources.urls import cache_dir, is_remote, parse_remote, parse_spec, redact
+from tests.helpers.loopback import serving
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -638,14 +638,8 @@ def http_remote(upstream: Upstream) -> Iterator[HttpRemote]:
     app = _git_http_app(root, "x-access-token", "T0KEN-123", seen)
     server = make_server("127.0.0.1", 0, app, server_class=_ThreadingWSGIServer,
                          handler_class=_QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield HttpRemote(f"http://127.0.0.1:{server.server_address[1]}", seen)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(server) as url:
+        yield HttpRemote(url, seen)
 
 
 @needs_git

@@ -22,6 +22,7 @@ from coderag_tui import trust
 from coderag_tui.cli.main import main
 from coderag_tui.config import LLMSettings, Settings, load_settings, user_config_path
 from coderag_tui.errors import ConfigError
+from tests.helpers.loopback import serving
 
 SECRET = "AKIA-trust-test-7f3e9c2a51b04d68"  # what the hostile config tries to send
 KEY_ENV = "CODERAG_TRUST_TEST_SECRET"
@@ -70,11 +71,8 @@ class _Server(ThreadingHTTPServer):
 def server() -> Iterator[_Server]:
     srv = _Server(("127.0.0.1", 0), _Recorder)
     srv.requests, srv.lock = [], threading.Lock()
-    thread = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(srv):
+        yield srv
 
 
 def _url(srv: _Server) -> str:

@@ -9,8 +9,10 @@ deterministic.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +39,23 @@ from coderag_tui.tui.widgets.viewer import ViewerPane
 from tests.tui_fixtures import ANSWER_SOURCES, ScriptedAnswers, StoppableAnswers, make_service
 
 SIZE = (80, 24)
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
-    monkeypatch.chdir(tmp_path)
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 def app_for(service: CodeRag, **options: Any) -> CodeRagApp:
     options.setdefault("watch", False)
     options.setdefault("local_clipboard", False)
     return create_app(service, **options)
+
+
+@contextlib.asynccontextmanager
+async def running(service: CodeRag, size: tuple[int, int] = SIZE, **options: Any
+                  ) -> AsyncIterator[tuple[CodeRagApp, Pilot[Any]]]:
+    """The app over `service`, run headless at `size` until its start-up work has settled."""
+    app = app_for(service, **options)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        yield app, pilot
 
 
 async def settle(pilot: Pilot[Any], rounds: int = 4) -> None:
@@ -113,9 +114,7 @@ async def open_symbol(pilot: Pilot[Any], name: str) -> None:
 
 
 async def test_tree_lists_files_filter_narrows_and_enter_opens(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         files = app.screen.query_one(FilesPane)
         assert files.visible_paths == ["README.md", "shop/__init__.py", "shop/cart.py",
                                        "shop/pricing.py", "tests/test_cart.py"]
@@ -211,9 +210,7 @@ async def test_the_watcher_refreshes_the_tree_and_the_open_file(tmp_path: Path) 
     if not adapters.has(service, "watch"):
         pytest.skip("service.watch is not in this build")
     service.settings = replace(service.settings, watch=WatchSettings(enabled=True, debounce_ms=50))
-    app = app_for(service, watch=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(service, watch=True) as (app, pilot):
         status = app.screen.query_one(StatusBar)
         await until(pilot, lambda: "watching" in str(status.query_one("#watch").render()))
         await open_symbol(pilot, "round_money")
@@ -244,9 +241,7 @@ async def test_index_failure_is_a_notification_not_a_crash(tmp_path: Path) -> No
 
 
 async def test_symbol_palette_opens_the_definition_at_its_line(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         await pilot.press("ctrl+t")
         assert isinstance(app.screen, SymbolPalette)
         await type_text(pilot, "with_tax")
@@ -262,9 +257,7 @@ async def test_symbol_palette_opens_the_definition_at_its_line(tmp_path: Path) -
 
 
 async def test_callers_callees_and_tests_lists_open_in_the_viewer(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         await open_symbol(pilot, "with_tax")
         await pilot.press("c")  # callers of with_tax
         await settle(pilot)
@@ -298,9 +291,7 @@ async def test_callers_callees_and_tests_lists_open_in_the_viewer(tmp_path: Path
 
 
 async def test_go_to_definition_of_the_identifier_under_the_cursor(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         await open_symbol(pilot, "Cart.total")
         view = main(app).code
         assert view.line == 18
@@ -318,18 +309,21 @@ async def test_go_to_definition_of_the_identifier_under_the_cursor(tmp_path: Pat
 # --------------------------------------------------------------------------- chat, citations, history
 
 
-async def ask(pilot: Pilot[Any], question: str) -> None:
+async def submit(pilot: Pilot[Any], question: str) -> None:
+    """Type a question into the chat input and send it (the answer runs on)."""
     await pilot.press("f3")
     await type_text(pilot, question)
     await pilot.press("enter")
+
+
+async def ask(pilot: Pilot[Any], question: str) -> None:
+    await submit(pilot, question)
     await settle(pilot)
 
 
 async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(tmp_path: Path) -> None:
     service = make_service(tmp_path, ScriptedAnswers)
-    app = app_for(service)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(service) as (app, pilot):
         assert "SmolLM2-135M (tiny default model)" in str(app.screen.query_one("#model").render())
         await ask(pilot, "what does total return")
         screen = main(app)
@@ -376,17 +370,13 @@ async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(t
 async def test_streaming_follows_the_bottom_unless_the_reader_scrolled_up(tmp_path: Path) -> None:
     service = make_service(tmp_path, ScriptedAnswers)
     service.tokens = tuple(f"line {i}\n\n" for i in range(40))  # type: ignore[attr-defined]
-    app = app_for(service)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(service) as (app, pilot):
         await ask(pilot, "long")
         transcript = main(app).chat.query_one(Transcript)
         assert transcript.max_scroll_y > 0 and transcript.scroll_y == transcript.max_scroll_y
 
         service.delay = 0.03  # type: ignore[attr-defined]
-        await pilot.press("f3")
-        await type_text(pilot, "again")
-        await pilot.press("enter")
+        await submit(pilot, "again")
         await until(pilot, lambda: "line 5" in main(app).chat.turns[-1].answer)
         await pilot.press("pageup", "pageup")  # the reader goes back up
         await until(pilot, lambda: not main(app).answering)
@@ -398,12 +388,8 @@ async def test_cancel_stops_the_answer(tmp_path: Path) -> None:
     service = make_service(tmp_path, ScriptedAnswers)
     service.delay = 0.2  # type: ignore[attr-defined]
     service.tokens = tuple(f"word{i} " for i in range(100))  # type: ignore[attr-defined]
-    app = app_for(service)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("f3")
-        await type_text(pilot, "slow")
-        await pilot.press("enter")
+    async with running(service) as (app, pilot):
+        await submit(pilot, "slow")
         screen = main(app)
         await until(pilot, lambda: "word1" in screen.chat.turns[-1].answer)
         assert screen.answering
@@ -422,12 +408,8 @@ async def test_esc_keeps_the_partial_answer_and_its_sources(tmp_path: Path) -> N
     service.release = threading.Event()  # type: ignore[attr-defined]
     service.delay = 0.1  # type: ignore[attr-defined]
     service.tokens = tuple(f"word{i} " for i in range(200))  # type: ignore[attr-defined]
-    app = app_for(service)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("f3")
-        await type_text(pilot, "slow")
-        await pilot.press("enter")
+    async with running(service) as (app, pilot):
+        await submit(pilot, "slow")
         screen = main(app)
         view = screen.chat.current
         assert view is not None
@@ -458,9 +440,7 @@ async def test_a_model_error_keeps_the_sources_of_the_retrieval(tmp_path: Path) 
             yield AnswerEvent("sources", sources=ANSWER_SOURCES)
             yield AnswerEvent("error", "server said 503: overloaded", conversation_id=7)
 
-    app = app_for(make_service(tmp_path, FailsMidway))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path, FailsMidway)) as (app, pilot):
         await ask(pilot, "total")
         screen = main(app)
         view = screen.chat.current
@@ -482,12 +462,8 @@ async def test_answer_error_and_failing_lookups_are_notifications(tmp_path: Path
         def callers(self, name: str, limit: int = 200) -> Any:
             raise RuntimeError("index busy")
 
-    app = app_for(make_service(tmp_path, Failing))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("f3")
-        await type_text(pilot, "boom")
-        await pilot.press("enter")
+    async with running(make_service(tmp_path, Failing)) as (app, pilot):
+        await submit(pilot, "boom")
         await until(pilot, lambda: any("model crashed" in n.message for n in app._notifications))
         assert all("\n" not in n.message for n in app._notifications)
         screen = main(app)
@@ -499,9 +475,7 @@ async def test_answer_error_and_failing_lookups_are_notifications(tmp_path: Path
 
 
 async def test_copy_answer_code_block_and_viewer_range(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path, ScriptedAnswers))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path, ScriptedAnswers)) as (app, pilot):
         await ask(pilot, "total")
         await pilot.press("ctrl+y")
         assert app.clipboard.startswith("`Cart.total` adds the tax")
@@ -518,9 +492,7 @@ async def test_copy_answer_code_block_and_viewer_range(tmp_path: Path) -> None:
 
 
 async def test_export_new_and_previous_conversations(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path, ScriptedAnswers))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path, ScriptedAnswers)) as (app, pilot):
         await ask(pilot, "what does total return")
         await pilot.press("ctrl+s")
         assert not list(tmp_path.rglob("coderag-*.md"))  # never into the repository nor the cwd
@@ -561,9 +533,7 @@ async def test_ask_without_a_model_shows_the_best_matching_code(tmp_path: Path) 
         ask = None  # a build without answering: the app shows what retrieval found
 
     service = make_service(tmp_path, NoModel)
-    app = app_for(service)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(service) as (app, pilot):
         await ask(pilot, "with_tax")
         screen = main(app)
         turn = screen.chat.turns[-1]
@@ -583,12 +553,8 @@ async def test_real_model_answer_then_citation(tmp_path: Path) -> None:
     if not adapters.has(service, "ask"):
         pytest.skip("service.ask is not in this build yet")
     service.settings = replace(service.settings, llm=replace(service.settings.llm, max_tokens=80))
-    app = app_for(service)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("f3")
-        await type_text(pilot, "What does Cart.total return?")
-        await pilot.press("enter")
+    async with running(service) as (app, pilot):
+        await submit(pilot, "What does Cart.total return?")
         screen = main(app)
         await until(pilot, lambda: not screen.answering and bool(screen.chat.turns[-1].done), 600)
         assert "SmolLM2-135M (tiny default model)" in str(app.screen.query_one("#model").render())
@@ -616,9 +582,7 @@ async def test_real_model_answer_then_citation(tmp_path: Path) -> None:
 
 
 async def test_help_screen_lists_every_key(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         text = help_text(app)
@@ -634,9 +598,7 @@ async def test_help_screen_lists_every_key(tmp_path: Path) -> None:
 
 
 async def test_keys_are_remappable_through_settings(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path, keys={"callers": "k", "help": "f10"}))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path, keys={"callers": "k", "help": "f10"})) as (app, pilot):
         await open_symbol(pilot, "with_tax")
         await pilot.press("k")
         await settle(pilot)
@@ -648,9 +610,7 @@ async def test_keys_are_remappable_through_settings(tmp_path: Path) -> None:
 
 
 async def test_command_palette_lists_and_runs_actions(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         await pilot.press("ctrl+p")
         await type_text(pilot, "hide the file tree")
         await settle(pilot)
@@ -660,9 +620,7 @@ async def test_command_palette_lists_and_runs_actions(tmp_path: Path) -> None:
 
 
 async def test_keyboard_only_navigation_and_layout_toggles(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         screen = main(app)
         assert app.focused is screen.chat.query_one("#question")
         seen = set()
@@ -689,9 +647,7 @@ async def test_keyboard_only_navigation_and_layout_toggles(tmp_path: Path) -> No
 
 
 async def test_theme_switch_rehighlights_the_code(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         await open_symbol(pilot, "Cart")
         view = main(app).code
         assert view.document is not None and view.document.dark
@@ -702,9 +658,7 @@ async def test_theme_switch_rehighlights_the_code(tmp_path: Path) -> None:
 
 async def test_no_color_and_256_colours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = app_for(make_service(tmp_path, ScriptedAnswers))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path, ScriptedAnswers)) as (app, pilot):
         await ask(pilot, "total")
         await pilot.press("1")
         await settle(pilot)
@@ -713,16 +667,12 @@ async def test_no_color_and_256_colours(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setenv("COLORTERM", "")
     monkeypatch.setenv("TERM", "xterm-256color")
-    app = app_for(make_service(tmp_path / "b"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path / "b")) as (app, pilot):
         assert app.is_running
 
 
 async def test_editor_key_without_a_terminal_says_so(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path)) as (app, pilot):
         await open_symbol(pilot, "with_tax")
         await pilot.press("e")
         await pilot.pause()
@@ -776,9 +726,7 @@ async def test_repository_text_is_shown_never_obeyed(tmp_path: Path) -> None:
     name = "[bold]x\x1b[31mRED.py"
     service = make_service(tmp_path)
     (service.root / name).write_text('def red():\n    return "\x1b]52;c;aGk=\x07\x1b[2J"\n')
-    app = app_for(service)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(service) as (app, pilot):
         files = app.screen.query_one(FilesPane)
         assert name in files.visible_paths
         tree = app.screen.query_one(FileTree)

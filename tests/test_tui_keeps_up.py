@@ -17,30 +17,26 @@ from coderag_tui.service import CodeRag
 from coderag_tui.tui.screens.picker import PickerScreen
 from coderag_tui.tui.screens.symbols import SymbolPalette
 from coderag_tui.tui.widgets.viewer import ViewerPane, find_all, match_columns
-from tests.test_tui import app_for, ask, main, open_symbol, settle, type_text, until, viewer_text
+from tests.test_tui import (
+    ask,
+    main,
+    open_symbol,
+    running,
+    settle,
+    type_text,
+    until,
+    viewer_text,
+)
 from tests.tui_fixtures import ScriptedAnswers, make_service
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
-    monkeypatch.chdir(tmp_path)
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 # --------------------------------------------------------------------------- layout
 
 
 async def test_the_viewer_moves_right_or_below_as_the_window_is_resized(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path), size=(80, 24)) as (app, pilot):
         screen = main(app)
         await open_symbol(pilot, "total")
         center, viewer = screen.query_one("#center"), screen.query_one(ViewerPane)
@@ -60,9 +56,7 @@ async def test_the_viewer_moves_right_or_below_as_the_window_is_resized(tmp_path
 
 
 async def test_the_viewer_setting_and_f6_fix_the_place(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path, viewer="bottom"))
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path, viewer="bottom"), size=(160, 48)) as (app, pilot):
         center = main(app).query_one("#center")
         assert center.has_class("-bottom")  # forced below, however wide
         await pilot.press("f6")
@@ -75,9 +69,7 @@ async def test_a_long_source_list_is_collapsed_until_asked(tmp_path: Path) -> No
     service = make_service(tmp_path, ScriptedAnswers)
     service.sources = tuple(  # type: ignore[attr-defined]
         Source(n, "shop/pricing.py", n, n, f"unit{n}", True) for n in range(1, 9))
-    app = app_for(service)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(service, size=(80, 24)) as (app, pilot):
         await ask(pilot, "where are prices")
         screen = main(app)
         box = str(screen.chat.query(".sources").last().render())
@@ -109,9 +101,7 @@ class Gated(ScriptedAnswers):
 async def test_a_question_typed_while_an_answer_streams_is_queued_then_asked(tmp_path: Path) -> None:
     service = make_service(tmp_path, Gated)
     service.gate = threading.Event()  # type: ignore[attr-defined]
-    app = app_for(service)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(service, size=(80, 24)) as (app, pilot):
         screen = main(app)
         await pilot.press("f3")
         await type_text(pilot, "first")
@@ -141,9 +131,7 @@ def test_find_is_smart_case() -> None:
 
 
 async def test_find_in_file_steps_through_highlighted_matches(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path), size=(80, 24)) as (app, pilot):
         screen = main(app)
         await open_symbol(pilot, "Cart")
         view, pane = screen.code, screen.query_one(ViewerPane)
@@ -188,9 +176,7 @@ async def test_find_in_file_steps_through_highlighted_matches(tmp_path: Path) ->
 
 
 async def test_ctrl_f_from_anywhere_and_escape_closes(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path), size=(80, 24)) as (app, pilot):
         screen = main(app)
         await open_symbol(pilot, "round_money")
         await pilot.press("ctrl+f")
@@ -204,9 +190,7 @@ async def test_ctrl_f_from_anywhere_and_escape_closes(tmp_path: Path) -> None:
 
 
 async def test_word_movement_across_names_and_lines(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path), size=(80, 24)) as (app, pilot):
         screen = main(app)
         await open_symbol(pilot, "with_tax")
         view = screen.code
@@ -231,9 +215,7 @@ async def test_word_movement_across_names_and_lines(tmp_path: Path) -> None:
 
 
 async def test_symbol_palette_says_no_matches(tmp_path: Path) -> None:
-    app = app_for(make_service(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(make_service(tmp_path), size=(80, 24)) as (app, pilot):
         await pilot.press("ctrl+t")
         await type_text(pilot, "zzqqxx")
         await settle(pilot)
@@ -254,9 +236,7 @@ async def test_the_tests_list_shows_each_test_once(tmp_path: Path) -> None:
     test_file.write_text("from shop.cart import Cart\n\n\ndef test_total_twice():\n"
                          "    cart = Cart()\n    assert cart.total() == 0\n"
                          "    cart.add('apple')\n    assert cart.total() > 0\n")
-    app = app_for(service)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(service, size=(80, 24)) as (app, pilot):
         raw = [e for e in service.tests_for("Cart.total") if e.unit and e.unit.name == "test_total_twice"]
         assert len(raw) == 2  # the graph has both calls
         await open_symbol(pilot, "total")
@@ -274,9 +254,7 @@ async def test_code_in_a_default_excluded_folder_is_announced(tmp_path: Path) ->
     from tests.tui_fixtures import settings
 
     root = npm_package(tmp_path / "pkg")
-    app = app_for(CodeRag(root, settings(), db_path=tmp_path / "index.db"))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(CodeRag(root, settings(), db_path=tmp_path / "index.db"), size=(80, 24)) as (app, pilot):
         said = [n.message for n in app._notifications]
         assert "12 files in dist/ excluded by default: set [index] default_excludes = false" in said
         assert "1 file in vendor/ excluded by default: set [index] default_excludes = false" in said

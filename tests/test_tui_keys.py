@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from coderag_tui.errors import ConfigError
 from coderag_tui.tui.app import create_app
 from coderag_tui.tui.keys import BY_ID
-from tests.test_tui import settle, type_text
+from tests.test_tui import app_for, settle, type_text
 from tests.tui_fixtures import make_service
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,18 +34,23 @@ def test_config_toml_remaps_real_ids() -> None:
     assert [e for e in examples if e not in BY_ID] == []
 
 
+async def palette(pilot: Pilot[Any], text: str) -> None:
+    """Open the command palette and type `text` into it."""
+    await settle(pilot)
+    await pilot.press("ctrl+p")
+    await type_text(pilot, text)
+    await settle(pilot)
+    await pilot.pause(0.5)
+
+
 @pytest.mark.anyio
-async def test_the_palette_lists_quit_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("tui_quiet")
+async def test_the_palette_lists_quit_once(tmp_path: Path) -> None:
     from textual.command import CommandList, CommandPalette
 
-    monkeypatch.chdir(tmp_path)
-    app = create_app(make_service(tmp_path), watch=False, local_clipboard=False)
+    app = app_for(make_service(tmp_path))
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("ctrl+p")
-        await type_text(pilot, "quit")
-        await settle(pilot)
-        await pilot.pause(0.5)
+        await palette(pilot, "quit")
         assert isinstance(app.screen, CommandPalette)
         options = app.screen.query_one(CommandList)
         prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
@@ -52,25 +59,16 @@ async def test_the_palette_lists_quit_once(tmp_path: Path, monkeypatch: pytest.M
 
 
 @pytest.mark.anyio
-async def test_the_palette_opens_the_model_picker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("tui_quiet")
+async def test_the_palette_opens_the_model_picker(tmp_path: Path) -> None:
     from coderag_tui.tui.screens.picker import PickerScreen
 
-    monkeypatch.chdir(tmp_path)
-    app = create_app(make_service(tmp_path), watch=False, local_clipboard=False)
+    app = app_for(make_service(tmp_path))
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("ctrl+p")
-        await type_text(pilot, "choose the model")
-        await settle(pilot)
-        await pilot.pause(0.5)
+        await palette(pilot, "choose the model")
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, PickerScreen)
         assert app.screen.items[0][1] == "", "the configured model comes first"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 

@@ -41,6 +41,7 @@ from coderag_tui.models import (
     Source,
     ToolCallInfo,
 )
+from coderag_tui.store import conversations
 from coderag_tui.store.db import Database
 
 TITLE_CHARS = 80
@@ -98,11 +99,7 @@ def _sources_from_json(text: str) -> tuple[Source, ...]:
 
 def load_messages(store: Database, conversation_id: int) -> list[StoredMessage]:
     """A stored conversation's messages, oldest first, with each answer's sources and outcome."""
-    rows = store.rows(
-        "SELECT role, content, sources, created, outcome, invalid FROM messages "
-        "WHERE conversation_id=? ORDER BY id",
-        (conversation_id,),
-    )
+    rows = conversations.message_rows(store, conversation_id)
     return [
         StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3]), str(r[4]),
                       _strings_from_json(str(r[5])))
@@ -139,12 +136,7 @@ class Answerer:
     def list_conversations(self, limit: int = 100) -> list[Conversation]:
         if self.store is None:
             return []
-        rows = self.store.rows(
-            "SELECT c.id, c.title, c.created, c.updated, "
-            "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id) "
-            "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?",
-            (limit,),
-        )
+        rows = conversations.conversation_rows(self.store, limit)
         return [Conversation(int(r[0]), str(r[1]), float(r[2]), float(r[3]), int(r[4])) for r in rows]
 
     def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
@@ -153,9 +145,7 @@ class Answerer:
     def delete_conversation(self, conversation_id: int) -> None:
         if self.store is None:
             return
-        with self.store.transaction():
-            self.store.execute("DELETE FROM messages WHERE conversation_id=?", (conversation_id,))
-            self.store.execute("DELETE FROM conversations WHERE id=?", (conversation_id,))
+        conversations.delete(self.store, conversation_id)
 
     def _history(self, conversation_id: int | None) -> list[ChatMessage]:
         if conversation_id is None or self.store is None:
@@ -175,29 +165,9 @@ class Answerer:
     ) -> int:
         if self.store is None:
             return conversation_id or 0
-        now = time.time()
-        db = self.store
-        with db.transaction():
-            if conversation_id is None:
-                db.execute(
-                    "INSERT INTO conversations(title, created, updated) VALUES(?, ?, ?)",
-                    (_title(question), now, now),
-                )
-                conversation_id = int(db.conn.last_insert_rowid())
-            else:
-                db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
-            db.execute(
-                "INSERT INTO messages(conversation_id, role, content, sources, created) "
-                "VALUES(?, 'user', ?, '[]', ?)",
-                (conversation_id, question, now),
-            )
-            db.execute(
-                "INSERT INTO messages(conversation_id, role, content, sources, created, outcome, invalid) "
-                "VALUES(?, 'assistant', ?, ?, ?, ?, ?)",
-                (conversation_id, answer, json.dumps([asdict(s) for s in sources]), now, outcome,
-                 json.dumps(list(invalid))),
-            )
-        return conversation_id
+        return conversations.save_turn(self.store, conversation_id, _title(question), question, answer,
+                                       json.dumps([asdict(s) for s in sources]), outcome,
+                                       json.dumps(list(invalid)), time.time())
 
     def _exists_for(self, pieces: list[ContextPiece]) -> ExistsFn:
         if self._exists is not None:
@@ -270,9 +240,8 @@ class Answerer:
             yield AnswerEvent("error", text="ask a question first")
             return
         cid = conversation_id or 0
-        if conversation_id is not None and self.store is not None and not self.store.scalar(
-            "SELECT 1 FROM conversations WHERE id=?", (conversation_id,)
-        ):
+        if conversation_id is not None and self.store is not None and not conversations.exists(
+            self.store, conversation_id):
             yield AnswerEvent("error", text=f"no conversation {conversation_id}", conversation_id=cid)
             return
         provider = self.provider

@@ -175,6 +175,16 @@ def width() -> int:
     return 80
 
 
+def print_result(obj: Any, as_json: bool, text: Callable[[Any], str]) -> None:
+    """A command's result: JSON, or `text(obj)` fitted to the terminal's width."""
+    if as_json:
+        print_json(obj)
+    else:
+        from coderag_tui.cli.render import fit_text
+
+        print(fit_text(text(obj), width()))
+
+
 def print_json(obj: Any) -> None:
     def convert(o: Any) -> Any:
         if hasattr(o, "to_json"):

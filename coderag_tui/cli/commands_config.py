@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from coderag_tui import trust
-from coderag_tui.cli.base import arguments, command, print_json
+from coderag_tui.cli.base import add_json, arguments, command, print_json
 from coderag_tui.config import (
     REPO_CONFIG,
     Layer,
@@ -43,7 +43,7 @@ def _trust_args(p: argparse.ArgumentParser) -> None:
     what = p.add_mutually_exclusive_group()
     what.add_argument("--revoke", action="store_true", help="stop trusting the repository")
     what.add_argument("--list", action="store_true", help="list the trusted repositories")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_json(p)
 
 
 @command("trust", "let a repository's own .coderag.toml choose endpoints, keys and paths")
@@ -111,7 +111,7 @@ def _list(as_json: bool) -> int:
 
 
 def _config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_json(p)
 
 
 @command("config", "show the effective settings and where each came from")

@@ -26,7 +26,7 @@ def _index_args(p: argparse.ArgumentParser) -> None:
     add_path(p)
     p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
     p.add_argument("--no-embed", action="store_true", help="stop after the structural index")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json(p, "print the summary as JSON")
 
 
 @command("index", "build or update the index of a repository")

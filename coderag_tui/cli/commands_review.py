@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from coderag_tui.cli.base import arguments, command, open_service, print_json
+from coderag_tui.cli.base import add_json, arguments, command, open_service, print_json
 from coderag_tui.errors import RepoError
 from coderag_tui.tokens import counter_for
 
@@ -23,7 +23,7 @@ def _review_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--similar", type=int, default=3, metavar="K", help="similar units per change (0: none)")
     p.add_argument("--no-update", action="store_true",
                    help="do not bring the index up to date with the working tree first")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_json(p)
     p.add_argument("--ask", action="store_true", help="send the context to the configured model and "
                    "stream its review")
     p.add_argument("--model", metavar="PATH|NAME", help="with --ask: the model to use instead of [llm] model")

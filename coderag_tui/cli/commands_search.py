@@ -13,6 +13,7 @@ from coderag_tui.cli.base import (
     command,
     open_service,
     print_json,
+    print_result,
     progress_printer,
     query_from,
     width,
@@ -115,10 +116,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     bar = progress_printer("embed")
     summary = service.embed(progress=bar)
     bar.close()
-    if args.json:
-        print_json(summary)
-    else:
-        print(render.fit_text(render.embed_text(summary), width()))
+    print_result(summary, args.json, render.embed_text)
     return 0
 
 

@@ -7,7 +7,14 @@ import json
 import sys
 import time
 
-from coderag_tui.cli.base import add_path, arguments, command, open_service, progress_printer
+from coderag_tui.cli.base import (
+    add_json,
+    add_path,
+    arguments,
+    command,
+    open_service,
+    progress_printer,
+)
 from coderag_tui.models import WatchEvent, to_dict
 from coderag_tui.textsafe import safe_text
 
@@ -19,7 +26,7 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
                         "debounce_ms; a save of a few files waits [watch] save_debounce_ms, at most this)")
     p.add_argument("--no-initial", action="store_true", help="do not bring the index up to date first")
     p.add_argument("--no-embed", action="store_true", help="do not refresh vectors (structure and keywords only)")
-    p.add_argument("--json", action="store_true", help="print every event as one JSON line")
+    add_json(p, "print every event as one JSON line")
 
 
 @command("watch", "index once, then re-index changed files as they are saved (Ctrl+C stops)")

@@ -6,8 +6,8 @@ into a folder under the user's cache dir and loaded by fastembed with no network
 `[embed] model_path` points at any other folder; `[embed] model` names any fastembed model
 (downloaded by fastembed when a network exists).
 
-Vectors are keyed by chunk hash (`vectors.id` is the rowid of `vec_chunks`), so identical
-chunks share one vector and an unchanged chunk is never embedded twice. One model per index:
+Vectors are keyed by chunk hash (`store/embeddings.py` holds the table), so identical chunks
+share one vector and an unchanged chunk is never embedded twice. One model per index:
 changing the model drops every vector and embeds again. Writes happen in small transactions
 between batches, so the indexer and searches keep running meanwhile (WAL).
 """
@@ -20,7 +20,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +33,24 @@ from coderag_tui.models import Progress
 from coderag_tui.paths import cache_dir
 from coderag_tui.store import embed_docs
 from coderag_tui.store.db import Database
+from coderag_tui.store.embeddings import (
+    REMOVALS_KEY,
+    VEC_TABLE,
+    all_embedded,
+    chunk_count,
+    chunk_texts,
+    collect_garbage,
+    ensure_model_table,
+    pending_chunks,
+    to_blob,
+    vec_ready,
+    write_vectors,
+)
 
-VEC_TABLE = "vec_chunks"
-REMOVALS_KEY = "vector_removals"  # meta: how many times vectors were removed
+# the vector table's names, still imported from here by retrieval
+__all__ = ["REMOVALS_KEY", "VEC_TABLE", "EmbedSummary", "EmbeddingModel", "embed_index", "load_model",
+           "model_identity", "to_blob", "up_to_date"]
+
 BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_FOLDER = "all-minilm-l6-v2"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
@@ -232,104 +247,7 @@ def load_query_model(settings: EmbedSettings) -> EmbeddingModel:
     return EmbeddingModel(model_identity(settings), model, dim, settings.batch_size)
 
 
-# --------------------------------------------------------------------------- the vector table
-
-
-def vec_ready(db: Database, model_id: str | None = None) -> bool:
-    """The index has a vector table (for `model_id`, when given)."""
-    if not db.has_table(VEC_TABLE):
-        return False
-    return model_id is None or db.get_meta("embed_model") == model_id
-
-
-def to_blob(vec: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-
-
-def ensure_model_table(db: Database, model_id: str, dim: int) -> bool:
-    """Make the vector table fit the model. Returns True when old vectors were dropped."""
-    same = db.get_meta("embed_model") == model_id and db.get_meta("embed_dim") == str(dim)
-    if same and db.has_table(VEC_TABLE):
-        return False
-    had = bool(db.scalar("SELECT count(*) FROM vectors", default=0)) or db.has_table(VEC_TABLE)
-    with db.transaction():
-        db.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
-        db.execute("DELETE FROM vectors")
-        db.execute(
-            f"CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)"
-        )
-        db.set_meta("embed_model", model_id)
-        db.set_meta("embed_dim", str(dim))
-        note_removal(db)
-    return had and not same
-
-
-def note_removal(db: Database) -> None:
-    """Count a removal of vectors (inside the removing transaction): readers that keep a copy of
-    the vectors compare this count to know when to drop rows (added rows have larger ids)."""
-    db.set_meta(REMOVALS_KEY, str(int(db.get_meta(REMOVALS_KEY) or 0) + 1))
-
-
-def collect_garbage(db: Database) -> int:
-    """Delete vectors nothing stands for any more (see `store.embed_docs.obsolete_vectors`)."""
-    if not db.has_table(VEC_TABLE):
-        return 0
-    with db.transaction():
-        stale = embed_docs.obsolete_vectors(db)
-        for i in range(0, len(stale), 500):
-            part = stale[i : i + 500]
-            marks = ",".join("?" * len(part))
-            db.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({marks})", part)
-            db.execute(f"DELETE FROM vectors WHERE id IN ({marks})", part)
-        if stale:
-            note_removal(db)
-    return len(stale)
-
-
-def pending_chunks(db: Database, paths: Sequence[str] | None = None) -> tuple[list[tuple[int, str]], int]:
-    """(chunk id, hash) of one chunk per hash that has no vector, shortest text first, and how
-    many chunks have no vector (one scan for both); only among the files `paths` when given.
-    Chunks embedded with their summary (`store.embed_docs`) are counted there, not here.
-
-    Sorting by length puts texts of similar size in a batch, so the model pads less.
-    """
-    where = ""
-    params: tuple[str, ...] = ()
-    if paths is not None:
-        if not paths:
-            return [], 0
-        where = f"c.file_id IN (SELECT id FROM files WHERE path IN ({','.join('?' * len(paths))})) AND "
-        params = tuple(paths)
-    rows = db.rows(
-        f"SELECT min(c.id), c.hash, length(c.header) + length(c.text) AS n, count(*) FROM chunks c "
-        f"WHERE {where}NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) "
-        f"AND NOT EXISTS (SELECT 1 FROM embed_docs d WHERE d.chunk_hash = c.hash AND d.current = 1) "
-        f"GROUP BY c.hash ORDER BY n",
-        params,
-    )
-    return [(int(r[0]), str(r[1])) for r in rows], sum(int(r[3]) for r in rows)
-
-
-def chunk_texts(db: Database, ids: Sequence[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    return {int(i): h + t for i, h, t in db.execute(
-        f"SELECT id, header, text FROM chunks WHERE id IN ({marks})", tuple(ids))}
-
-
-def write_vectors(db: Database, hashes: Sequence[str], vecs: np.ndarray, model_id: str) -> int:
-    """Store vectors for chunk hashes (skipping hashes another writer stored meanwhile)."""
-    written = 0
-    with db.transaction():
-        for h, v in zip(hashes, vecs, strict=True):
-            db.execute("INSERT OR IGNORE INTO vectors(hash, model) VALUES(?, ?)", (h, model_id))
-            if db.conn.changes() == 0:
-                continue
-            vid = db.conn.last_insert_rowid()
-            db.execute(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES(?, ?)", (vid, to_blob(v)))
-            written += 1
-    return written
+# --------------------------------------------------------------------------- embedding the index
 
 
 def up_to_date(db: Database, settings: EmbedSettings) -> EmbedSummary | None:
@@ -340,16 +258,13 @@ def up_to_date(db: Database, settings: EmbedSettings) -> EmbedSummary | None:
         return None
     if embed_docs.sync(db, dry_run=True):  # a summary made since the last run: a document to embed
         return None
-    if db.scalar("SELECT 1 FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) "
-                 "AND NOT EXISTS (SELECT 1 FROM embed_docs d WHERE d.chunk_hash = c.hash AND d.current = 1) LIMIT 1"):
-        return None
-    if db.scalar("SELECT 1 FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash) "
-                 "AND NOT EXISTS (SELECT 1 FROM embed_docs d WHERE d.key = v.hash) LIMIT 1"):
+    if not all_embedded(db):
         return None
     if embed_docs.unembedded_docs(db):
         return None
-    chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
+    chunks = chunk_count(db)
     return EmbedSummary(model_id, int(db.get_meta("embed_dim") or 0), chunks, 0, chunks, 0, False, 0.0, 0.0)
+
 
 
 def embed_index(
@@ -369,12 +284,7 @@ def embed_index(
     if reset:
         paths = None  # a new model: everything is to embed
     removed = collect_garbage(db) if paths is None else 0
-    if paths is None:
-        total_chunks = int(db.scalar("SELECT count(*) FROM chunks", default=0))
-    else:
-        marks = ",".join("?" * len(paths)) or "NULL"
-        total_chunks = int(db.scalar(f"SELECT count(*) FROM chunks WHERE file_id IN "
-                                     f"(SELECT id FROM files WHERE path IN ({marks}))", tuple(paths), default=0))
+    total_chunks = chunk_count(db, paths)
     changed = embed_docs.sync(db)
     chunks_todo, without = pending_chunks(db, paths)
     docs_todo = embed_docs.pending_docs(db, paths)  # chunks whose summary joins their document
@@ -422,19 +332,4 @@ def embed_index(
     return EmbedSummary(model.id, model.dim, total_chunks, written, reused, removed, reset,
                         seconds, rate, stopped)
 
-
-def vectors_for_hashes(db: Database, hashes: Iterable[str]) -> dict[str, np.ndarray]:
-    """Stored vectors of chunk hashes (those that have one)."""
-    out: dict[str, np.ndarray] = {}
-    if not db.has_table(VEC_TABLE):
-        return out
-    hs = list(dict.fromkeys(hashes))
-    for i in range(0, len(hs), 400):
-        part = hs[i : i + 400]
-        marks = ",".join("?" * len(part))
-        for h, blob in db.execute(
-            f"SELECT v.hash, t.embedding FROM vectors v JOIN {VEC_TABLE} t ON t.rowid = v.id "
-            f"WHERE v.hash IN ({marks})", tuple(part)):
-            out[str(h)] = np.frombuffer(blob, dtype=np.float32)
-    return out
 

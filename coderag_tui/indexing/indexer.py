@@ -32,6 +32,7 @@ from coderag_tui.indexing.workers import (
 from coderag_tui.models import IndexSummary, Progress
 from coderag_tui.sources.discovery import stat_paths, walk
 from coderag_tui.sources.names import fs_path
+from coderag_tui.store import read, tracked
 from coderag_tui.store.db import Database, open_database
 from coderag_tui.store.write import (
     FileMeta,
@@ -86,7 +87,7 @@ class Indexer:
         only_set = set(only) if only is not None else None
         feed: Feed | None = None
         workers = self.settings.index.workers or usable_cores()
-        if only_set is None and workers > 1 and not db.one("SELECT 1 FROM files") and not db.one("SELECT 1 FROM skips"):
+        if only_set is None and workers > 1 and tracked.is_empty(db):
             # an empty index: every file found is a job, so parsing can start during the walk
             feed = Feed(self.settings, str(self.root), workers)
             cleanup.callback(feed.close)
@@ -98,15 +99,13 @@ class Indexer:
         found = len(candidates)
         emit(Progress("discover", found, found, f"{found} files found, {len(walked.skips)} skipped"))
 
-        files_sql = "SELECT id, path, hash, size, mtime_ns FROM files"
         if only_set is None:
-            known = {path: (fid, h, size, mtime) for fid, path, h, size, mtime in db.execute(files_sql)}
+            known = tracked.file_states(db)
             known_total = len(known)
         else:  # the given paths' rows (reading every file's row costs more than a small batch)
-            known = {path: (fid, h, size, mtime) for fid, path, h, size, mtime
-                     in db.rows_in(files_sql + " WHERE path IN ({marks})", sorted(only_set))}
-            known_total = int(db.scalar("SELECT count(*) FROM files"))
-        old_skips = {p: (r, s, m) for p, r, s, m in db.execute("SELECT path, reason, size, mtime_ns FROM skips")}
+            known = tracked.file_states(db, only_set)
+            known_total = read.file_count(db)
+        old_skips = tracked.skips(db)
         skips: dict[str, tuple[str, int, int]] = {}
         unchanged = 0
         if only_set is not None:
@@ -165,8 +164,7 @@ class Indexer:
                 for out in pending_writes:
                     job = out.job
                     if out.kind == "unchanged":
-                        db.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?",
-                                   (job.size, job.mtime_ns, job.path))
+                        tracked.touch_file(db, job.path, job.size, job.mtime_ns)
                         continue
                     rows = out.rows
                     assert rows is not None
@@ -231,11 +229,7 @@ class Indexer:
             emit(Progress("parse", total, total, f"{units:,} units, {chunks:,} chunks written", units, chunks, rate))
 
         with db.transaction():
-            db.execute("DELETE FROM skips")
-            db.executemany(
-                "INSERT INTO skips(path, reason, size, mtime_ns) VALUES(?,?,?,?)",
-                [(p, r, s, m) for p, (r, s, m) in sorted(skips.items())],
-            )
+            tracked.replace_skips(db, skips)
         file_set_changed = file_set[0]
         pending = db.get_meta("resolve_pending") == "1"
         if pending or changed_ids or deleted:
@@ -263,7 +257,7 @@ class Indexer:
             with db.transaction():
                 restore_indexes(db)
         apply_summary_search(db, self.settings.summaries.search)
-        edges = int(db.scalar("SELECT count(*) FROM edges", default=0))
+        edges = tracked.edge_count(db)
         if only_set is None:  # a partial run did not look at the excluded folders
             save_excluded(db, walked.excluded)
         summary = IndexSummary(
@@ -349,9 +343,7 @@ class Indexer:
 
     def _clear(self) -> None:
         with self.db.transaction():
-            for table in ("files", "units", "chunks", "imports", "edges", "skips", "summaries"):
-                self.db.execute(f"DELETE FROM {table}")
-            self.db.execute("DELETE FROM chunks_fts")
+            tracked.clear_index(self.db)
             mark_file_set_changed(self.db)
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection, Sequence
 from pathlib import PurePosixPath
 
-from coderag_tui.parsing.extract import is_test_path
+from coderag_tui.parsing.kinds import is_test_path
 from coderag_tui.parsing.languages import is_prose
 from coderag_tui.store import descriptions as store
 from coderag_tui.store.db import Database

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from coderag_tui.models import EdgeRef, IndexSummary, Progress, WatchEvent
 from coderag_tui.sources.discovery import IGNORE_FILES, IgnoreMatcher
 from coderag_tui.sources.names import fs_path, repo_path
-from coderag_tui.store import read
+from coderag_tui.store import read, tracked
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -310,9 +310,7 @@ class Watcher:
         moved away) and those on disk (created or moved in)."""
         out: set[str] = set()
         for d in dirs:
-            lo, hi = d + "/", d + "0"  # "0" follows "/": every path starting with d/
-            out.update(r[0] for r in self.service.db.execute(
-                "SELECT path FROM files WHERE path >= ? AND path < ?", (lo, hi)))
+            out.update(tracked.paths_under(self.service.db, d))
             top = self.root / fs_path(d)
             if not top.is_dir():
                 continue

@@ -24,8 +24,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from coderag_tui.indexing.embedder import REMOVALS_KEY, VEC_TABLE
 from coderag_tui.store.db import Database
+from coderag_tui.store.embeddings import (
+    REMOVALS_KEY,
+    VEC_TABLE,
+    max_vector_id,
+    vector_count,
+    vector_ids,
+    vectors_after,
+)
 
 MAX_VECTORS = 2_000_000  # ~0.9 GB of int8 rows and codes at 384 dimensions
 EXACT_MAX = 60_000  # up to here the copy is float32 and KNN exact (~90 MB at 384 dimensions)
@@ -52,10 +59,8 @@ class VectorMatrix:
     def _rows(self, db: Database, after: int) -> tuple[np.ndarray, np.ndarray]:
         ids: list[int] = []
         blobs: list[bytes] = []
-        for rowid, blob in db.execute(
-            f"SELECT v.id, t.embedding FROM vectors v JOIN {VEC_TABLE} t ON t.rowid = v.id "
-            f"WHERE v.id > ? ORDER BY v.id", (after,)):
-            ids.append(int(rowid))
+        for rowid, blob in vectors_after(db, after):
+            ids.append(rowid)
             blobs.append(blob)
         if not ids:
             return np.zeros(0, dtype=np.int64), np.zeros((0, self.mat.shape[1] if self.mat.size else 0),
@@ -111,18 +116,18 @@ class VectorMatrix:
             return True
         model = db.get_meta("embed_model")
         removals = db.get_meta(REMOVALS_KEY)
-        top = int(db.scalar("SELECT coalesce(max(id), 0) FROM vectors", default=0))
+        top = max_vector_id(db)
         if model != self.model:
             self._reset(model)
         if self._seen == (model, removals, top):
             return not self._too_many
         if not len(self.ids):  # loading from scratch: is the index small enough to copy?
-            self._too_many = int(db.scalar("SELECT count(*) FROM vectors", default=0)) > MAX_VECTORS
+            self._too_many = vector_count(db) > MAX_VECTORS
             if self._too_many:
                 self._seen = (model, removals, top)
                 return False
         elif removals != self._seen[1]:  # vectors were removed: keep the rows still there
-            live = np.fromiter((r[0] for r in db.execute("SELECT id FROM vectors")), dtype=np.int64)
+            live = np.fromiter(vector_ids(db), dtype=np.int64)
             self._keep(np.isin(self.ids, live, assume_unique=True))
         last = int(self.ids[-1]) if len(self.ids) else 0
         if top > last:

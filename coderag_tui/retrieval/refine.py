@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from coderag_tui.retrieval.common import ChunkMatch
+from coderag_tui.store import retrieval_reads
 from coderag_tui.store.db import Database
 
 NAME_WEIGHT = 3.0
@@ -44,26 +45,18 @@ def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], li
     if not wanted or not matches:
         return list(matches)
     head = list(matches[:limit])
-    texts = {int(cid): str(t) for cid, t in db.rows_in(
-        "SELECT id, text FROM chunks WHERE id IN ({marks})", [m.chunk_id for m in head])}
+    texts = retrieval_reads.chunk_texts(db, [m.chunk_id for m in head])
     # the units wholly inside each matched chunk (one query joining the chunks' spans to units)
     inner_of: dict[int, list[tuple[int, int, int, str]]] = {m.chunk_id: [] for m in head}
     unit_of = {m.chunk_id: m.unit_id for m in head}
     spans = list({m.chunk_id: m for m in head}.values())
-    for i in range(0, len(spans), 200):
-        batch = spans[i : i + 200]
-        values = ",".join(["(?,?,?,?)"] * len(batch))
-        params = [x for m in batch for x in (m.chunk_id, m.file_id, m.start_line, m.end_line)]
-        for cid, uid, start, end, kind in db.execute(
-            f"WITH m(cid, fid, s, e) AS (VALUES {values}) SELECT m.cid, u.id, u.start_line, u.end_line, u.kind "
-            f"FROM m JOIN units u ON u.file_id = m.fid WHERE u.start_line >= m.s AND u.end_line <= m.e "
-            f"AND u.kind <> 'file'", params):
-            if uid != unit_of[cid]:
-                inner_of[int(cid)].append((int(start), int(end), int(uid), str(kind)))
+    for cid, uid, start, end, kind in retrieval_reads.units_inside(
+            db, [(m.chunk_id, m.file_id, m.start_line, m.end_line) for m in spans]):
+        if uid != unit_of[cid]:
+            inner_of[int(cid)].append((int(start), int(end), int(uid), str(kind)))
     # names, signatures and docstrings only of the units that matter
     wanted_ids = sorted({u[2] for us in inner_of.values() for u in us} | {m.unit_id for m in head})
-    info = {int(uid): (str(name), str(sig), str(doc), str(kind)) for uid, name, sig, doc, kind in db.rows_in(
-        "SELECT id, name, signature, docstring, kind FROM units WHERE id IN ({marks})", wanted_ids)}
+    info = retrieval_reads.unit_briefs(db, wanted_ids)
     out: list[ChunkMatch] = []
     for m in head:
         inner = sorted(inner_of[m.chunk_id], key=lambda u: (u[1] - u[0], u[0]))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coderag_tui.retrieval.packing import TokenCounter, estimate_tokens
+from coderag_tui.store import retrieval_reads
 from coderag_tui.store.db import Database
 
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
@@ -41,23 +42,18 @@ class RepoGraph:
     def load(cls, db: Database) -> RepoGraph:
         paths: list[str] = []
         idx: dict[int, int] = {}
-        for fid, path in db.execute("SELECT id, path FROM files ORDER BY path"):
-            idx[int(fid)] = len(paths)
-            paths.append(str(path))
-        marks = ",".join("?" * len(REF_KINDS))
+        for fid, path in retrieval_reads.files_by_path(db):
+            idx[fid] = len(paths)
+            paths.append(path)
         edges: dict[tuple[int, int], float] = defaultdict(float)
         refs: dict[int, int] = defaultdict(int)
-        for src_file, dst_file, dst, n in db.execute(
-            f"SELECT e.src_file, u.file_id, e.dst, count(*) FROM edges e JOIN units u ON u.id = e.dst "
-            f"WHERE e.kind IN ({marks}) AND e.dst IS NOT NULL GROUP BY e.src_file, e.dst", REF_KINDS):
+        for src_file, dst_file, dst, n in retrieval_reads.references(db, REF_KINDS):
             if src_file == dst_file or src_file not in idx or dst_file not in idx:
                 continue
             edges[(idx[src_file], idx[dst_file])] += float(n) ** 0.5  # many calls, diminishing weight
             refs[int(dst)] += int(n)
         units: dict[int, list[tuple[int, int, str, int]]] = defaultdict(list)
-        for uid, fid, pid_kind, kind, name, sig, line in db.execute(
-            "SELECT u.id, u.file_id, p.kind, u.kind, u.name, u.signature, u.start_line FROM units u "
-            "LEFT JOIN units p ON p.id = u.parent_id WHERE u.kind <> 'file'"):
+        for uid, fid, pid_kind, kind, name, sig, line in retrieval_reads.outline_rows(db):
             if fid not in idx:
                 continue
             depth = 0 if pid_kind in (None, "file", "module") else 1

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from coderag_tui.parsing.extract import content_hash
 from coderag_tui.sources.names import fs_path
+from coderag_tui.store import retrieval_reads
 from coderag_tui.store.db import Database
 
 
@@ -23,11 +24,9 @@ class CodeReader:
         if cached is not None:
             return cached
         lines: dict[int, str] = {}
-        for start, text in self.db.execute(
-            "SELECT c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
-            "ORDER BY c.start_line", (path,)):
-            for i, line in enumerate(str(text).split("\n")):
-                lines.setdefault(int(start) + i, line)
+        for start, text in retrieval_reads.file_chunk_texts(self.db, path):
+            for i, line in enumerate(text.split("\n")):
+                lines.setdefault(start + i, line)
         self._chunks[path] = lines
         return lines
 
@@ -37,11 +36,11 @@ class CodeReader:
         lines = None
         if self.root is not None:
             full = (self.root / fs_path(path)).resolve()
-            row = self.db.one("SELECT hash FROM files WHERE path = ?", (path,))
+            indexed = retrieval_reads.file_hash(self.db, path)
             try:
-                if row is not None and (self.root in full.parents):
+                if indexed is not None and (self.root in full.parents):
                     data = full.read_bytes()
-                    if content_hash(data) == row[0]:
+                    if content_hash(data) == indexed:
                         lines = data.decode("utf-8", "replace").split("\n")
             except OSError:
                 lines = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from coderag_tui.models import SearchFilters, UnitRef
 from coderag_tui.retrieval.symbols import passes, symbol_units
-from coderag_tui.store import read
+from coderag_tui.store import read, retrieval_reads
 from coderag_tui.store.db import Database
 
 
@@ -30,12 +30,7 @@ def files_for_module(db: Database, target: str) -> list[UnitRef]:
     stems = {t, t.replace(".", "/")} if "/" not in t else {t}
     out: dict[int, UnitRef] = {}
     for stem in stems:
-        for row in db.execute(
-            read.UNIT_SELECT + " WHERE u.kind='file' AND (f.path = ? OR f.path LIKE ? OR f.path LIKE ? "
-            "OR f.path LIKE ? OR f.path LIKE ?)",
-            (stem, stem + ".%", "%/" + stem + ".%", stem + "/__init__.%", "%/" + stem + "/__init__.%"),
-        ):
-            u = read.unit_from_row(row)
+        for u in retrieval_reads.module_files(db, stem):
             out[u.id] = u
     return sorted(out.values(), key=lambda u: (len(u.path), u.path))
 
@@ -54,9 +49,7 @@ def answer(db: Database, op: str, target: str, filters: SearchFilters | None = N
                         seen.add(u.id)
                         out.append(Answer(u, f"imports {f.path}"))
             # external modules (and unresolved imports) by the name as written
-            for src, name, line in db.execute(
-                "SELECT src, name, line FROM edges WHERE kind='IMPORTS' AND (name = ? OR name LIKE ?) "
-                "ORDER BY src_file, line", (target, target + ".%")):
+            for src, name, line in retrieval_reads.imports_named(db, target):
                 if src not in seen:
                     seen.add(src)
                     found = read.get_unit(db, src)

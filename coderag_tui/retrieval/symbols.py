@@ -6,7 +6,7 @@ import re
 
 from coderag_tui.models import SearchFilters, UnitRef
 from coderag_tui.retrieval.router import looks_like_symbol
-from coderag_tui.store import read
+from coderag_tui.store import retrieval_reads
 from coderag_tui.store.db import Database
 
 _TOKEN = re.compile(r"`?[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?`?")
@@ -62,25 +62,22 @@ def symbol_units(db: Database, target: str, limit: int,
         return [], []
     found: dict[int, UnitRef] = {}
 
-    def add(sql: str, params: tuple[object, ...]) -> None:
-        for row in db.execute(read.UNIT_SELECT + " WHERE " + sql, params):
-            u = read.unit_from_row(row)
+    def add(units: list[UnitRef]) -> None:
+        for u in units:
             if u.id not in found and passes(u, filters):
                 found[u.id] = u
 
     if "/" in t:
-        stem = t.rstrip("/")
-        add("u.kind = 'file' AND (f.path = ? OR f.path LIKE ? OR f.path LIKE ?) LIMIT 200",
-            (stem, stem + "/%", stem + ".%"))
-    add("u.name = ? COLLATE NOCASE LIMIT 400", (last,))
+        add(retrieval_reads.files_at(db, t.rstrip("/"), 200))
+    add(retrieval_reads.units_named(db, last, 400))
     exact = sorted((u for u in found.values() if is_exact(u, t)), key=lambda u: _order(u, last))
     fuzzy: list[UnitRef] = []
     if len(exact) < limit:
-        add("u.name LIKE ? ESCAPE '\\' AND u.kind <> 'file' LIMIT 200", (_like(last) + "%",))
+        add(retrieval_reads.units_name_like(db, _like(last) + "%", 200))
         if not exact and len(found) < FEW and len(last) >= 4:  # a substring scan reads every unit: only when needed
-            add("u.name LIKE ? ESCAPE '\\' AND u.kind <> 'file' LIMIT 100", ("%" + _like(last) + "%",))
+            add(retrieval_reads.units_name_like(db, "%" + _like(last) + "%", 100))
         if "/" in t and len(found) < FEW:
-            add("u.kind = 'file' AND f.path LIKE ? ESCAPE '\\' LIMIT 100", ("%" + _like(t) + "%",))
+            add(retrieval_reads.files_path_like(db, "%" + _like(t) + "%", 100))
         seen = {u.id for u in exact}
         fuzzy = sorted((u for u in found.values() if u.id not in seen),
                        key=lambda u: (len(u.name), _order(u, last)))
@@ -111,9 +108,8 @@ def exact_units(db: Database, name: str, filters: SearchFilters | None = None, l
     """Definitions whose name or qualified name is exactly `name` (last segment for dotted names)."""
     qual = name.replace("::", ".").replace("#", ".")
     last = qual.split(".")[-1]
-    # `COLLATE NOCASE` lets SQLite use the units_name index; the case must still match
-    rows = db.rows(read.UNIT_SELECT + " WHERE u.name = ? COLLATE NOCASE AND u.kind <> 'file' LIMIT 400", (last,))
-    units = [u for u in map(read.unit_from_row, rows) if u.name == last]
+    # the lookup ignores case (to use the index); the case must still match
+    units = [u for u in retrieval_reads.units_named(db, last, 400, files=False) if u.name == last]
     if "." in qual:
         tail = [u for u in units if u.qualname == qual or u.qualname.endswith("." + qual)]
         if tail:
@@ -148,7 +144,5 @@ def units_named(db: Database, words: list[str], filters: SearchFilters | None = 
     """Definitions (not files) whose name is one of the words, any case; few per name."""
     out: list[UnitRef] = []
     for w in words:
-        rows = db.rows(read.UNIT_SELECT + " WHERE u.name = ? COLLATE NOCASE AND u.kind <> 'file' LIMIT ?",
-                       (w, per_name))
-        out.extend(u for u in map(read.unit_from_row, rows) if passes(u, filters))
+        out.extend(u for u in retrieval_reads.units_named(db, w, per_name, files=False) if passes(u, filters))
     return out

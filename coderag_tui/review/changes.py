@@ -21,7 +21,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from coderag_tui.parsing.extract import CLASS_LIKE, FUNCTION_LIKE
+from coderag_tui.parsing.kinds import CLASS_LIKE, FUNCTION_LIKE
 from coderag_tui.parsing.records import ParsedFile, ParsedUnit
 from coderag_tui.review.diff import FileDiff
 

@@ -16,14 +16,14 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from coderag_tui.models import UnitRef
-from coderag_tui.parsing.extract import CLASS_LIKE
 from coderag_tui.parsing.guard import check_nesting, parse_tree
+from coderag_tui.parsing.kinds import CLASS_LIKE
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.parsing.records import ParsedFile, ParsedUnit
 from coderag_tui.review.changes import DELETED, RENAMED, SIGNATURE, FileSides, UnitChange
 from coderag_tui.review.signature import call_args_at, mismatch, param_spec
 from coderag_tui.sources.names import fs_path
-from coderag_tui.store import read
+from coderag_tui.store import read, review
 
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "super()", "super", "@", "Self"})
 _IDENT_RE = re.compile(r"[A-Za-z_$][\w$]*")
@@ -117,8 +117,7 @@ class Gatherer:
     # ------------------------------------------------------------------ lookups
     def file_id(self, path: str) -> int | None:
         if path not in self._file_ids:
-            row = self.db.one("SELECT id FROM files WHERE path=?", (path,))
-            self._file_ids[path] = int(row[0]) if row else None
+            self._file_ids[path] = review.file_id(self.db, path)
         return self._file_ids[path]
 
     def index_unit(self, path: str, u: ParsedUnit) -> UnitRef | None:
@@ -235,13 +234,8 @@ class Gatherer:
             names.extend(change.members)
         rows: list[tuple[Any, ...]] = []
         for name in names:
-            rows += self.db.rows(
-                "SELECT e.src, e.src_file, e.line, e.receiver, e.orphan, e.dst, e.name FROM edges e "
-                "LEFT JOIN units t ON t.id = e.dst LEFT JOIN files tf ON tf.id = t.file_id "
-                "WHERE e.kind='CALLS' AND e.name=? AND (e.dst IS NULL OR t.id IS NULL "
-                "OR (tf.path=? AND t.qualname=?)) ORDER BY e.src_file, e.line LIMIT 2000",
-                (name, old_path, old.qualname if name == old.name else f"{old.qualname}.{name}"),
-            )
+            rows += review.calls_of(self.db, name, old_path,
+                                    old.qualname if name == old.name else f"{old.qualname}.{name}")
         units = read.get_units(self.db, [r[0] for r in rows])
         seen: set[tuple[int, int]] = set()
         for src, src_file, line, receiver, orphan_text, dst, name in rows:
@@ -305,14 +299,8 @@ class Gatherer:
         p = PurePosixPath(old_path)
         target = "/".join([*p.parent.parts, p.stem])
         best = 0
-        for module, names, dst in self.db.rows(
-            "SELECT e.name, e.receiver, t.id FROM edges e LEFT JOIN units t ON t.id = e.dst "
-            "WHERE e.src_file=? AND e.kind='IMPORTS'", (src_file,)
-        ):
-            hit = False
-            if dst is not None:
-                row = self.db.one("SELECT f.path FROM units u JOIN files f ON f.id=u.file_id WHERE u.id=?", (dst,))
-                hit = bool(row and row[0] == old_path)
+        for module, names, dst, dst_path in review.imports_of(self.db, src_file):
+            hit = dst is not None and dst_path == old_path
             mod = re.sub(r"::|[./\\]+", "/", str(module).strip("\"'<>")).strip("/")
             if not hit and mod:
                 hit = target.endswith(mod) or mod.endswith(target) or mod.split("/")[-1] == p.stem
@@ -365,9 +353,7 @@ class Gatherer:
                     ctx.mismatched.append(CallIssue(ref, issues[0]))
 
     def _receiver_at(self, ref: Ref, name: str) -> str:
-        row = self.db.one("SELECT receiver FROM edges WHERE src=? AND line=? AND name=? AND kind='CALLS'",
-                          (ref.unit_id, ref.line, name))
-        return str(row[0]) if row else ""
+        return review.receiver_at(self.db, ref.unit_id, ref.line, name)
 
     # ------------------------------------------------------------------ level 2 and 3
     def _parsed(self, change: UnitChange) -> ParsedFile | None:
@@ -421,12 +407,6 @@ class Gatherer:
                     consts[u.name] = f"{u.name} ({pf.path}:{u.start_line})"
         candidates = sorted(w for w in words if w not in consts and len(w) > 1 and w.upper() == w
                             and any(ch.isalpha() for ch in w))
-        for i in range(0, len(candidates), 200):
-            part = candidates[i : i + 200]
-            marks = ",".join("?" * len(part))
-            for name, path, line in self.db.rows(
-                "SELECT u.name, f.path, u.start_line FROM units u JOIN files f ON f.id=u.file_id "
-                f"WHERE u.kind='constant' AND u.name IN ({marks}) ORDER BY f.path", tuple(part)
-            ):
-                consts.setdefault(name, f"{name} ({path}:{line})")
+        for name, path, line in review.constants_named(self.db, candidates):
+            consts.setdefault(name, f"{name} ({path}:{line})")
         ctx.constants = [consts[k] for k in sorted(consts)]

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from coderag_tui.models import EdgeRef, Excluded, IndexCounts, IndexStatus, LanguageCount, UnitRef
 from coderag_tui.store import confidence
@@ -135,17 +136,24 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def _edge_rows(db: Database, end: str, unit_ids: Sequence[int], kinds: Sequence[str], order: str
+               ) -> list[tuple[Any, ...]]:
+    """(src, dst, kind, name, line, receiver, src_file) of the edges of these kinds whose `end`
+    ('src' or 'dst') is one of the units."""
+    marks = ",".join("?" * len(unit_ids))
+    kmarks = ",".join("?" * len(kinds))
+    return db.rows(
+        f"SELECT e.src, e.dst, e.kind, e.name, e.line, e.receiver, e.src_file FROM edges e WHERE e.{end} IN ({marks}) "
+        f"AND e.kind IN ({kmarks}) ORDER BY {order}",
+        (*unit_ids, *kinds),
+    )
+
+
 def callers(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
     """Edges into the units, seen from their sources (who calls / inherits / tests them)."""
     if not unit_ids:
         return []
-    marks = ",".join("?" * len(unit_ids))
-    kmarks = ",".join("?" * len(kinds))
-    rows = db.rows(
-        f"SELECT e.src, e.dst, e.kind, e.name, e.line, e.receiver, e.src_file FROM edges e WHERE e.dst IN ({marks}) "
-        f"AND e.kind IN ({kmarks}) ORDER BY e.src_file, e.line",
-        (*unit_ids, *kinds),
-    )
+    rows = _edge_rows(db, "dst", unit_ids, kinds, "e.src_file, e.line")
     units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows])
     sure = _sureness(db, rows)
     edges = [
@@ -160,13 +168,7 @@ def callees(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALL
     """Edges out of the units: what they call (resolved to a unit, or just a name)."""
     if not unit_ids:
         return []
-    marks = ",".join("?" * len(unit_ids))
-    kmarks = ",".join("?" * len(kinds))
-    rows = db.rows(
-        f"SELECT e.src, e.dst, e.kind, e.name, e.line, e.receiver, e.src_file FROM edges e WHERE e.src IN ({marks}) "
-        f"AND e.kind IN ({kmarks}) ORDER BY e.line, e.id",
-        (*unit_ids, *kinds),
-    )
+    rows = _edge_rows(db, "src", unit_ids, kinds, "e.line, e.id")
     units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows if r[1] is not None])
     sure = _sureness(db, rows)
     return [

@@ -1,0 +1,50 @@
+"""Stored conversations: each turn is the question and the answer, with the answer's sources
+and the outcome (complete, stopped, or the error line) as JSON text the answerer decodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coderag_tui.store.db import Database
+
+
+def message_rows(db: Database, conversation_id: int) -> list[tuple[Any, ...]]:
+    """(role, content, sources JSON, created, outcome, invalid JSON) of a conversation's
+    messages, oldest first."""
+    return db.rows("SELECT role, content, sources, created, outcome, invalid FROM messages "
+                   "WHERE conversation_id=? ORDER BY id", (conversation_id,))
+
+
+def conversation_rows(db: Database, limit: int = 100) -> list[tuple[Any, ...]]:
+    """(id, title, created, updated, message count) of the conversations, latest first."""
+    return db.rows("SELECT c.id, c.title, c.created, c.updated, "
+                   "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id) "
+                   "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,))
+
+
+def exists(db: Database, conversation_id: int) -> bool:
+    return bool(db.scalar("SELECT 1 FROM conversations WHERE id=?", (conversation_id,)))
+
+
+def delete(db: Database, conversation_id: int) -> None:
+    with db.transaction():
+        db.execute("DELETE FROM messages WHERE conversation_id=?", (conversation_id,))
+        db.execute("DELETE FROM conversations WHERE id=?", (conversation_id,))
+
+
+def save_turn(db: Database, conversation_id: int | None, title: str, question: str, answer: str,
+              sources_json: str, outcome: str, invalid_json: str, now: float) -> int:
+    """Store a question and its answer in one transaction, in a new conversation (titled
+    `title`) when `conversation_id` is None. Returns the conversation's id."""
+    with db.transaction():
+        if conversation_id is None:
+            db.execute("INSERT INTO conversations(title, created, updated) VALUES(?, ?, ?)", (title, now, now))
+            conversation_id = int(db.conn.last_insert_rowid())
+        else:
+            db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
+        db.execute("INSERT INTO messages(conversation_id, role, content, sources, created) "
+                   "VALUES(?, 'user', ?, '[]', ?)", (conversation_id, question, now))
+        db.execute("INSERT INTO messages(conversation_id, role, content, sources, created, outcome, invalid) "
+                   "VALUES(?, 'assistant', ?, ?, ?, ?, ?)",
+                   (conversation_id, answer, sources_json, now, outcome, invalid_json))
+    return conversation_id

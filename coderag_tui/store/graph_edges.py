@@ -1,0 +1,186 @@
+"""The graph's reads and writes for edge resolution (`indexing/graph.py` and its parts): the
+units and files a lookup loads, the edges a pass re-resolves, and the updates it writes back.
+
+Rows are plain tuples, in the column order each function names, because resolution runs over
+every edge of a repository and builds its own tables from them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from coderag_tui.store.db import Database
+
+Row = tuple[Any, ...]
+_UNIT = "SELECT id, file_id, parent_id, kind, name, is_test FROM units"
+_IMPORT = "SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'"
+_BASE = "SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')"
+_CALL = "SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS'"
+_TEST_INSERT = "INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?,?,?,'TESTS',?,?)"
+
+
+# ---------------------------------------------------------------- units and files
+
+
+def all_units(db: Database) -> Iterator[Row]:
+    """Every unit as (id, file_id, parent_id, kind, name, is_test as 0/1)."""
+    return db.execute("SELECT id, file_id, parent_id, kind, name, is_test<>0 FROM units")
+
+
+def units_named(db: Database, names: Sequence[str]) -> list[Row]:
+    """The units of these names, (id, file_id, parent_id, kind, name, is_test), by id per batch."""
+    return db.rows_in(f"{_UNIT} WHERE name IN ({{marks}}) ORDER BY id", names)
+
+
+def units_by_id(db: Database, ids: Sequence[int]) -> list[Row]:
+    return db.rows_in(f"{_UNIT} WHERE id IN ({{marks}})", ids)
+
+
+def unit_row(db: Database, uid: int) -> Row | None:
+    return db.one(f"{_UNIT} WHERE id=?", (uid,))
+
+
+def file_units(db: Database) -> Iterator[Row]:
+    """(file id, its file unit's id) for every file."""
+    return db.execute("SELECT file_id, id FROM units WHERE kind='file'")
+
+
+def file_paths(db: Database) -> Iterator[Row]:
+    """(file id, path) for every file."""
+    return db.execute("SELECT id, path FROM files")
+
+
+# ---------------------------------------------------------------- resolved imports and bases
+
+
+def imports_of_files(db: Database, fids: Sequence[int]) -> list[Row]:
+    """(file id, imported names csv, target file or None) of these files' imports, in edge order
+    per batch."""
+    return db.rows_in(
+        "SELECT e.src_file, e.receiver, t.file_id FROM edges e LEFT JOIN units t ON t.id = e.dst "
+        "WHERE e.src_file IN ({marks}) AND e.kind='IMPORTS' ORDER BY e.id", fids)
+
+
+def imports_of_file(db: Database, fid: int) -> list[Row]:
+    """(imported names csv, target file or None) of one file's imports, in edge order."""
+    return db.rows("SELECT e.receiver, t.file_id FROM edges e LEFT JOIN units t ON t.id = e.dst "
+                   "WHERE e.src_file=? AND e.kind='IMPORTS' ORDER BY e.id", (fid,))
+
+
+def resolved_bases(db: Database, type_id: int) -> list[int]:
+    """The units a type's resolved INHERITS/IMPLEMENTS edges point at, in edge order."""
+    return [r[0] for r in db.rows("SELECT dst FROM edges WHERE src=? AND kind IN ('INHERITS','IMPLEMENTS') "
+                                  "AND dst IS NOT NULL ORDER BY id", (type_id,))]
+
+
+# ---------------------------------------------------------------- edges to resolve
+
+
+def import_edges(db: Database) -> Iterator[Row]:
+    """Every IMPORTS edge as (id, src_file, module, names csv, dst)."""
+    return db.execute(_IMPORT)
+
+
+def import_edges_of(db: Database, fids: Sequence[int]) -> list[Row]:
+    """The IMPORTS edges of these files, by id, as `import_edges` gives them."""
+    return db.rows_in(f"{_IMPORT} AND src_file IN ({{marks}}) ORDER BY id", fids) if fids else []
+
+
+def base_edges(db: Database) -> list[Row]:
+    """Every INHERITS/IMPLEMENTS edge as (id, src, src_file, base text, dst, kind)."""
+    return db.rows(_BASE)
+
+
+def base_edges_touching(db: Database, files: Iterable[int], names: Iterable[str], ids: Iterable[int]) -> list[Row]:
+    """The base edges of these files, of these base names, or with these ids (through the
+    covering index edges_bases; an INHERITS edge's receiver is its base's name)."""
+    return db.rows(
+        f"{_BASE} AND (src_file IN (SELECT value FROM json_each(?1)) "
+        "OR receiver IN (SELECT value FROM json_each(?2)) OR id IN (SELECT value FROM json_each(?3)))",
+        (json.dumps(sorted(files)), json.dumps(sorted(names)), json.dumps(sorted(ids))))
+
+
+def call_edges(db: Database) -> Iterator[Row]:
+    """Every CALLS edge as (id, src, src_file, name, receiver, dst, line)."""
+    return db.execute("SELECT id, src, src_file, name, receiver, dst, line FROM edges WHERE kind='CALLS'")
+
+
+def call_edges_touching(db: Database, files: Iterable[int], ids: Iterable[int], names: Iterable[str]) -> list[Row]:
+    """The CALLS edges (id, src, src_file, name, receiver, dst) from these files, with these ids
+    and of these names, in that order (an edge may come more than once)."""
+    query = _CALL + " AND {column} IN ({{marks}})"
+    return [*db.rows_in(query.format(column="src_file"), sorted(files)),
+            *db.rows_in(query.format(column="id"), sorted(ids)),
+            *db.rows_in(query.format(column="name"), sorted(names))]
+
+
+def resolved_calls(db: Database, files: Sequence[int] | None = None) -> list[Row]:
+    """(src, src_file, dst, line) of the resolved CALLS edges, of every file or of these."""
+    query = "SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL"
+    if files is None:
+        return db.rows(query)
+    return db.rows_in(query + " AND src_file IN ({marks})", files) if files else []
+
+
+def resolved_calls_at(db: Database, spots: Iterable[tuple[int, int]]) -> list[Row]:
+    """`resolved_calls` made by these units at these lines ((unit, line) pairs)."""
+    rows: list[Row] = []
+    for src, line in spots:
+        rows += db.rows("SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL "
+                        "AND src=? AND line=?", (src, line))
+    return rows
+
+
+def call_spots(db: Database, ids: Sequence[int]) -> list[Row]:
+    """(src, src_file, line) of these edges."""
+    return db.rows_in("SELECT src, src_file, line FROM edges WHERE id IN ({marks})", ids)
+
+
+# ---------------------------------------------------------------- writes
+
+
+def set_targets(db: Database, updates: Iterable[tuple[int | None, int]]) -> None:
+    """Point edges at new targets: (dst, edge id) pairs."""
+    db.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
+
+
+def set_base_targets(db: Database, updates: Iterable[tuple[int | None, str, int]]) -> None:
+    """Point base edges at new targets with their kind: (dst, INHERITS or IMPLEMENTS, edge id)."""
+    db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", updates)
+
+
+def clear_orphans(db: Database, ids: Iterable[int] | None = None) -> None:
+    """An edge that resolves is no orphan: of these edges, or of every resolved edge."""
+    if ids is None:
+        db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
+    else:
+        db.executemany("UPDATE edges SET orphan='' WHERE id=? AND orphan<>''", [(i,) for i in ids])
+
+
+def delete_tests_edges(db: Database, files: Sequence[int] | None = None) -> None:
+    """Delete the TESTS edges of every file, or of these source files."""
+    if files is None:
+        db.execute("DELETE FROM edges WHERE kind='TESTS'")
+    elif files:
+        db.execute(f"DELETE FROM edges WHERE kind='TESTS' AND src_file IN ({','.join('?' * len(files))})",
+                   tuple(files))
+
+
+def delete_file_tests_edges(db: Database) -> None:
+    """Delete the file -> file TESTS edges (those derived from test file names)."""
+    db.execute("DELETE FROM edges WHERE kind='TESTS' AND src IN (SELECT id FROM units WHERE kind='file') "
+               "AND dst IN (SELECT id FROM units WHERE kind='file')")
+
+
+def delete_tests_edges_at(db: Database, spots: Iterable[tuple[int, int]]) -> None:
+    """Delete the TESTS edges these units derive at these lines ((unit, line) pairs); file-level
+    TESTS edges stay."""
+    db.executemany("DELETE FROM edges WHERE kind='TESTS' AND src=? AND line=? AND NOT EXISTS "
+                   "(SELECT 1 FROM units u WHERE u.id = edges.dst AND u.kind = 'file')", spots)
+
+
+def insert_tests_edges(db: Database, rows: Iterable[tuple[int, int, int, str, int]]) -> None:
+    """Insert TESTS edges: (src, src_file, dst, name, line)."""
+    db.executemany(_TEST_INSERT, rows)

@@ -1,0 +1,113 @@
+"""Reads the retrievers make around their ranked queries: a file's text as its chunks hold it,
+a file's content hash, the files a module name denotes, imports by the name written, the units
+inside matched chunks, the references and outline rows the repo map ranks, and units by name
+or path for symbol lookup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from coderag_tui.models import UnitRef
+from coderag_tui.store.db import Database
+from coderag_tui.store.read import UNIT_SELECT, unit_from_row
+
+
+def file_chunk_texts(db: Database, path: str) -> list[tuple[int, str]]:
+    """(start line, text) of a file's chunks, by start line."""
+    return [(int(s), str(t)) for s, t in db.execute(
+        "SELECT c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
+        "ORDER BY c.start_line", (path,))]
+
+
+def file_hash(db: Database, path: str) -> str | None:
+    """The content hash a file had when it was indexed (None: not indexed)."""
+    row = db.one("SELECT hash FROM files WHERE path = ?", (path,))
+    return None if row is None else str(row[0])
+
+
+def module_files(db: Database, stem: str) -> list[UnitRef]:
+    """File units a path stem names: `stem`, `stem.*`, `*/stem.*`, or a package `stem/__init__.*`."""
+    return [unit_from_row(row) for row in db.execute(
+        UNIT_SELECT + " WHERE u.kind='file' AND (f.path = ? OR f.path LIKE ? OR f.path LIKE ? "
+        "OR f.path LIKE ? OR f.path LIKE ?)",
+        (stem, stem + ".%", "%/" + stem + ".%", stem + "/__init__.%", "%/" + stem + "/__init__.%"))]
+
+
+def imports_named(db: Database, module: str) -> list[tuple[int, str, int]]:
+    """(importing unit, module as written, line) of the imports of `module` or a module inside it."""
+    return [(int(s), str(n), int(ln)) for s, n, ln in db.execute(
+        "SELECT src, name, line FROM edges WHERE kind='IMPORTS' AND (name = ? OR name LIKE ?) "
+        "ORDER BY src_file, line", (module, module + ".%"))]
+
+
+def chunk_texts(db: Database, ids: Sequence[int]) -> dict[int, str]:
+    """The code of these chunks (without their contextual header)."""
+    return {int(cid): str(t) for cid, t in db.rows_in("SELECT id, text FROM chunks WHERE id IN ({marks})", ids)}
+
+
+def units_inside(db: Database, spans: Sequence[tuple[int, int, int, int]]) -> list[tuple[Any, ...]]:
+    """(span key, unit id, start line, end line, kind) of the units wholly inside each span
+    (key, file id, start line, end line), file units aside."""
+    out: list[tuple[Any, ...]] = []
+    for i in range(0, len(spans), 200):
+        batch = spans[i : i + 200]
+        values = ",".join(["(?,?,?,?)"] * len(batch))
+        params = [x for span in batch for x in span]
+        out += db.execute(
+            f"WITH m(cid, fid, s, e) AS (VALUES {values}) SELECT m.cid, u.id, u.start_line, u.end_line, u.kind "
+            f"FROM m JOIN units u ON u.file_id = m.fid WHERE u.start_line >= m.s AND u.end_line <= m.e "
+            f"AND u.kind <> 'file'", params)
+    return out
+
+
+def unit_briefs(db: Database, ids: Sequence[int]) -> dict[int, tuple[str, str, str, str]]:
+    """unit id -> (name, signature, docstring, kind)."""
+    return {int(uid): (str(name), str(sig), str(doc), str(kind)) for uid, name, sig, doc, kind in db.rows_in(
+        "SELECT id, name, signature, docstring, kind FROM units WHERE id IN ({marks})", ids)}
+
+
+def files_by_path(db: Database) -> list[tuple[int, str]]:
+    """(file id, path) of every file, by path."""
+    return [(int(fid), str(p)) for fid, p in db.execute("SELECT id, path FROM files ORDER BY path")]
+
+
+def references(db: Database, kinds: Sequence[str]) -> list[tuple[Any, ...]]:
+    """(source file, target's file, target unit, how many) of the resolved edges of these kinds,
+    grouped by source file and target."""
+    marks = ",".join("?" * len(kinds))
+    return db.rows(
+        f"SELECT e.src_file, u.file_id, e.dst, count(*) FROM edges e JOIN units u ON u.id = e.dst "
+        f"WHERE e.kind IN ({marks}) AND e.dst IS NOT NULL GROUP BY e.src_file, e.dst", tuple(kinds))
+
+
+def outline_rows(db: Database) -> list[tuple[Any, ...]]:
+    """(unit id, file id, parent's kind, kind, name, signature, start line) of every unit but files."""
+    return db.rows("SELECT u.id, u.file_id, p.kind, u.kind, u.name, u.signature, u.start_line FROM units u "
+                   "LEFT JOIN units p ON p.id = u.parent_id WHERE u.kind <> 'file'")
+
+
+def files_at(db: Database, stem: str, limit: int = 200) -> list[UnitRef]:
+    """File units at a path, under a folder of that path, or with that path and an extension."""
+    return [unit_from_row(r) for r in db.execute(
+        UNIT_SELECT + " WHERE u.kind = 'file' AND (f.path = ? OR f.path LIKE ? OR f.path LIKE ?) LIMIT ?",
+        (stem, stem + "/%", stem + ".%", limit))]
+
+
+def units_named(db: Database, name: str, limit: int = 400, files: bool = True) -> list[UnitRef]:
+    """Units of this name, in any case (`COLLATE NOCASE` lets SQLite use the units_name index);
+    `files`: file units too."""
+    where = "u.name = ? COLLATE NOCASE" + ("" if files else " AND u.kind <> 'file'")
+    return [unit_from_row(r) for r in db.execute(UNIT_SELECT + f" WHERE {where} LIMIT ?", (name, limit))]
+
+
+def units_name_like(db: Database, pattern: str, limit: int) -> list[UnitRef]:
+    """Units but files whose name matches a LIKE pattern (escaped with a backslash)."""
+    return [unit_from_row(r) for r in db.execute(
+        UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' AND u.kind <> 'file' LIMIT ?", (pattern, limit))]
+
+
+def files_path_like(db: Database, pattern: str, limit: int) -> list[UnitRef]:
+    """File units whose path matches a LIKE pattern (escaped with a backslash)."""
+    return [unit_from_row(r) for r in db.execute(
+        UNIT_SELECT + " WHERE u.kind = 'file' AND f.path LIKE ? ESCAPE '\\' LIMIT ?", (pattern, limit))]

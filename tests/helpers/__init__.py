@@ -1,0 +1,1 @@
+"""Helpers shared by several test modules (fixtures that use them live in tests/conftest.py)."""
