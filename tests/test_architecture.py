@@ -106,7 +106,7 @@ def test_the_sql_check_sees_sql():
 ROOT = PACKAGE.parent
 MAX_LINES = 500
 # Modules still over MAX_LINES, to be split along their seams; the list may only shrink.
-LONG_MODULES = {"coderag_tui/service.py", "coderag_tui/models.py"}
+LONG_MODULES = {"coderag_tui/service.py"}
 
 
 def _python_outside_tests() -> list[Path]:
