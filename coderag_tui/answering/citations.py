@@ -80,7 +80,7 @@ def parse_citations(text: str, known_paths: Iterable[str] = ()) -> list[Citation
         raw_path = m.group("path").rstrip(".")
         if not raw_path:
             continue
-        if ":" in raw_path and raw_path.split(":", 1)[0] not in repos:  # a word before a colon
+        if ":" in raw_path and not repos:  # a word before a colon, where no piece names a repository
             raw_path = raw_path.split(":", 1)[1]
         resolved = resolve_path(raw_path, known)
         if "/" not in raw_path and "." not in raw_path and resolved not in known:
