@@ -26,7 +26,7 @@ from coderag_tui.models import to_dict
 
 
 def _index_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("repo_paths", nargs="*", metavar="PATH|URL",
+    p.add_argument("repo_path", nargs="*", metavar="PATH|URL",
                    help="the repositories (folders or git URLs; default: the cwd's); several are indexed "
                    "one after another, each into its own index, with one progress display")
     p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
@@ -38,7 +38,7 @@ def _index_args(p: argparse.ArgumentParser) -> None:
 @arguments(_index_args)
 def cmd_index(args: argparse.Namespace) -> int:
     """The structural index first, its summary as soon as search works, then the vectors."""
-    paths = list(args.repo_paths or [])
+    paths = list(args.repo_path or [])
     args.repo_path = paths[0] if len(paths) == 1 else None
     if len(paths) > 1 and (args.repo or args.workspace):
         raise UsageError("give the repositories either as PATH|URL ... or with --repo/--workspace")
