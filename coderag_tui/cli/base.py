@@ -133,7 +133,7 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     return service
 
 
-def open_workspace(args: argparse.Namespace, targets: list[str]) -> Any:
+def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: bool = False) -> Any:
     """Several repositories on this machine as one service: `targets` (folders or git URLs), or
     with --workspace the configured list, of which `targets` then names some (by name)."""
     from coderag_tui.config import load_settings
@@ -157,7 +157,7 @@ def open_workspace(args: argparse.Namespace, targets: list[str]) -> Any:
     services = [CodeRag.open_any(t, config=args.config, progress=progress_printer("clone")) for t in chosen]
     for service in services:
         service.vectors_in_memory = getattr(args, "command", None) in LONG_LIVED
-    return WorkspaceService(Workspace(services), names)
+    return WorkspaceService(Workspace(services), names, tree_paths=tree_paths)
 
 
 def piped_stdin() -> bool:

@@ -186,7 +186,9 @@ def cmd_callees(args: argparse.Namespace) -> int:
 
 
 def _tui_args(p: argparse.ArgumentParser) -> None:
-    add_path(p)
+    p.add_argument("repo_path", nargs="*", metavar="PATH|URL",
+                   help="the repository (default: the cwd's); several open as a workspace, the tree "
+                   "holding each repository at its top")
 
 
 @command("tui", "open the app (the default when no command is given)")
@@ -201,6 +203,17 @@ def cmd_tui(args: argparse.Namespace) -> int:
         print("coderag: the terminal app is not available in this build; use the commands "
               "(`coderag --help`)", file=sys.stderr)
         return 2
+    paths = list(args.repo_path or [])
+    args.repo_path = paths[0] if len(paths) == 1 else None
+    if len(paths) > 1 or args.workspace or (args.repo and "," in args.repo and not args.server):
+        service = open_workspace(args, paths if len(paths) > 1 else (args.repo or "").split(","), tree_paths=True)
+        bar = progress_printer("index")
+        for name, one in service.chosen:  # the app shows them; it neither indexes nor watches several
+            if not one.has_index():
+                bar.repo = name
+                one.index(progress=bar)
+        bar.close()
+        return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
     service = open_service(args)
     if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
         return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
