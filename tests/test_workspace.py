@@ -161,14 +161,17 @@ def test_a_javascript_require_links_to_the_package_json_name(tmp_path: Path) -> 
                         "module.exports = { formatPrice };\n"})
     web = write_tree(tmp_path / "web", {
         "app.js": "const { formatPrice } = require('@acme/ui-kit');\nconst kit = require('@acme/ui-kit');\n"
-                  "function show(c) { return formatPrice(c) + kit.formatPrice(c); }\n"})
+                  "function show(c) { return formatPrice(c) + kit.formatPrice(c); }\n",
+        "price.js": "import { formatPrice } from '@acme/ui-kit/lib/index';\n"
+                    "export function price(c) { return formatPrice(c); }\n"})
     services = [CodeRag.open(kit), CodeRag.open(web)]
     for s in services:
         s.index()
     ws = Workspace(services)
     try:
         callers = ws.structural("called_by", "formatPrice")
-        assert [(e.unit.repo, e.unit.name, e.line) for e in callers if e.unit] == [("web", "show", 3)] * 2
+        assert sorted((e.unit.repo, e.unit.path, e.unit.name, e.line) for e in callers if e.unit) == [
+            ("web", "app.js", "show", 3), ("web", "app.js", "show", 3), ("web", "price.js", "price", 2)]
         assert all(e.source is not None and e.source.path == "lib/index.js" for e in callers)
     finally:
         ws.close()
@@ -180,3 +183,14 @@ def test_a_citation_names_its_repository() -> None:
     checked = check_citations("see backend:app/a.py:2-4, lib:app/a.py:4 and lib:app/a.py:2", pieces)
     assert [s.citation for s in checked.sources if s.cited] == ["backend:app/a.py:1-5", "lib:app/a.py:1-3"]
     assert checked.invalid == ("lib:app/a.py:4",)  # line 4 exists in backend's file, not in lib's
+
+
+def test_coderag_a_b_opens_them_together() -> None:
+    import importlib
+
+    cli = importlib.import_module("coderag_tui.cli.main")
+    cli._load_commands()
+    parser = cli.build_parser()
+    arranged = cli._arrange(["./a", "../b", "--config", "c.toml"], parser)
+    assert arranged == ["tui", "--config", "c.toml", "--", "./a", "../b"]
+    assert parser.parse_args(arranged).repo_path == ["./a", "../b"]
