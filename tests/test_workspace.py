@@ -194,3 +194,20 @@ def test_coderag_a_b_opens_them_together() -> None:
     arranged = cli._arrange(["./a", "../b", "--config", "c.toml"], parser)
     assert arranged == ["tui", "--config", "c.toml", "--", "./a", "../b"]
     assert parser.parse_args(arranged).repo_path == ["./a", "../b"]
+
+
+def test_an_import_taken_for_a_folder_of_templates_still_links(tmp_path: Path) -> None:
+    """`import shared_lib` in a repository with a `docs/_themes/shared_lib/` folder: its own
+    graph takes the import for that folder's template; the workspace links it to the package."""
+    lib = write_tree(tmp_path / "shared-lib", {"shared_lib/__init__.py": "def thing():\n    return 1\n"})
+    app = write_tree(tmp_path / "app", {"docs/_themes/shared_lib/layout.html": "<html>{{ body }}</html>\n",
+                                        "main.py": "from shared_lib import thing\n\n\ndef run():\n    return thing()\n"})
+    services = [CodeRag.open(lib), CodeRag.open(app)]
+    for s in services:
+        s.index()
+    ws = Workspace(services)
+    try:
+        callers = ws.structural("called_by", "thing")
+        assert [(e.unit.repo, e.unit.qualname, e.line) for e in callers if e.unit] == [("app", "run", 5)]
+    finally:
+        ws.close()

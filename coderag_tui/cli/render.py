@@ -224,4 +224,6 @@ def edge_json(e: EdgeRef, incoming: bool) -> dict[str, object]:
         out["call_line"] = e.line
     if e.source is not None:
         out["of"] = e.source.qualname
+        if e.source.repo:
+            out["of_repository"] = e.source.repo
     return out

@@ -12,10 +12,13 @@ MAX_ROWS = 20_000  # of unresolved imports read at a time: a workspace reads the
 
 def open_imports(db: Database) -> list[tuple[int, str, str, str, int]]:
     """(the importing file's unit id, its path, module, imported name, line) of every import
-    that names no file of this repository."""
+    that names no module of this repository: unresolved, or resolved to a file of another
+    language (`import flask` taken for a `docs/_themes/flask/` folder's template)."""
     return [(int(src), str(path), str(name), str(receiver or ""), int(line)) for src, path, name, receiver, line
             in db.rows("SELECT e.src, f.path, e.name, e.receiver, e.line FROM edges e "
-                       "JOIN files f ON f.id=e.src_file WHERE e.kind='IMPORTS' AND e.dst IS NULL "
+                       "JOIN files f ON f.id=e.src_file LEFT JOIN units t ON t.id=e.dst "
+                       "LEFT JOIN files tf ON tf.id=t.file_id WHERE e.kind='IMPORTS' "
+                       "AND (e.dst IS NULL OR tf.language IS NOT f.language) "
                        "ORDER BY f.path, e.line LIMIT ?", (MAX_ROWS,))]
 
 
