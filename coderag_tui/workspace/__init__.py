@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import itertools
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,8 @@ class Workspace:
                 name = f"{base}-{n}"
             self.services[name] = service
         self.jobs = Jobs()
+        self._links: dict[tuple[tuple[str, str], ...], Links] = {}
+        self._links_lock = threading.Lock()
 
     def close(self) -> None:
         self.jobs.close()
@@ -176,7 +179,7 @@ class Workspace:
         edges: list[EdgeRef] = []
         units: list[UnitRef] = []
         chosen = self.chosen(repos)
-        links = Links(chosen) if len(chosen) > 1 and kind in ("calls", "called_by", "files_importing") else None
+        links = self.links(chosen) if len(chosen) > 1 and kind in ("calls", "called_by", "files_importing") else None
         for name, service in chosen:
             if kind == "calls":
                 found = [_tag_edge(e, name) for e in service.callees(target, limit)]
@@ -201,6 +204,17 @@ class Workspace:
         elif links is not None and kind == "files_importing":
             units += links.importers(target)
         return edges[:limit] if kind in ("calls", "called_by", "tested_by") else units[:limit]
+
+    def links(self, chosen: Sequence[tuple[str, CodeRag]]) -> Links:
+        """The cross-repository links of `chosen`, kept while no index of them changes."""
+        key = tuple((name, service.db.get_meta("last_update") or "") for name, service in chosen)
+        with self._links_lock:
+            links = self._links.get(key)
+            if links is None:
+                links = self._links[key] = Links(chosen)
+                for old in list(self._links)[:-8]:  # the last few sets of repositories asked about
+                    del self._links[old]
+        return links
 
     def top_hits(self, query: str, chosen: Sequence[tuple[str, CodeRag]]) -> list[SearchHit]:
         """The merged search's best hits over `chosen` (what shares a budget among them)."""

@@ -54,6 +54,7 @@ class Links:
         self.chosen = list(chosen)
         self.services = dict(chosen)
         self.packages: dict[str, list[Package]] = {name: packages(s.root) for name, s in chosen}
+        self._imports: dict[str, list[CrossImport]] = {}  # by importing repository, read once
 
     def target(self, module: str, importer: str) -> tuple[str, str, Package] | None:
         """(repository, file, package) a module resolves to in another repository."""
@@ -76,11 +77,15 @@ class Links:
         for name, service in self.chosen:
             if repo is not None and name != repo or not any(self.packages[o] for o in self.services if o != name):
                 continue
-            for unit_id, path, module, imported, line in crosslinks.open_imports(service.db):
-                found = self.target(module, name)
-                if found is not None:
-                    out.append(CrossImport(name, path, unit_id, module, imported, line, found[0], found[1],
-                                           found[2].language))
+            if name not in self._imports:
+                found_here = []
+                for unit_id, path, module, imported, line in crosslinks.open_imports(service.db):
+                    found = self.target(module, name)
+                    if found is not None:
+                        found_here.append(CrossImport(name, path, unit_id, module, imported, line, found[0],
+                                                      found[1], found[2].language))
+                self._imports[name] = found_here
+            out += self._imports[name]
         return out
 
     def _definition(self, imp: CrossImport, name: str) -> UnitRef | None:

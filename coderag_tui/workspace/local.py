@@ -153,7 +153,7 @@ class WorkspaceService:
         return self.workspace.structural("files_importing", path, self.repos)  # type: ignore[return-value]
 
     def links(self) -> Links:
-        return Links(self.chosen)
+        return self.workspace.links(self.chosen)
 
     # ------------------------------------------------------------------ answering
     # the first repository answers and keeps the conversations (see across.py)
@@ -173,4 +173,9 @@ class WorkspaceService:
         _, answer = self.workspace.ask(question, conversation_id, repo=None if repos else self.repos[0],
                                        repos=repos, fresh=fresh, attachment=attachment, model=model,
                                        should_stop=should_stop)
+        if self.tree_paths and not repos:  # one repository's answer: its sources as the tree's paths
+            name = self.repos[0]
+            return (dataclasses.replace(e, sources=tuple(dataclasses.replace(s, path=f"{name}/{s.path}")
+                                                         for s in e.sources)) if e.sources else e
+                    for e in answer)
         return answer
