@@ -211,3 +211,23 @@ def test_an_import_taken_for_a_folder_of_templates_still_links(tmp_path: Path) -
         assert [(e.unit.repo, e.unit.qualname, e.line) for e in callers if e.unit] == [("app", "run", 5)]
     finally:
         ws.close()
+
+
+def test_what_a_repository_defines_is_read_warily(tmp_path: Path) -> None:
+    from coderag_tui.workspace.packages import packages
+
+    root = write_tree(tmp_path / "r", {"pyproject.toml": "[project\nname = ", "package.json": "[1, 2]",
+                                       "src/good_pkg/__init__.py": "", "tests/__init__.py": "",
+                                       "not-an-identifier/__init__.py": ""})
+    assert [(p.name, p.base) for p in packages(root)] == [("good_pkg", "src/good_pkg")]
+    (root / "package.json").unlink()
+    secret = write_tree(tmp_path / "outside", {"package.json": '{"name": "secret-name"}'})
+    (root / "package.json").symlink_to(secret / "package.json")  # a link out of the repository is not followed
+    assert [p.name for p in packages(root)] == ["good_pkg"]
+    (root / "package.json").unlink()
+    (root / "package.json").write_text('{"name": "bad name; rm -rf"}')
+    assert [p.name for p in packages(root)] == ["good_pkg"]
+    (root / "package.json").write_text('{"name": "@acme/kit", "main": "./lib/index.js"}')
+    [_, kit] = packages(root)
+    assert (kit.name, kit.main, kit.files_for("@acme/kit/lib/x")[1]) == ("@acme/kit", "lib/index.js", "lib/x.js")
+    assert kit.files_for("@acme/kitten") is None

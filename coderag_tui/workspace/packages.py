@@ -50,7 +50,7 @@ class Package:
 
 def _read(path: Path) -> str:
     try:
-        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_BYTES:
             return ""
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
