@@ -97,6 +97,10 @@ def test_index_several_then_search_context_and_ask_across(repos: dict[str, Any],
     assert {h["repository"] for h in hits} >= {"shared-lib", "backend"}
     assert "frontend" not in {h["repository"] for h in hits}
 
+    code, out, _ = run(capsys, "callers", "apply_discount", "--workspace", "--config", repos["config"], "--json")
+    assert code == 0 and {(c["repository"], c["qualname"], c["of_repository"]) for c in json.loads(out)} == {
+        ("backend", "checkout_total", "shared-lib"), ("backend", "refund", "shared-lib")}
+
     code, out, _ = run(capsys, "context", QUESTION, "--workspace", "--config", repos["config"], "--json")
     assert code == 0
     ctx = json.loads(out)

@@ -224,6 +224,6 @@ def edge_json(e: EdgeRef, incoming: bool) -> dict[str, object]:
         out["call_line"] = e.line
     if e.source is not None:
         out["of"] = e.source.qualname
-        if e.source.repo:
+        if e.source.repo and (u is None or u.repo != e.source.repo):  # a link across repositories
             out["of_repository"] = e.source.repo
     return out
