@@ -82,6 +82,13 @@ class RemoteCodeRag:
     def _one(self) -> str | None:
         return self.repos[0] if self.repos else None
 
+    def _single(self) -> str | None:
+        return None if self._across() else self._one()
+
+    def _across(self) -> list[str] | None:
+        """Two or more repositories named: context and answers come from all of them."""
+        return self.repos if len(self.repos) > 1 else None
+
     # ------------------------------------------------------------------ index
     def _statuses(self) -> list[tuple[str, IndexStatus]]:
         doc = self._send("GET", "/index/status")
@@ -141,7 +148,8 @@ class RemoteCodeRag:
         return self._search(query, k, filters, files=True)
 
     def context(self, query: str, max_tokens: int | None = None, count_tokens: Any = None) -> ComposedContext:
-        doc = self._send("POST", "/context", json={"query": query, "max_tokens": max_tokens, "repo": self._one()})
+        doc = self._send("POST", "/context", json={"query": query, "max_tokens": max_tokens, "repo": self._single(),
+                                                    "repos": self._across()})
         return decode(ComposedContext, doc["context"])
 
     def symbols(self, name: str, limit: int = 20) -> list[UnitRef]:
@@ -220,8 +228,8 @@ class RemoteCodeRag:
             yield AnswerEvent("error", text="--model is not available through a server: it answers with "
                               "its own model", conversation_id=conv)
             return
-        body = {"question": question, "conversation_id": conversation_id, "repo": self._one(),
-                "fresh": fresh, "attachment": attachment}
+        body = {"question": question, "conversation_id": conversation_id, "repo": self._single(),
+                "repos": self._across(), "fresh": fresh, "attachment": attachment}
         try:
             with self._http.stream("POST", "/ask", json=body, timeout=httpx.Timeout(TIMEOUT_S, read=600.0)) as r:
                 if r.status_code >= 400:

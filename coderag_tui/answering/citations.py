@@ -1,6 +1,6 @@
 """Citations in an answer: find them, check them against the context given, number the sources.
 
-Accepted forms: `path:12-30`, `path:12`, `` `path:12-30` ``, `[path:12-30]`, `path:L12-L30`,
+Accepted forms: `path:12-30`, `repo:path:12-30` (several repositories), `path:12`, `` `path:12-30` ``, `[path:12-30]`, `path:L12-L30`,
 `path#L12-L30` and en/em dashes. A "path" must contain a `/` or a `.` (so `10:30` is not a
 citation) unless it is exactly a path given as context (`Makefile:3`).
 
@@ -30,7 +30,7 @@ ExistsFn = Callable[[str, int, int], bool]
 
 _CITE = re.compile(
     r"(?<![\w/.@+\-])"
-    r"(?P<path>(?:\.{1,2}/)?[\w@+\-][\w@+.\-]*(?:/[\w@+.\-]+)*)"
+    r"(?P<path>(?:[\w.\-]+:(?!\d+\b))?(?:\.{1,2}/)?[\w@+\-][\w@+.\-]*(?:/[\w@+.\-]+)*)"
     r"(?::L?|#L)(?P<start>\d+)"
     r"(?:\s?[-\u2013\u2014]\s?L?(?P<end>\d+))?"
     r"(?![\w.]*/)"
@@ -66,18 +66,22 @@ def resolve_path(path: str, known: Iterable[str]) -> str:
     known_set = set(known)
     if clean in known_set:
         return clean
-    matches = [k for k in known_set if k.endswith("/" + clean)]
+    # (":" + clean: a path of one repository among several, `backend:app/main.py`)
+    matches = [k for k in known_set if k.endswith("/" + clean) or k.endswith(":" + clean)]
     return matches[0] if len(matches) == 1 else clean
 
 
 def parse_citations(text: str, known_paths: Iterable[str] = ()) -> list[Citation]:
     """Citations in `text`, in order of appearance (duplicates kept)."""
     known = set(known_paths)
+    repos = {k.split(":", 1)[0] for k in known if ":" in k}  # where pieces name their repository
     out: list[Citation] = []
     for m in _CITE.finditer(text):
         raw_path = m.group("path").rstrip(".")
         if not raw_path:
             continue
+        if ":" in raw_path and not repos:  # a word before a colon, where no piece names a repository
+            raw_path = raw_path.split(":", 1)[1]
         resolved = resolve_path(raw_path, known)
         if "/" not in raw_path and "." not in raw_path and resolved not in known:
             continue

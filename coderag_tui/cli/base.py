@@ -68,6 +68,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--server", metavar="URL", help="ask a `coderag serve` server instead of a local index "
                        "(default: [server] url); --repo then names its repositories (a,b); the token is "
                        "read from $CODERAG_TOKEN")
+    group.add_argument("--workspace", action="store_true",
+                       help="span the workspace's repositories ([server] repositories in the user's config), "
+                       "each with its own index, on this machine; --repo then names some of them (a,b)")
 
 
 def add_path(parser: argparse.ArgumentParser) -> None:
@@ -121,11 +124,40 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     client = server_client(args, target)
     if client is not None:
         return client
+    if getattr(args, "workspace", False) or (target and "," in target and not os.path.exists(target)):
+        return open_workspace(args, target.split(",") if target else [])
     service = CodeRag.open_any(target, config=args.config, db_path=args.db,
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                                progress=progress_printer("clone"))
     service.vectors_in_memory = getattr(args, "command", None) in LONG_LIVED
     return service
+
+
+def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: bool = False) -> Any:
+    """Several repositories on this machine as one service: `targets` (folders or git URLs), or
+    with --workspace the configured list, of which `targets` then names some (by name)."""
+    from coderag_tui.config import load_settings
+    from coderag_tui.service import CodeRag
+    from coderag_tui.workspace import Workspace
+    from coderag_tui.workspace.local import WorkspaceService
+
+    if getattr(args, "db", None):
+        raise UsageError("--db names one index; several repositories each keep their own",
+                         "leave --db out")
+    names = [t.strip() for t in targets if t.strip()]
+    if getattr(args, "workspace", False):
+        listed = load_settings(None, args.config).server.repositories
+        if not listed:
+            raise UsageError("no workspace is configured",
+                             "list its folders and git URLs in [server] repositories of the user's config, "
+                             "or give them: --repo A,B")
+        chosen, names = list(listed), names
+    else:
+        chosen, names = names, []
+    services = [CodeRag.open_any(t, config=args.config, progress=progress_printer("clone")) for t in chosen]
+    for service in services:
+        service.vectors_in_memory = getattr(args, "command", None) in LONG_LIVED
+    return WorkspaceService(Workspace(services), names, tree_paths=tree_paths)
 
 
 def piped_stdin() -> bool:

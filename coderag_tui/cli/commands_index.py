@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from coderag_tui.cli import render
 from coderag_tui.cli.base import (
+    UsageError,
     add_json,
     add_limit,
     add_path,
@@ -14,6 +16,7 @@ from coderag_tui.cli.base import (
     command,
     is_tty,
     open_service,
+    open_workspace,
     print_json,
     progress_printer,
     repo_target,
@@ -23,7 +26,9 @@ from coderag_tui.models import to_dict
 
 
 def _index_args(p: argparse.ArgumentParser) -> None:
-    add_path(p)
+    p.add_argument("repo_path", nargs="*", metavar="PATH|URL",
+                   help="the repositories (folders or git URLs; default: the cwd's); several are indexed "
+                   "one after another, each into its own index, with one progress display")
     p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
     p.add_argument("--no-embed", action="store_true", help="stop after the structural index")
     add_json(p, "print the summary as JSON")
@@ -33,7 +38,13 @@ def _index_args(p: argparse.ArgumentParser) -> None:
 @arguments(_index_args)
 def cmd_index(args: argparse.Namespace) -> int:
     """The structural index first, its summary as soon as search works, then the vectors."""
-    service = open_service(args)
+    paths = list(args.repo_path or [])
+    args.repo_path = paths[0] if len(paths) == 1 else None
+    if len(paths) > 1 and (args.repo or args.workspace):
+        raise UsageError("give the repositories either as PATH|URL ... or with --repo/--workspace")
+    service = open_workspace(args, paths) if len(paths) > 1 else open_service(args)
+    if hasattr(service, "workspace"):
+        return _index_several(args, service)
     if hasattr(service, "statuses"):  # a server's: it indexes and embeds, this waits for the job
         summary = service.index(rebuild=args.rebuild, embed=not args.no_embed)
         if args.json:
@@ -64,6 +75,35 @@ def cmd_index(args: argparse.Namespace) -> int:
         print_json(out)
     elif embed_summary is not None:
         print(render.fit_text(render.embed_text(embed_summary), width()))
+    return 0
+
+
+def _index_several(args: argparse.Namespace, ws: Any) -> int:
+    """Each repository indexed in turn, then each one's vectors: rows of one display, each
+    naming its repository; a summary per repository."""
+    bar = progress_printer("index")
+    out: dict[str, Any] = {}
+    for name, service in ws.chosen:
+        bar.repo = name
+        summary = service.index(rebuild=args.rebuild, progress=bar)
+        out[name] = to_dict(summary)
+        if not args.json:
+            bar.refresh()
+            print(f"== {name}")
+            print(render.fit_text(render.summary_text(summary, service.counts()), width()))
+            sys.stdout.flush()
+    embedding = [(n, s) for n, s in ws.chosen if not args.no_embed and s.settings.embed.enabled]
+    if not args.json and any(s.vectors_pending() for _, s in embedding):
+        print("search works now; vectors are being added", flush=True)
+    for name, service in embedding:
+        bar.repo = name
+        done = service.embed(progress=bar)
+        out[name]["embedding"] = to_dict(done)
+        if not args.json:
+            print(f"== {name}: " + render.fit_text(render.embed_text(done), width()), flush=True)
+    bar.close()
+    if args.json:
+        print_json([{"repository": n, **v} for n, v in out.items()])
     return 0
 
 
@@ -146,7 +186,9 @@ def cmd_callees(args: argparse.Namespace) -> int:
 
 
 def _tui_args(p: argparse.ArgumentParser) -> None:
-    add_path(p)
+    p.add_argument("repo_path", nargs="*", metavar="PATH|URL",
+                   help="the repository (default: the cwd's); several open as a workspace, the tree "
+                   "holding each repository at its top")
 
 
 @command("tui", "open the app (the default when no command is given)")
@@ -161,6 +203,17 @@ def cmd_tui(args: argparse.Namespace) -> int:
         print("coderag: the terminal app is not available in this build; use the commands "
               "(`coderag --help`)", file=sys.stderr)
         return 2
+    paths = list(args.repo_path or [])
+    args.repo_path = paths[0] if len(paths) == 1 else None
+    if len(paths) > 1 or args.workspace or (args.repo and "," in args.repo and not args.server):
+        service = open_workspace(args, paths if len(paths) > 1 else (args.repo or "").split(","), tree_paths=True)
+        bar = progress_printer("index")
+        for name, one in service.chosen:  # the app shows them; it neither indexes nor watches several
+            if not one.has_index():
+                bar.repo = name
+                one.index(progress=bar)
+        bar.close()
+        return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
     service = open_service(args)
     if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
         return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)

@@ -104,6 +104,23 @@ def _unknown_command(word: str) -> int:
     return 2
 
 
+def _options_and_words(argv: list[str], value_options: set[str]) -> tuple[list[str], list[str]]:
+    """The options (with their values) and the other words of `argv`, apart."""
+    options: list[str] = []
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i].startswith("-") and argv[i] not in ("-", "--"):
+            take = 2 if argv[i] in value_options else 1
+            options += argv[i:i + take]
+            i += take
+        else:
+            if argv[i] != "--":
+                words.append(argv[i])
+            i += 1
+    return options, words
+
+
 def _arrange(argv: list[str], parser: argparse.ArgumentParser) -> list[str] | int:
     """The arguments in the order argparse wants (command first, its options after), or the exit
     status of an unknown command."""
@@ -119,7 +136,8 @@ def _arrange(argv: list[str], parser: argparse.ArgumentParser) -> list[str] | in
     if word == "help" and not quoted:  # `coderag help [COMMAND]`, as git has it
         return [*after[:1], "--help"] if after and after[0] in base.COMMANDS else ["--help"]
     if quoted or _looks_like_repository(word):
-        return ["tui", *before, *after, "--", word]
+        options, paths = _options_and_words(after, _value_options(parser))
+        return ["tui", *before, *options, "--", word, *paths]  # `coderag A B`: a workspace
     return _unknown_command(word)
 
 

@@ -88,31 +88,42 @@ class progress_printer:
         self._order: list[str] = []
         self._ended: set[str] = set()
 
+    # the repository whose work comes now, when several share one display (`index A B`): each
+    # has its own rows, its name before their message, and its "done" ends only its rows
+    repo = ""
+
     def __call__(self, event: ProgressEvent) -> None:
         if self.console is None and not sys.stderr.isatty():
             return
+        key = f"{self.repo}\0{event.phase}" if self.repo else event.phase
+        info = f"{self.repo}: {event.message}" if self.repo else event.message
         if event.phase == "done":
-            last = self._order[-1] if self._order else None
+            mine = [k for k in self._order if k.startswith(f"{self.repo}\0")] if self.repo else self._order
+            last = mine[-1] if mine else None
             if self._progress is not None and last is not None and event.total:
                 state = next(t for t in self._progress.tasks if t.id == self._tasks[last])
                 if state.total == event.total and event.done >= state.completed:  # its last count
-                    self._progress.update(self._tasks[last], completed=event.done, info=event.message)
-            self.close()
+                    self._progress.update(self._tasks[last], completed=event.done, info=info)
+            if self.repo:
+                for k in mine:
+                    self._complete(k)
+            else:
+                self.close()
             return
         progress = self._progress or self._start()
         for phase in self._order:
-            if phase != event.phase:
+            if phase != key:
                 self._complete(phase)
         total = event.total or None
-        task = self._tasks.get(event.phase)
+        task = self._tasks.get(key)
         if task is None:
-            task = progress.add_task(event.phase, total=total, info=event.message, rate=0.0, eta=0.0)
-            self._tasks[event.phase] = task
-            self._order.append(event.phase)
-        progress.update(task, completed=event.done, total=total, info=event.message,
+            task = progress.add_task(event.phase, total=total, info=info, rate=0.0, eta=0.0)
+            self._tasks[key] = task
+            self._order.append(key)
+        progress.update(task, completed=event.done, total=total, info=info,
                         rate=event.rate, eta=event.eta_s, at=time.monotonic())
         if total is not None and event.done >= total:
-            self._complete(event.phase)
+            self._complete(key)
 
     def _start(self) -> Progress:
         from rich.console import Console
@@ -142,7 +153,7 @@ class progress_printer:
         if state.total is None:  # never knew its total: what it counted is all there was
             progress.update(task, total=max(done, 1), completed=max(done, 1))
         # a step of one ("resolve") or a phase that found nothing to do has no count worth showing
-        counted = done > 1 or (done == 1 and phase in NOUNS)
+        counted = done > 1 or (done == 1 and phase.rsplit("\0", 1)[-1] in NOUNS)
         progress.update(task, ended=True, counted=counted)
         progress.stop_task(task)
 

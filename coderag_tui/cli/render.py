@@ -194,17 +194,19 @@ def edge_line(e: EdgeRef, incoming: bool, width: int = 80) -> str:
         src = e.unit
         if src is None:
             return two_part(f"?:{e.line}", f"calls {name}", width)
-        return two_part(f"{safe_line(src.path)}:{e.line}",
+        return two_part(f"{_repo(src)}{safe_line(src.path)}:{e.line}",
                         f"{src.kind:<9} {safe_line(src.qualname)}{_how(e)}", width)
     if e.unit is not None:
         u = e.unit
-        return two_part(f"{safe_line(u.path)}:{u.start_line}-{u.end_line}",
+        return two_part(f"{_repo(u)}{safe_line(u.path)}:{u.start_line}-{u.end_line}",
                         f"{u.kind:<9} {safe_line(u.qualname)}  (line {e.line}){_how(e)}", width)
     return two_part("(external)", f"{name}  (line {e.line})", width)
 
 
 def _how(e: EdgeRef) -> str:
     """How a call was resolved, when it is less than sure (a name match, a guess)."""
+    if e.how and e.unit is not None and e.source is not None and e.unit.repo != e.source.repo:
+        return f"  [{e.how}]"  # a call into another repository of the workspace
     return f"  [{e.how} {e.confidence:.1f}]" if e.how and e.confidence < 0.9 else ""
 
 
@@ -216,8 +218,12 @@ def edge_json(e: EdgeRef, incoming: bool) -> dict[str, object]:
     if u is not None:
         out.update(path=u.path, start_line=u.start_line, end_line=u.end_line, qualname=u.qualname,
                    unit_kind=u.kind)
+        if u.repo:
+            out["repository"] = u.repo
     if incoming and u is not None:
         out["call_line"] = e.line
     if e.source is not None:
         out["of"] = e.source.qualname
+        if e.source.repo and (u is None or u.repo != e.source.repo):  # a link across repositories
+            out["of_repository"] = e.source.repo
     return out

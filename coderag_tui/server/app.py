@@ -147,7 +147,7 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
 
     @app.post("/context", dependencies=[READ], summary="context for an LLM, packed into a token budget")
     def context(body: ContextBody) -> dict[str, Any]:
-        name, ctx = ws.context(body.query, body.max_tokens, body.repo)
+        name, ctx = ws.context(body.query, body.max_tokens, body.repo, body.repos)
         return {"repository": name, "context_text": ctx.render(), "token_count": ctx.tokens,
                 "sources": [{"path": p.path, "start_line": p.start_line, "end_line": p.end_line,
                              "role": p.role, "name": p.title} for p in ctx.pieces],
@@ -220,7 +220,8 @@ async def _answer_stream(ws: Workspace, body: AskBody) -> AsyncIterator[dict[str
 
     def produce() -> None:
         try:
-            name, answer = ws.ask(body.question, body.conversation_id, repo=body.repo, fresh=body.fresh,
+            name, answer = ws.ask(body.question, body.conversation_id, repo=body.repo, repos=body.repos,
+                                  fresh=body.fresh,
                                   attachment=body.attachment, should_stop=stop.is_set)
             for event in answer:
                 put((name, event))

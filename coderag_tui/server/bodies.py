@@ -44,6 +44,8 @@ class ContextBody(BaseModel):
     max_tokens: int | None = Field(default=None, ge=64, le=1_000_000)
     context_style: Literal["full"] = "full"
     repo: str | None = Field(default=None, description="none: the repository that matches best")
+    repos: list[str] | None = Field(default=None, description="two or more (or [\"*\"]: all): one context "
+                                    "from all of them under one budget, each path naming its repository")
 
 
 class StructuralBody(BaseModel):
@@ -57,6 +59,8 @@ class AskBody(BaseModel):
     question: str = Text
     conversation_id: int | None = Field(default=None, ge=1)
     repo: str | None = Field(default=None, description="none: the repository that matches best")
+    repos: list[str] | None = Field(default=None, description="two or more (or [\"*\"]: all): one answer "
+                                    "from the code of all of them; the first keeps the conversation")
     fresh: bool = Field(default=False, description="ask the model even when the answer cache has an answer")
     attachment: str = Field(default="", max_length=4 * 1024 * 1024,
                             description="text given with the question (a log, a traceback)")

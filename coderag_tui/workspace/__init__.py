@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import itertools
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from coderag_tui.models import EdgeRef, FileState, IndexStatus, SearchFilters, S
 from coderag_tui.service import CodeRag
 from coderag_tui.store import read
 from coderag_tui.workspace.jobs import Job, Jobs
+from coderag_tui.workspace.links import Links
 
 if TYPE_CHECKING:
     from coderag_tui.models import AnswerEvent, ComposedContext
@@ -61,6 +63,8 @@ class Workspace:
                 name = f"{base}-{n}"
             self.services[name] = service
         self.jobs = Jobs()
+        self._links: dict[tuple[tuple[str, str], ...], Links] = {}
+        self._links_lock = threading.Lock()
 
     def close(self) -> None:
         self.jobs.close()
@@ -127,8 +131,20 @@ class Workspace:
         out = [u for row in itertools.zip_longest(*lists) for u in row if u is not None]
         return out[:limit]
 
-    def context(self, query: str, max_tokens: int | None = None,
-                repo: str | None = None) -> tuple[str, ComposedContext]:
+    def context(self, query: str, max_tokens: int | None = None, repo: str | None = None,
+                repos: Sequence[str] | None = None,
+                count_tokens: Callable[[str], int] | None = None) -> tuple[str, ComposedContext]:
+        """Context from one repository (`repo`, or the best match), or, with two or more
+        `repos` (["*"]: all), from each of them under one budget, each piece's path naming its
+        repository (then the name returned is ",".join of the repositories)."""
+        if repos and not repo:
+            chosen = self.chosen(None if list(repos) == ["*"] else repos)
+            if len(chosen) > 1:
+                from coderag_tui.workspace.across import compose_across
+
+                ctx = compose_across(chosen, query, max_tokens, self.top_hits(query, chosen), count_tokens)
+                return ",".join(n for n, _ in chosen), ctx
+            repo = chosen[0][0]
         name, service = self.one(repo, query)
         ctx = service.context(query, max_tokens=max_tokens)
         return name, dataclasses.replace(ctx, hits=tuple(tag_hit(h, name) for h in ctx.hits))
@@ -162,9 +178,16 @@ class Workspace:
             raise CoderagError(f"unknown structural query {kind!r}", "one of: " + ", ".join(STRUCTURAL))
         edges: list[EdgeRef] = []
         units: list[UnitRef] = []
-        for name, service in self.chosen(repos):
+        chosen = self.chosen(repos)
+        links = self.links(chosen) if len(chosen) > 1 and kind in ("calls", "called_by", "files_importing") else None
+        for name, service in chosen:
             if kind == "calls":
-                edges += [_tag_edge(e, name) for e in service.callees(target, limit)]
+                found = [_tag_edge(e, name) for e in service.callees(target, limit)]
+                if links is not None:  # calls left unresolved here that another repository defines
+                    crossed = links.callees(name, [e.source for e in found if e.source is not None])
+                    found = [crossed.get((e.source.id, e.line, e.name), e) if e.unit is None and e.source else e
+                             for e in found]
+                edges += found
             elif kind == "called_by":
                 edges += [_tag_edge(e, name) for e in service.callers(target, limit)]
             elif kind == "tested_by":
@@ -174,19 +197,53 @@ class Workspace:
                     if owner.kind != "file" and owner.qualname == target.strip().rstrip("()"):
                         units += [tag_unit(u, name) for u in read.children(service.db, owner.id)]
             else:
-                units += [tag_unit(u, name) for u in read.importers(service.db, target)]
+                units += [tag_unit(u, name) for u in read.importers(service.db, target.partition(":")[2]
+                                                                    if target.startswith(name + ":") else target)]
+        if links is not None and kind == "called_by":
+            edges += links.callers({name: service._definitions(target) for name, service in chosen}, limit)
+        elif links is not None and kind == "files_importing":
+            units += links.importers(target)
         return edges[:limit] if kind in ("calls", "called_by", "tested_by") else units[:limit]
 
+    def links(self, chosen: Sequence[tuple[str, CodeRag]]) -> Links:
+        """The cross-repository links of `chosen`, kept while no index of them changes."""
+        key = tuple((name, service.db.get_meta("last_update") or "") for name, service in chosen)
+        with self._links_lock:
+            links = self._links.get(key)
+            if links is None:
+                links = self._links[key] = Links(chosen)
+                for old in list(self._links)[:-8]:  # the last few sets of repositories asked about
+                    del self._links[old]
+        return links
+
+    def top_hits(self, query: str, chosen: Sequence[tuple[str, CodeRag]]) -> list[SearchHit]:
+        """The merged search's best hits over `chosen` (what shares a budget among them)."""
+        from coderag_tui.workspace.across import TOP_HITS
+
+        return self.search(query, TOP_HITS, repos=[n for n, _ in chosen])
+
     def ask(self, question: str, conversation_id: int | None = None, *, repo: str | None = None,
-            fresh: bool = False, attachment: str = "",
+            repos: Sequence[str] | None = None, fresh: bool = False, attachment: str = "",
+            model: str | None = None,
             should_stop: Callable[[], bool] | None = None) -> tuple[str, Iterator[AnswerEvent]]:
         """(the repository asked, its answer's events): `CodeRag.ask` of the named repository or,
-        for several, of the one that holds the best match for the question."""
+        for several, of the one that holds the best match for the question. With two or more
+        `repos` (["*"]: all), one answer from the code of all of them (see across.py); the
+        first keeps the conversation."""
+        if repos and not repo:
+            chosen = self.chosen(None if list(repos) == ["*"] else repos)
+            if len(chosen) > 1:
+                from coderag_tui.workspace.across import ask_across
+
+                return ",".join(n for n, _ in chosen), ask_across(
+                    chosen, question, lambda q: self.top_hits(q, chosen), conversation_id, model=model,
+                    should_stop=should_stop, attachment=attachment)
+            repo = chosen[0][0]
         if conversation_id and not repo and len(self.services) > 1:
             raise RepoError("a conversation belongs to one repository", "name it (repo)")
         name, service = self.one(repo, question)
         return name, service.ask(question, conversation_id, should_stop=should_stop, fresh=fresh,
-                                 attachment=attachment)
+                                 attachment=attachment, model=model)
 
     # ------------------------------------------------------------------ indexing
     def build(self, repos: Sequence[str] | None = None, *, rebuild: bool = False,

@@ -26,7 +26,7 @@ class MainBase(Screen[None]):
     def __init__(self, service: Any) -> None:
         super().__init__()
         self.service = service
-        self.repo_name = Path(str(service.root)).name or str(service.root)
+        self.repo_name = getattr(service, "workspace_name", "") or Path(str(service.root)).name or str(service.root)
         self.history = History()
 
     @property

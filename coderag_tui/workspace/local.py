@@ -1,0 +1,181 @@
+"""A workspace on this machine seen as one service: the methods the commands call on `CodeRag`
+(status, index, search, context, symbols, callers, callees, ask) over several repositories,
+each with its own index file, results naming their repository. `coderag search --workspace`
+and `coderag index A B` use it; no server is involved."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coderag_tui.errors import RepoError
+from coderag_tui.models import (
+    AnswerEvent,
+    ComposedContext,
+    EdgeRef,
+    FileState,
+    IndexCounts,
+    IndexStatus,
+    SearchHit,
+    UnitRef,
+)
+from coderag_tui.workspace import Workspace
+from coderag_tui.workspace.links import Links
+
+if TYPE_CHECKING:
+    from coderag_tui.models import SearchFilters
+
+
+class WorkspaceService:
+    """`repos`: the names chosen among the workspace's (none: all of them). `tree_paths` (the
+    app): every path is `repo/path`, so that a tree of them has the repositories at its top,
+    and every path given back is routed to its repository."""
+
+    def __init__(self, workspace: Workspace, repos: Sequence[str] = (), tree_paths: bool = False) -> None:
+        self.workspace = workspace
+        self.tree_paths = tree_paths
+        self.repos = [n for n, _ in workspace.chosen(list(repos) or None)]
+        first = workspace.services[self.repos[0]]
+        self.settings = first.settings
+        self.root = first.root
+        self.display_name = ", ".join(self.repos)
+        # what the app calls it (its title, "Ask anything about ...")
+        self.workspace_name = f"{len(self.repos)} repositories" if len(self.repos) > 1 else self.repos[0]
+        self.vectors_in_memory = False
+        if tree_paths:  # the folder holding them (an editor opens `repo/path` under it)
+            roots = [str(workspace.services[n].root) for n in self.repos]
+            self.root = Path(os.path.commonpath(roots)) if len(roots) > 1 else first.root
+
+    @property
+    def chosen(self) -> list[tuple[str, Any]]:
+        return [(n, self.workspace.services[n]) for n in self.repos]
+
+    def close(self) -> None:
+        self.workspace.close()
+
+    # ------------------------------------------------------------------ index
+    def statuses(self) -> list[tuple[str, IndexStatus]]:
+        return self.workspace.status(self.repos)
+
+    def status(self) -> IndexStatus:
+        """The first repository's status with the counts of all added up (the app's status
+        bar, and what `ask` checks first)."""
+        statuses = [s for _, s in self.statuses()]
+        total = {k: sum(getattr(s, k) for s in statuses)
+                 for k in ("files", "units", "chunks", "edges", "vectors", "errors", "index_bytes")}
+        skips: dict[str, int] = {}
+        for st in statuses:
+            for reason, n in st.skips.items():
+                skips[reason] = skips.get(reason, 0) + n
+        return dataclasses.replace(statuses[0], skips=skips, **total)
+
+    def has_index(self) -> bool:
+        return all(s.has_index() for _, s in self.chosen)
+
+    def counts(self) -> IndexCounts:
+        """Every chosen repository's counts, added up."""
+        counts = [s.counts() for _, s in self.chosen]
+        return IndexCounts(*(sum(getattr(c, f.name) for c in counts) for f in dataclasses.fields(IndexCounts)))
+
+    def index(self, **kw: Any) -> Any:
+        """Index every chosen repository (see `coderag index`); the first one's summary."""
+        summaries = [s.index(**kw) for _, s in self.chosen]
+        return summaries[0]
+
+    # ------------------------------------------------------------------ search
+    def check_filters(self, filters: SearchFilters | None) -> SearchFilters | None:
+        return filters  # each index checks them (Workspace.search), with the same one-line errors
+
+    def search(self, query: str, k: int | None = None, filters: SearchFilters | None = None) -> list[SearchHit]:
+        return [self._hit(h) for h in self.workspace.search(query, k, filters, self.repos)]
+
+    def search_files(self, query: str, k: int | None = None,
+                     filters: SearchFilters | None = None) -> list[SearchHit]:
+        return [self._hit(h) for h in self.workspace.search(query, k, filters, self.repos, files=True)]
+
+    def context(self, query: str, max_tokens: int | None = None,
+                count_tokens: Callable[[str], int] | None = None) -> ComposedContext:
+        return self.workspace.context(query, max_tokens, repos=self.repos, count_tokens=count_tokens)[1]
+
+    def symbols(self, name: str, limit: int = 20) -> list[UnitRef]:
+        return [self._unit(u) for u in self.workspace.symbols(name, limit, self.repos)]
+
+    def _edges(self, kind: str, name: str, limit: int) -> list[EdgeRef]:
+        edges: list[EdgeRef] = self.workspace.structural(kind, name, self.repos, limit)  # type: ignore[assignment]
+        return [dataclasses.replace(e, unit=e.unit and self._unit(e.unit), source=e.source and self._unit(e.source))
+                for e in edges]
+
+    def callers(self, name: str, limit: int = 200) -> list[EdgeRef]:
+        return self._edges("called_by", name, limit)
+
+    def callees(self, name: str, limit: int = 200) -> list[EdgeRef]:
+        return self._edges("calls", name, limit)
+
+    def tests_for(self, name: str) -> list[EdgeRef]:
+        return self._edges("tested_by", name, 200)
+
+    # ------------------------------------------------------------------ files (the app)
+    def _unit(self, unit: UnitRef) -> UnitRef:
+        return dataclasses.replace(unit, path=f"{unit.repo}/{unit.path}") if self.tree_paths and unit.repo else unit
+
+    def _hit(self, hit: SearchHit) -> SearchHit:
+        return dataclasses.replace(hit, unit=self._unit(hit.unit)) if self.tree_paths else hit
+
+    def _split(self, path: str) -> tuple[str, Any, str]:
+        """(repository, its service, the path in it) of `repo/path` or `repo:path`."""
+        for sep in ("/", ":"):
+            head, found, rest = path.partition(sep)
+            if found and head in self.repos:
+                return head, self.workspace.services[head], rest
+        raise RepoError(f"{path!r} is in no repository of this workspace", "repositories: " + ", ".join(self.repos))
+
+    def files(self) -> list[FileState]:
+        """Every file of every chosen repository, as `repo/path`."""
+        return [dataclasses.replace(f, path=f"{name}/{f.path}") for name, s in self.chosen for f in s.files()]
+
+    def outline(self, path: str) -> list[UnitRef]:
+        name, service, rest = self._split(path)
+        return [self._unit(dataclasses.replace(u, repo=name)) for u in service.outline(rest)]
+
+    def units_at(self, path: str, line: int) -> list[UnitRef]:
+        name, service, rest = self._split(path)
+        return [self._unit(dataclasses.replace(u, repo=name)) for u in service.units_at(rest, line)]
+
+    def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
+        _, service, rest = self._split(path)
+        lines: list[str] = service.read_lines(rest, start, end)
+        return lines
+
+    def importers(self, path: str) -> list[UnitRef]:
+        return self.workspace.structural("files_importing", path, self.repos)  # type: ignore[return-value]
+
+    def links(self) -> Links:
+        return self.workspace.links(self.chosen)
+
+    # ------------------------------------------------------------------ answering
+    # the first repository answers and keeps the conversations (see across.py)
+    def model_info(self, model: str | None = None) -> Any:
+        return self.chosen[0][1].model_info(model)
+
+    def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
+        return list(self.chosen[0][1].conversations(limit))
+
+    def load_conversation(self, conversation_id: int) -> Any:
+        return self.chosen[0][1].load_conversation(conversation_id)
+
+    def ask(self, question: str, conversation_id: int | None = None, *, model: str | None = None,
+            should_stop: Callable[[], bool] | None = None, attachment: str = "",
+            fresh: bool = False) -> Iterator[AnswerEvent]:
+        repos = self.repos if len(self.repos) > 1 else None
+        _, answer = self.workspace.ask(question, conversation_id, repo=None if repos else self.repos[0],
+                                       repos=repos, fresh=fresh, attachment=attachment, model=model,
+                                       should_stop=should_stop)
+        if self.tree_paths and not repos:  # one repository's answer: its sources as the tree's paths
+            name = self.repos[0]
+            return (dataclasses.replace(e, sources=tuple(dataclasses.replace(s, path=f"{name}/{s.path}")
+                                                         for s in e.sources)) if e.sources else e
+                    for e in answer)
+        return answer

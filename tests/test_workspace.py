@@ -1,0 +1,237 @@
+"""Several repositories on this machine as one workspace: `coderag index A B C`, search,
+context and cited answers across them (a scripted OpenAI-compatible model on loopback), and
+imports of a package another repository defines linked across them. Three real git
+repositories: a shared library, a backend that imports it, an unrelated frontend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coderag_tui.answering.citations import check_citations
+from coderag_tui.cli import main
+from coderag_tui.models import ContextPiece
+from coderag_tui.service import CodeRag
+from coderag_tui.workspace import Workspace
+from tests.conftest import git_init, write_tree
+from tests.test_providers_remote import Loopback, _Handler, openai_sse
+
+SHARED = {
+    "pyproject.toml": '[project]\nname = "shared-lib"\nversion = "1.0"\n',
+    "shared_lib/__init__.py": '"""Shared helpers."""\nfrom shared_lib.pricing import apply_discount\n',
+    "shared_lib/pricing.py": '"""Prices and discounts shared by every service."""\n\n\n'
+                             "def apply_discount(total_cents, loyalty_years):\n"
+                             '    """Take the loyalty discount off a total: two percent per year, at most twenty."""\n'
+                             "    rate = min(loyalty_years * 2, 20)\n"
+                             "    return total_cents - total_cents * rate // 100\n",
+}
+BACKEND = {
+    "app/checkout.py": '"""Checkout of a shopping cart."""\nfrom shared_lib.pricing import apply_discount\n'
+                       "import shared_lib\n\n\ndef checkout_total(cart, customer):\n"
+                       '    """The amount a customer pays for a cart, after the loyalty discount."""\n'
+                       "    subtotal = sum(item.price_cents * item.quantity for item in cart)\n"
+                       "    return apply_discount(subtotal, customer.loyalty_years)\n\n\n"
+                       "def refund(order):\n    return shared_lib.apply_discount(order.total, 0)\n",
+}
+FRONTEND = {
+    "package.json": '{"name": "@acme/web"}\n',
+    "src/banner.js": "// The banner shown at the top of the page.\nfunction renderBanner(title) {\n"
+                     "  return '<h1>' + title + '</h1>';\n}\nmodule.exports = { renderBanner };\n",
+}
+# the scripted model cites both repositories, and once a file under the wrong repository
+ANSWER = ["`checkout_total` passes the subtotal to `apply_discount` ", "(backend:app/checkout.py:6-9), ",
+          "which takes two percent per loyalty year off ", "(shared-lib:shared_lib/pricing.py:4-7; ",
+          "not frontend:app/checkout.py:6-9)."]
+QUESTION = "how is the loyalty discount applied to the checkout total?"
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> dict[str, Any]:
+    out = {name: write_tree(tmp_path / name, files)
+           for name, files in (("shared-lib", SHARED), ("backend", BACKEND), ("frontend", FRONTEND))}
+    for root in out.values():
+        git_init(root)
+    def answer(h: _Handler, n: int) -> None:
+        if h.command == "POST":
+            openai_sse(h, ANSWER)
+        else:
+            h.send_json(404, {"error": "no"})
+
+    model = Loopback(answer)
+    config = tmp_path / "config.toml"
+    listed = ", ".join(f'"{p}"' for p in out.values())
+    config.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model.url}/v1"\n'
+                      'model = "scripted"\ndiscover = false\ntools = "off"\ncache_similarity = 0\ntimeout_s = 30\n'
+                      f"[server]\nrepositories = [{listed}]\n")
+    yield {**out, "config": str(config), "model": model}
+    model.close()
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_index_several_then_search_context_and_ask_across(repos: dict[str, Any],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    paths = [str(repos[n]) for n in ("shared-lib", "backend", "frontend")]
+    code, out, _ = run(capsys, "index", *paths, "--config", repos["config"], "--json")
+    assert code == 0
+    done = json.loads(out)
+    assert [d["repository"] for d in done] == ["shared-lib", "backend", "frontend"]
+    assert [d["files_indexed"] for d in done] == [3, 1, 2]
+    for root in repos.values():  # each repository keeps its own index: a second run parses nothing
+        if isinstance(root, Path):
+            assert CodeRag.open(root).has_index()
+    code, out, _ = run(capsys, "index", *paths, "--config", repos["config"])
+    assert code == 0 and out.count("this run: 0 parsed") == 3 and "== backend" in out
+
+    both = ",".join(paths[:2])
+    code, out, _ = run(capsys, "search", "loyalty discount", "--repo", ",".join(paths), "--config",
+                       repos["config"], "--json")
+    hits = json.loads(out)
+    assert {h["repository"] for h in hits} >= {"shared-lib", "backend"}
+    assert "frontend" not in {h["repository"] for h in hits}
+
+    code, out, _ = run(capsys, "callers", "apply_discount", "--workspace", "--config", repos["config"], "--json")
+    assert code == 0 and {(c["repository"], c["qualname"], c["of_repository"]) for c in json.loads(out)} == {
+        ("backend", "checkout_total", "shared-lib"), ("backend", "refund", "shared-lib")}
+
+    code, out, _ = run(capsys, "context", QUESTION, "--workspace", "--config", repos["config"], "--json")
+    assert code == 0
+    ctx = json.loads(out)
+    cited = [p["path"] for p in ctx["pieces"]]
+    assert "shared-lib:shared_lib/pricing.py" in cited and "backend:app/checkout.py" in cited
+    assert not any(p.startswith("frontend:") for p in cited)  # no top hit there: no share of the budget
+    assert ctx["tokens"] <= ctx["budget"]
+
+    code, out, err = run(capsys, "ask", QUESTION, "--repo", both, "--config", repos["config"], "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    sources = {f"{s['path']}:{s['start_line']}-{s['end_line']}" for s in doc["sources"] if s["cited"]}
+    assert sources >= {"backend:app/checkout.py:6-9", "shared-lib:shared_lib/pricing.py:4-7"}
+    assert all(s.startswith(("backend:", "shared-lib:")) for s in sources)  # (and the files holding them)
+    assert doc["invalid_citations"] == ["frontend:app/checkout.py:6-9"]  # verified per repository
+    prompt = repos["model"].requests[-1]["body"].decode()
+    assert "shared-lib:shared_lib/pricing.py:4-7" in prompt and "backend:app/checkout.py:6-9" in prompt
+
+
+def test_the_configured_workspace_and_a_chosen_part(repos: dict[str, Any],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "index", *(str(repos[n]) for n in ("shared-lib", "backend", "frontend")),
+               "--config", repos["config"])[0] == 0
+    code, out, _ = run(capsys, "search", "banner", "--workspace", "--config", repos["config"])
+    assert code == 0 and "frontend:src/banner.js" in out
+    code, out, err = run(capsys, "search", "banner", "--workspace", "--repo", "backend,shared-lib",
+                         "--config", repos["config"], "--json")
+    assert all(h["repository"] in ("backend", "shared-lib") for h in json.loads(out or "[]"))
+    code, _, err = run(capsys, "search", "x", "--workspace", "--repo", "backnd", "--config", repos["config"])
+    assert code == 2 and "no repository named 'backnd'" in err and "backend" in err
+    code, _, err = run(capsys, "search", "x", "--workspace")  # no list in the user's config
+    assert code == 2 and "no workspace is configured" in err
+
+
+def test_imports_of_another_repositorys_package_link_across(repos: dict[str, Any]) -> None:
+    services = [CodeRag.open(repos[n]) for n in ("shared-lib", "backend", "frontend")]
+    for s in services:
+        s.index()
+    ws = Workspace(services)
+    try:
+        callers = ws.structural("called_by", "apply_discount")
+        where = {(e.unit.repo, e.unit.qualname, e.line) for e in callers if e.unit is not None}
+        assert where == {("backend", "checkout_total", 9), ("backend", "refund", 13)}
+        assert all(e.source is not None and e.source.repo == "shared-lib" for e in callers)
+        callees = ws.structural("calls", "checkout_total")
+        linked = [e for e in callees if e.name == "apply_discount"]
+        assert len(linked) == 1 and linked[0].unit is not None
+        assert (linked[0].unit.repo, linked[0].unit.path) == ("shared-lib", "shared_lib/pricing.py")
+        importers = ws.structural("files_importing", "shared-lib:shared_lib/pricing.py")
+        assert [(u.repo, u.path) for u in importers] == [("shared-lib", "shared_lib/__init__.py"),
+                                                         ("backend", "app/checkout.py")]
+        # one repository alone knows nothing of the other
+        assert ws.structural("called_by", "apply_discount", repos=["shared-lib"]) == []
+    finally:
+        ws.close()
+
+
+def test_a_javascript_require_links_to_the_package_json_name(tmp_path: Path) -> None:
+    kit = write_tree(tmp_path / "ui-kit", {
+        "package.json": '{"name": "@acme/ui-kit", "main": "lib/index.js"}',
+        "lib/index.js": "function formatPrice(cents) { return '$' + (cents / 100).toFixed(2); }\n"
+                        "module.exports = { formatPrice };\n"})
+    web = write_tree(tmp_path / "web", {
+        "app.js": "const { formatPrice } = require('@acme/ui-kit');\nconst kit = require('@acme/ui-kit');\n"
+                  "function show(c) { return formatPrice(c) + kit.formatPrice(c); }\n",
+        "price.js": "import { formatPrice } from '@acme/ui-kit/lib/index';\n"
+                    "export function price(c) { return formatPrice(c); }\n"})
+    services = [CodeRag.open(kit), CodeRag.open(web)]
+    for s in services:
+        s.index()
+    ws = Workspace(services)
+    try:
+        callers = ws.structural("called_by", "formatPrice")
+        assert sorted((e.unit.repo, e.unit.path, e.unit.name, e.line) for e in callers if e.unit) == [
+            ("web", "app.js", "show", 3), ("web", "app.js", "show", 3), ("web", "price.js", "price", 2)]
+        assert all(e.source is not None and e.source.path == "lib/index.js" for e in callers)
+    finally:
+        ws.close()
+
+
+def test_a_citation_names_its_repository() -> None:
+    pieces = [ContextPiece("backend:app/a.py", 1, 5, "primary", "a", "x\n" * 5, 5),
+              ContextPiece("lib:app/a.py", 1, 3, "primary", "a", "y\n" * 3, 3)]
+    checked = check_citations("see backend:app/a.py:2-4, lib:app/a.py:4 and lib:app/a.py:2", pieces)
+    assert [s.citation for s in checked.sources if s.cited] == ["backend:app/a.py:1-5", "lib:app/a.py:1-3"]
+    assert checked.invalid == ("lib:app/a.py:4",)  # line 4 exists in backend's file, not in lib's
+
+
+def test_coderag_a_b_opens_them_together() -> None:
+    import importlib
+
+    cli = importlib.import_module("coderag_tui.cli.main")
+    cli._load_commands()
+    parser = cli.build_parser()
+    arranged = cli._arrange(["./a", "../b", "--config", "c.toml"], parser)
+    assert arranged == ["tui", "--config", "c.toml", "--", "./a", "../b"]
+    assert parser.parse_args(arranged).repo_path == ["./a", "../b"]
+
+
+def test_an_import_taken_for_a_folder_of_templates_still_links(tmp_path: Path) -> None:
+    """`import shared_lib` in a repository with a `docs/_themes/shared_lib/` folder: its own
+    graph takes the import for that folder's template; the workspace links it to the package."""
+    lib = write_tree(tmp_path / "shared-lib", {"shared_lib/__init__.py": "def thing():\n    return 1\n"})
+    app = write_tree(tmp_path / "app", {"docs/_themes/shared_lib/layout.html": "<html>{{ body }}</html>\n",
+                                        "main.py": "from shared_lib import thing\n\n\ndef run():\n    return thing()\n"})
+    services = [CodeRag.open(lib), CodeRag.open(app)]
+    for s in services:
+        s.index()
+    ws = Workspace(services)
+    try:
+        callers = ws.structural("called_by", "thing")
+        assert [(e.unit.repo, e.unit.qualname, e.line) for e in callers if e.unit] == [("app", "run", 5)]
+    finally:
+        ws.close()
+
+
+def test_what_a_repository_defines_is_read_warily(tmp_path: Path) -> None:
+    from coderag_tui.workspace.packages import packages
+
+    root = write_tree(tmp_path / "r", {"pyproject.toml": "[project\nname = ", "package.json": "[1, 2]",
+                                       "src/good_pkg/__init__.py": "", "tests/__init__.py": "",
+                                       "not-an-identifier/__init__.py": ""})
+    assert [(p.name, p.base) for p in packages(root)] == [("good_pkg", "src/good_pkg")]
+    (root / "package.json").unlink()
+    secret = write_tree(tmp_path / "outside", {"package.json": '{"name": "secret-name"}'})
+    (root / "package.json").symlink_to(secret / "package.json")  # a link out of the repository is not followed
+    assert [p.name for p in packages(root)] == ["good_pkg"]
+    (root / "package.json").unlink()
+    (root / "package.json").write_text('{"name": "bad name; rm -rf"}')
+    assert [p.name for p in packages(root)] == ["good_pkg"]
+    (root / "package.json").write_text('{"name": "@acme/kit", "main": "./lib/index.js"}')
+    [_, kit] = packages(root)
+    assert (kit.name, kit.main, kit.files_for("@acme/kit/lib/x")[1]) == ("@acme/kit", "lib/index.js", "lib/x.js")
+    assert kit.files_for("@acme/kitten") is None
