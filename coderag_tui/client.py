@@ -147,9 +147,10 @@ class RemoteCodeRag:
                      filters: SearchFilters | None = None) -> list[SearchHit]:
         return self._search(query, k, filters, files=True)
 
-    def context(self, query: str, max_tokens: int | None = None, count_tokens: Any = None) -> ComposedContext:
+    def context(self, query: str, max_tokens: int | None = None, count_tokens: Any = None,
+                strategy: str = "relevance") -> ComposedContext:
         doc = self._send("POST", "/context", json={"query": query, "max_tokens": max_tokens, "repo": self._single(),
-                                                    "repos": self._across()})
+                                                    "repos": self._across(), "strategy": strategy})
         return decode(ComposedContext, doc["context"])
 
     def symbols(self, name: str, limit: int = 20) -> list[UnitRef]:

@@ -148,6 +148,9 @@ def test_symbol_unit_structural_context_status(served: dict[str, Any]) -> None:
         assert ctx["repository"] == "shop" and ctx["token_count"] > 0
         assert "shop/tax.py:1-3" in ctx["context_text"]
         assert any(s["path"] == "shop/tax.py" for s in ctx["sources"])
+        deep = http.post("/context", json={"query": "how is the tax of a cart computed", "strategy": "depth"})
+        assert deep.status_code == 200 and deep.json()["token_count"] > 0
+        assert http.post("/context", json={"query": "tax", "strategy": "sideways"}).status_code == 422
 
         status = http.get("/index/status").json()
         assert [r["name"] for r in status["repositories"]] == ["shop", "billing"]

@@ -147,7 +147,8 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
 
     @app.post("/context", dependencies=[READ], summary="context for an LLM, packed into a token budget")
     def context(body: ContextBody) -> dict[str, Any]:
-        name, ctx = ws.context(body.query, body.max_tokens, body.repo, body.repos)
+        name, ctx = ws.context(body.query, body.max_tokens, body.repo, body.repos,
+                               strategy=body.strategy)
         return {"repository": name, "context_text": ctx.render(), "token_count": ctx.tokens,
                 "sources": [{"path": p.path, "start_line": p.start_line, "end_line": p.end_line,
                              "role": p.role, "name": p.title} for p in ctx.pieces],

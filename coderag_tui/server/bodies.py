@@ -43,6 +43,8 @@ class ContextBody(BaseModel):
     query: str = Text
     max_tokens: int | None = Field(default=None, ge=64, le=1_000_000)
     context_style: Literal["full"] = "full"
+    strategy: Literal["relevance", "importance", "breadth", "depth"] = Field(
+        default="relevance", description="which pieces fill the budget first (see `coderag context --strategy`)")
     repo: str | None = Field(default=None, description="none: the repository that matches best")
     repos: list[str] | None = Field(default=None, description="two or more (or [\"*\"]: all): one context "
                                     "from all of them under one budget, each path naming its repository")

@@ -133,7 +133,8 @@ class Workspace:
 
     def context(self, query: str, max_tokens: int | None = None, repo: str | None = None,
                 repos: Sequence[str] | None = None,
-                count_tokens: Callable[[str], int] | None = None) -> tuple[str, ComposedContext]:
+                count_tokens: Callable[[str], int] | None = None,
+                strategy: str = "relevance") -> tuple[str, ComposedContext]:
         """Context from one repository (`repo`, or the best match), or, with two or more
         `repos` (["*"]: all), from each of them under one budget, each piece's path naming its
         repository (then the name returned is ",".join of the repositories)."""
@@ -142,11 +143,12 @@ class Workspace:
             if len(chosen) > 1:
                 from coderag_tui.workspace.across import compose_across
 
-                ctx = compose_across(chosen, query, max_tokens, self.top_hits(query, chosen), count_tokens)
+                ctx = compose_across(chosen, query, max_tokens, self.top_hits(query, chosen), count_tokens,
+                                     strategy)
                 return ",".join(n for n, _ in chosen), ctx
             repo = chosen[0][0]
         name, service = self.one(repo, query)
-        ctx = service.context(query, max_tokens=max_tokens)
+        ctx = service.context(query, max_tokens=max_tokens, strategy=strategy)
         return name, dataclasses.replace(ctx, hits=tuple(tag_hit(h, name) for h in ctx.hits))
 
     def unit(self, unit_id: int, repo: str | None = None) -> dict[str, Any] | None:

@@ -67,11 +67,13 @@ def merge_contexts(query: str, parts: Sequence[tuple[str, ComposedContext]], bud
 
 def compose_across(chosen: Sequence[tuple[str, CodeRag]], query: str, max_tokens: int | None,
                    top: Sequence[SearchHit],
-                   count_tokens: Callable[[str], int] | None = None) -> ComposedContext:
+                   count_tokens: Callable[[str], int] | None = None,
+                   strategy: str = "relevance") -> ComposedContext:
     """Each repository's context (with the whole budget), merged under the budget."""
     budget = max_tokens or chosen[0][1].settings.context.max_tokens
     wanted = {h.unit.repo for h in top}
-    parts = [(name, service.context(query, max_tokens=budget, count_tokens=count_tokens))
+    parts = [(name, service.context(query, max_tokens=budget, count_tokens=count_tokens,
+                                             strategy=strategy))
              for name, service in chosen if name in wanted]
     return merge_contexts(query, parts, budget, top)
 

@@ -97,8 +97,10 @@ class WorkspaceService:
         return [self._hit(h) for h in self.workspace.search(query, k, filters, self.repos, files=True)]
 
     def context(self, query: str, max_tokens: int | None = None,
-                count_tokens: Callable[[str], int] | None = None) -> ComposedContext:
-        return self.workspace.context(query, max_tokens, repos=self.repos, count_tokens=count_tokens)[1]
+                count_tokens: Callable[[str], int] | None = None,
+                strategy: str = "relevance") -> ComposedContext:
+        return self.workspace.context(query, max_tokens, repos=self.repos, count_tokens=count_tokens,
+                                      strategy=strategy)[1]
 
     def symbols(self, name: str, limit: int = 20) -> list[UnitRef]:
         return [self._unit(u) for u in self.workspace.symbols(name, limit, self.repos)]
