@@ -95,3 +95,63 @@ if __name__ == "__main__":  # record the baseline
     BASELINE.parent.mkdir(parents=True, exist_ok=True)
     BASELINE.write_text(json.dumps(data, indent=2) + "\n")
     print(f"recorded {BASELINE}")
+
+
+GO = """package cobra
+
+// Command is just that, a command for your application.
+// More text.
+type Command struct {
+\t// Use is the one-line usage message.
+\tUse string
+}
+
+// Execute uses the args and runs through the command tree.
+func (c *Command) Execute() error {
+\treturn nil // inline comments stay
+}
+"""
+RUST = """//! Crate docs are not queries.
+
+/// Create an iterator over the "cartesian product" of iterators.
+///
+/// ```
+/// let x = 1;
+/// ```
+#[macro_export]
+macro_rules! iproduct { () => {} }
+
+/// Too short.
+pub fn f() {}
+"""
+TS = """/**
+ * Emits only the first `count` values emitted by the source {@link Observable}.
+ *
+ * @param count The maximum number of values.
+ */
+export function take<T>(count: number): T {
+  /* a block comment */
+  return count;
+}
+/** Returns a new Subscriber that ignores every value. */ export class Quiet {}
+"""
+
+
+@pytest.mark.parametrize(("lang", "text", "expected"), [
+    ("go", GO, [("type Command struct {", "is just that, a command for your application."),
+                ("func (c *Command) Execute() error {", "uses the args and runs through the command tree.")]),
+    ("rust", RUST, [("macro_rules! iproduct { () => {} }",
+                     'Create an iterator over the "cartesian product" of iterators.')]),
+    ("typescript", TS, [("export function take<T>(count: number): T {",
+                         "Emits only the first `count` values emitted by the source Observable."),
+                        (" export class Quiet {}", "Returns a new Subscriber that ignores every value.")]),
+])
+def test_doc_comments_become_queries_and_leave_the_code(lang: str, text: str,
+                                                         expected: list[tuple[str, str]]) -> None:
+    from tests.eval_langs import strip_comments
+
+    stripped, found = strip_comments(text, lang)
+    lines = stripped.split("\n")
+    assert [(lines[n - 1], q) for n, q in found] == expected
+    assert not any(s.strip().startswith(("//", "/*", "*")) for s in lines)
+    assert "inline comments stay" in stripped or lang != "go"
