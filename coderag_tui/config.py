@@ -75,6 +75,7 @@ class EmbedSettings:
     batch_size: int = 32
     threads: int = 0  # 0 = number of cores
     max_length: int = 256
+    pool_windows: bool = True  # a chunk longer than the window: average its windows (else cut it)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ class SearchSettings:
     weight_bm25: float = 1.0
     weight_vector: float = 1.0
     weight_symbol: float = 1.5
+    rerank: str = "off"  # off, or llm: the configured chat model re-orders the top hits
+    rerank_top: int = 10  # hits the reranker judges
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,16 @@ class CodeRag:
         from coderag_tui.retrieval.search import Searcher  # (imported meanwhile)
 
         matrix = state.matrix if embed_query and self.vectors_in_memory else None
-        return Searcher(self.db, self.settings.search, embed_query, matrix)
+        reranker = self.reranker()
+        return Searcher(self.db, self.settings.search, embed_query, matrix, reranker,
+                        "rerank" if reranker is not None else "hybrid")
+
+    def reranker(self, setting: str | None = None) -> _Reranker | None:
+        """The reranker `[search] rerank` names (None for "off"); the LLM is loaded on first use."""
+        from coderag_tui.answering.rerank_llm import reranker_for
+
+        return reranker_for(self.db, setting or self.settings.search.rerank,
+                            self.settings.search.rerank_top, self.llm)
 
     def check_filters(self, filters: _SearchFilters | None) -> _SearchFilters | None:
         """`filters` spelt as the index spells them; FilterError (one line, with the closest
@@ -322,6 +331,7 @@ class CodeRag:
         from coderag_tui.models import ComposedContext as _ComposedContext
         from coderag_tui.models import SearchFilters as _SearchFilters
         from coderag_tui.models import SearchHit as _SearchHit
+        from coderag_tui.retrieval.rerank import Reranker as _Reranker
         from coderag_tui.retrieval.search import Searcher as _Searcher
         from coderag_tui.retrieval.state import RetrievalState as _RetrievalState
 

@@ -100,7 +100,7 @@ def test_embed_writes_vectors_and_knn_finds_them(make_service: Callable[..., Cod
     events: list[Progress] = []
     summary = service.embed(progress=events.append)
     assert summary.embedded == _hash_count(service) > 0
-    assert summary.dim == 384 and summary.model == "sentence-transformers/all-MiniLM-L6-v2-int8"
+    assert summary.dim == 384 and summary.model == "sentence-transformers/all-MiniLM-L6-v2-int8+windows"
     assert service.status().vectors == service.status().chunks
     assert service.db.get_meta("embed_model") == summary.model and service.db.get_meta("embed_dim") == "384"
     embeds = [e for e in events if e.phase == "embed"]

@@ -123,20 +123,23 @@ def cases_for(service: CodeRag, triples: list[tuple[str, str, str]]) -> list[Cas
     return cases
 
 
-def run_eval(tmp: Path) -> tuple[dict[str, dict[str, float]], str, int]:
+def run_eval(tmp: Path, settings: Settings | None = None, modes: tuple[str, ...] = MODES,
+             limit: int | None = None) -> tuple[dict[str, dict[str, float]], str, int]:
     repo, triples = build_corpus(tmp)
-    service = CodeRag(repo, Settings(), tmp / "index.db")
+    service = CodeRag(repo, settings or Settings(), tmp / "index.db")
     try:
         service.index()
         service.embed()
         cases = cases_for(service, triples)
+        if limit is not None and len(cases) > limit:  # evenly spread over the package
+            cases = [cases[int(i * len(cases) / limit)] for i in range(limit)]
         searcher = service.searcher()
-        results = [evaluate_case(searcher, c, MODES) for c in cases]
+        results = [evaluate_case(searcher, c, modes) for c in cases]
     finally:
         service.close()
     scores = {mode: {f"{level}@{k}": round(accuracy(results, level, mode, k), 1)
-                     for level in ("file", "func") for k in KS} for mode in MODES}
-    return scores, table(results), len(cases)
+                     for level in ("file", "func") for k in KS} for mode in modes}
+    return scores, table(results, modes), len(cases)
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ import numpy as np
 
 from coderag_tui.config import EmbedSettings
 from coderag_tui.errors import ModelError
+from coderag_tui.indexing.windows import Windows, pool
 from coderag_tui.models import Progress
 from coderag_tui.paths import cache_dir
 from coderag_tui.store import embed_docs
@@ -38,7 +39,7 @@ from coderag_tui.store.embeddings import (
     VEC_TABLE,
     all_embedded,
     chunk_count,
-    chunk_texts,
+    chunk_parts,
     collect_garbage,
     ensure_model_table,
     pending_chunks,
@@ -156,11 +157,13 @@ def bundled_model_dir(max_length: int = 256) -> Path:
 class EmbeddingModel:
     """A loaded fastembed model: `embed(texts)` for documents, `query(text)` for a query."""
 
-    def __init__(self, model_id: str, model: Any, dim: int, batch_size: int) -> None:
+    def __init__(self, model_id: str, model: Any, dim: int, batch_size: int,
+                 windows: Windows | None = None) -> None:
         self.id = model_id  # what vectors are tagged with; a new id means "embed again"
         self.dim = dim
         self.batch_size = batch_size
         self._model = model
+        self._windows = windows  # None: a long text is cut at the model's window
         self._lock = threading.Lock()  # onnxruntime sessions are thread-safe; tokenizers less so
 
     @property
@@ -168,12 +171,36 @@ class EmbeddingModel:
         """The fastembed object (benchmarks compare against its bare embed())."""
         return self._model
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], heads: Sequence[str] | None = None) -> np.ndarray:
+        """One vector per text (`heads[i] + texts[i]` when heads are given). A text longer than
+        the model's window is embedded window by window, each with its head, and pooled."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        heads = heads if heads is not None else [""] * len(texts)
+        pieces: list[str] = []
+        weights: list[int] = []
+        owners: list[int] = []
         with self._lock:
-            vecs = list(self._model.embed(list(texts), batch_size=self.batch_size))
-        return np.asarray(vecs, dtype=np.float32)
+            if self._windows is None:
+                pieces = [h + t for h, t in zip(heads, texts, strict=True)]
+            else:
+                for i, (h, t) in enumerate(zip(heads, texts, strict=True)):
+                    for piece, w in self._windows.split(h, t):
+                        pieces.append(piece)
+                        weights.append(w)
+                        owners.append(i)
+            vecs = np.asarray(list(self._model.embed(pieces, batch_size=self.batch_size)), dtype=np.float32)
+        if len(pieces) == len(texts):
+            return vecs
+        out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+        first = 0
+        while first < len(owners):  # a text's windows are contiguous
+            last = first
+            while last + 1 < len(owners) and owners[last + 1] == owners[first]:
+                last += 1
+            out[owners[first]] = pool(vecs[first : last + 1], weights[first : last + 1])
+            first = last + 1
+        return out
 
     def query(self, text: str) -> np.ndarray:
         with self._lock:
@@ -183,11 +210,16 @@ class EmbeddingModel:
 
 def model_identity(settings: EmbedSettings) -> str:
     if settings.model_path:
-        return f"{settings.model}@{Path(settings.model_path).expanduser().resolve()}"
+        return f"{settings.model}{_pooling(settings)}@{Path(settings.model_path).expanduser().resolve()}"
     if settings.model == BUNDLED_MODEL:
         suffix = "" if settings.max_length == 256 else f"-len{settings.max_length}"
-        return f"{BUNDLED_MODEL}-int8{suffix}"
-    return settings.model
+        return f"{BUNDLED_MODEL}-int8{suffix}{_pooling(settings)}"
+    return settings.model + _pooling(settings)
+
+
+def _pooling(settings: EmbedSettings) -> str:
+    """Vectors of pooled windows differ from those of texts cut at the window: another identity."""
+    return "+windows" if settings.pool_windows else ""
 
 
 def load_model(settings: EmbedSettings) -> EmbeddingModel:
@@ -225,7 +257,17 @@ def load_model(settings: EmbedSettings) -> EmbeddingModel:
         msg = " ".join(str(exc).split())[:200]
         raise ModelError(f"cannot load the embedding model {settings.model}{where}: {msg}",
                          "check [embed] model / model_path; a catalog model needs a network once") from exc
-    return EmbeddingModel(model_identity(settings), model, int(probe.shape[0]), settings.batch_size)
+    windows = _windows(model) if settings.pool_windows else None
+    return EmbeddingModel(model_identity(settings), model, int(probe.shape[0]), settings.batch_size, windows)
+
+
+def _windows(model: Any) -> Windows | None:
+    """Windows for the loaded model's tokenizer (None when it has no window to split for)."""
+    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+    limit = (getattr(tokenizer, "truncation", None) or {}).get("max_length")
+    if tokenizer is None or not limit:
+        return None
+    return Windows(tokenizer, int(limit))
 
 
 def load_query_model(settings: EmbedSettings) -> EmbeddingModel:
@@ -304,13 +346,13 @@ def embed_index(
             stopped = True
             break
         part = pending[start : start + group]
-        texts: dict[int | str, str] = {}
-        for cid, text in chunk_texts(db, [ref for ref, _ in part if isinstance(ref, int)]).items():
-            texts[cid] = text
-        for key, text in embed_docs.doc_texts(db, [ref for ref, _ in part if isinstance(ref, str)]).items():
-            texts[key] = text
+        texts: dict[int | str, tuple[str, str]] = {}
+        for cid, parts in chunk_parts(db, [ref for ref, _ in part if isinstance(ref, int)]).items():
+            texts[cid] = parts
+        for key, parts in embed_docs.doc_parts(db, [ref for ref, _ in part if isinstance(ref, str)]).items():
+            texts[key] = parts
         keep = [(ref, h) for ref, h in part if ref in texts]  # a chunk may vanish meanwhile
-        vecs = model.embed([texts[ref] for ref, _ in keep])
+        vecs = model.embed([texts[ref][1] for ref, _ in keep], heads=[texts[ref][0] for ref, _ in keep])
         buffer_h.extend(h for _, h in keep)
         buffer_v.append(vecs)
         done += len(part)

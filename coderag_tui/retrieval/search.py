@@ -7,6 +7,7 @@ unit; a unit ranks at its best chunk. With no vectors the search is keywords + s
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,12 +35,14 @@ from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
 from coderag_tui.retrieval.fusion import Fused, rrf
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.refine import refine
+from coderag_tui.retrieval.rerank import Reranker
 from coderag_tui.retrieval.router import Route
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
 
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
+RERANK = "rerank"  # hybrid, then the reranker re-orders the top hits
 LABELS = {"symbol": "symbol", "fuzzy": "symbol~", "trace": "trace"}
 MODEL_CHARS = 900
 SHARE_POWER = 0.5
@@ -99,8 +102,11 @@ class Searcher:
     no vectors for the configured model (then search runs on keywords, symbols and the graph)."""
 
     def __init__(self, db: Database, settings: SearchSettings, embed_query: QueryEmbedder | None = None,
-                 matrix: VectorMatrix | None = None) -> None:
+                 matrix: VectorMatrix | None = None, reranker: Reranker | None = None,
+                 default_mode: str = "hybrid") -> None:
         self.db = db
+        self.reranker = reranker  # re-orders hybrid's top hits in mode "rerank"
+        self.default_mode = default_mode
         self.settings = settings
         self.embed_query = embed_query
         self.matrix = matrix  # an in-memory copy of the vectors (fast KNN), when one is kept
@@ -133,10 +139,18 @@ class Searcher:
         query: str,
         k: int | None = None,
         filters: SearchFilters | None = None,
-        mode: str = "hybrid",
+        mode: str | None = None,
         candidates: int | None = None,
     ) -> SearchResult:
-        """The top-k units for a query (mode: hybrid, bm25 or vector)."""
+        """The top-k units for a query (mode: hybrid, bm25, vector, or rerank: hybrid whose top
+        hits the reranker re-orders; the default is the searcher's default mode)."""
+        mode = mode or self.default_mode
+        if mode == RERANK:
+            result = self.search(query, k, filters, "hybrid", candidates)
+            graph = bool(result.hits) and result.hits[0].reasons[0].startswith("graph:")
+            if self.reranker is None or graph:  # the graph's answers are facts, not guesses
+                return result
+            return dataclasses.replace(result, hits=tuple(self.reranker(query, result.hits)))
         k = k or self.settings.k
         n = max(candidates or self.settings.candidates, k)
         route = router.classify(query)
@@ -226,12 +240,15 @@ class Searcher:
         return out
 
     def search_files(
-        self, query: str, k: int | None = None, filters: SearchFilters | None = None, mode: str = "hybrid"
+        self, query: str, k: int | None = None, filters: SearchFilters | None = None, mode: str | None = None
     ) -> list[SearchHit]:
         """Files ranked by RRF over each retriever's files, a file ranking at its best unit.
 
         The nearest chunks of a query spread over many files, so the vector list counts
-        FILE_VECTOR_SHARE of its weight here."""
+        FILE_VECTOR_SHARE of its weight here. The reranker judges units, not files: files rank
+        as in hybrid mode."""
+        mode = mode or self.default_mode
+        mode = "hybrid" if mode == RERANK else mode
         k = k or self.settings.k
         n = max(self.settings.candidates * 2, k * 4)
         ranked = self._rank(query, router.classify(query), n, filters, mode, files=True)

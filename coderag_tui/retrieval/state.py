@@ -44,7 +44,8 @@ class RetrievalState:
 
     @staticmethod
     def _key(settings: EmbedSettings) -> tuple[object, ...]:
-        return (settings.model, settings.model_path, settings.threads, settings.max_length, settings.batch_size)
+        return (settings.model, settings.model_path, settings.threads, settings.max_length, settings.batch_size,
+                settings.pool_windows)
 
     def model_loaded(self, settings: EmbedSettings) -> bool:
         return self._model is not None and self._model_key == self._key(settings)

@@ -76,7 +76,13 @@ def pending_docs(db: Database, paths: Sequence[str] | None = None) -> list[str]:
 
 def doc_texts(db: Database, keys: Sequence[str]) -> dict[str, str]:
     """The documents of these keys (those whose chunk still exists)."""
-    return {str(k): document(str(h), str(t), str(a)) for k, a, h, t in db.rows_in(
+    return {k: head + code for k, (head, code) in doc_parts(db, keys).items()}
+
+
+def doc_parts(db: Database, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(head, code) of the documents of these keys: the head is the chunk's header and the
+    summary line, what every window of a long document keeps (see `document`)."""
+    return {str(k): (document(str(h), "", str(a)), str(t)) for k, a, h, t in db.rows_in(
         "SELECT d.key, d.about, c.header, c.text FROM embed_docs d JOIN chunks c ON c.hash=d.chunk_hash "
         "WHERE d.key IN ({marks}) GROUP BY d.key", list(keys))}
 

@@ -94,10 +94,15 @@ def pending_chunks(db: Database, paths: Sequence[str] | None = None) -> tuple[li
 
 
 def chunk_texts(db: Database, ids: Sequence[int]) -> dict[int, str]:
+    return {i: h + t for i, (h, t) in chunk_parts(db, ids).items()}
+
+
+def chunk_parts(db: Database, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """(header, code) of chunks by id."""
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
-    return {int(i): h + t for i, h, t in db.execute(
+    return {int(i): (str(h), str(t)) for i, h, t in db.execute(
         f"SELECT id, header, text FROM chunks WHERE id IN ({marks})", tuple(ids))}
 
 
