@@ -1,0 +1,230 @@
+"""The PostgreSQL backend of `StoreBackend`: rows by COPY in one transaction per file, keyword
+search with weighted tsvector columns ranked by ts_rank_cd, vector KNN with pgvector's HNSW."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
+from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit
+from coderag_tui.store.postgres import lookups
+from coderag_tui.store.postgres.connect import connect, redact, schema_version
+from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
+from coderag_tui.store.write import FileMeta, FileRows
+
+_WORD = re.compile(r"[^\W_]+")  # the words FTS5's unicode61 indexes, split the same way here
+# a tsvector holds at most 1 MB: a chunk's code column keeps its first words up to this
+_MAX_KEYWORD_CHARS = 400_000
+# ts_rank_cd's weights are {D, C, B, A}: code (C), path/signature/doc (B), names (A), scaled
+# like the SQLite backend's bm25 weights
+_RANK_WEIGHTS = (f"{{0.1, {KEYWORD_WEIGHTS['code'] / KEYWORD_WEIGHTS['names']:.3f}, "
+                 f"{KEYWORD_WEIGHTS['signature'] / KEYWORD_WEIGHTS['names']:.3f}, 1.0}}")
+
+
+def words(*texts: str) -> str:
+    """Lower-cased words of the texts, space-separated (what the keyword columns hold)."""
+    return " ".join(_WORD.findall(" ".join(texts).lower()))[:_MAX_KEYWORD_CHARS]
+
+
+def _clean(value: Any) -> Any:
+    """PostgreSQL text cannot hold NUL (a repository's file may): it becomes U+FFFD."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+def vector_literal(vec: np.ndarray) -> str:
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(vec, dtype=np.float32).ravel()) + "]"
+
+
+class PostgresStore:
+    """`StoreBackend` over one PostgreSQL database (with the pgvector extension)."""
+
+    backend = "postgresql"
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+        self.conn = conn
+        self.url = redact(url)
+
+    @property
+    def schema_version(self) -> int:
+        return schema_version(self.conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[object]:
+        with self.conn.transaction():  # nested: a savepoint
+            yield self
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    def _copy(self, table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row([_clean(v) for v in row])
+
+    def get_meta(self, key: str, default: str = "") -> str:
+        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        return default if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO meta(key, value) VALUES(%s, %s) "
+                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # ---------------------------------------------------------------- writes
+    def write_file(self, rows: FileRows, meta: FileMeta) -> int:
+        now = time.time()
+        with self.conn.transaction():
+            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (meta.path,))
+            file_unit_id = None
+            fields = (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, bool(rows.structured),
+                      bool(rows.has_errors), _clean(meta.error), now)
+            if found is not None:
+                file_id = int(found[0])
+                unit = self._one("SELECT id FROM units WHERE file_id = %s AND kind = 'file'", (file_id,))
+                file_unit_id = None if unit is None else int(unit[0])
+                self._remove_rows(file_id, meta.path)
+                self.conn.execute("UPDATE files SET language=%s, hash=%s, size=%s, mtime_ns=%s, lines=%s, "
+                                  "structured=%s, has_errors=%s, error=%s, indexed_at=%s WHERE id=%s",
+                                  (*fields, file_id))
+            else:
+                self.set_meta("files_generation", secrets.token_hex(8))
+                new = self._one("INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, "
+                                "has_errors, error, indexed_at) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                                (_clean(meta.path), *fields))
+                assert new is not None
+                file_id = int(new[0])
+            self._insert_rows(file_id, rows, file_unit_id)
+        return file_id
+
+    def _ids(self, sequence: str, n: int) -> list[int]:
+        if n <= 0:
+            return []
+        return [int(r[0]) for r in self._rows(f"SELECT nextval('{sequence}') FROM generate_series(1, %s)", (n,))]
+
+    def _insert_rows(self, file_id: int, rows: FileRows, file_unit_id: int | None) -> None:
+        ids = self._ids("unit_ids", len(rows.units) - (file_unit_id is not None))
+        if file_unit_id is not None and rows.units:
+            ids.insert(0, file_unit_id)  # a re-indexed file keeps its file unit (edges into it stay)
+        self._copy("units", "id, file_id, parent_id, kind, name, qualname, signature, params, return_type, "
+                   "decorators, docstring, bases, start_line, end_line, is_test",
+                   ((ids[r[0]], file_id, None if r[1] is None else ids[r[1]], *r[2:13], bool(r[13]))
+                    for r in rows.units))
+        self._copy("edges", "src, src_file, dst, kind, name, receiver, line, argc",
+                   ((ids[s], file_id, None if d is None else ids[d], k, n, r, ln, a)
+                    for s, d, k, n, r, ln, a in rows.edges))
+        if rows.imports:
+            self._copy("imports", "file_id, module, names, line", ((file_id, *i) for i in rows.imports))
+        chunk_ids = self._ids("chunk_ids", len(rows.chunks))
+        self._copy("chunks", "id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text, "
+                   "kw_names, kw_meta, kw_code",
+                   ((cid, file_id, ids[c[0]], *c[1:], words(names), words(path, sig, doc), words(c[7], extra))
+                    for cid, c, (names, path, sig, doc, extra) in zip(chunk_ids, rows.chunks, rows.fts, strict=True)))
+
+    def _remove_rows(self, file_id: int, path: str) -> None:
+        """Delete a file's rows; edges from other files into its definitions lose their target
+        (calls and bases keep what they pointed to as `orphan`), their TESTS edges go."""
+        self.conn.execute("DELETE FROM edges WHERE kind = 'TESTS' AND src_file <> %s AND dst IN "
+                          "(SELECT id FROM units WHERE file_id = %s AND kind <> 'file')", (file_id, file_id))
+        self.conn.execute(
+            "UPDATE edges e SET dst = NULL, orphan = CASE WHEN e.kind IN ('CALLS', 'INHERITS', 'IMPLEMENTS') "
+            "THEN u.qualname || ' (' || %s || ':' || u.start_line || ')' ELSE e.orphan END "
+            "FROM units u WHERE u.id = e.dst AND u.file_id = %s AND u.kind <> 'file' AND e.src_file <> %s",
+            (_clean(path), file_id, file_id))
+        for table in ("edges", "chunks", "imports", "units"):
+            column = "src_file" if table == "edges" else "file_id"
+            self.conn.execute(f"DELETE FROM {table} WHERE {column} = %s", (file_id,))
+
+    def delete_file(self, path: str) -> bool:
+        with self.conn.transaction():
+            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (_clean(path),))
+            if found is None:
+                return False
+            file_id = int(found[0])
+            unit = self._one("SELECT id FROM units WHERE file_id = %s AND kind = 'file'", (file_id,))
+            self._remove_rows(file_id, path)
+            self.conn.execute("DELETE FROM files WHERE id = %s", (file_id,))
+            if unit is not None:  # edges into the file itself: imports re-resolve, TESTS are re-derived
+                self.conn.execute("UPDATE edges SET dst = NULL WHERE dst = %s AND kind = 'IMPORTS'", (unit[0],))
+                self.conn.execute("DELETE FROM edges WHERE dst = %s AND kind = 'TESTS'", (unit[0],))
+            self.set_meta("files_generation", secrets.token_hex(8))
+        return True
+
+    def set_vectors(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
+        with self.conn.transaction():
+            self.set_meta("embed_model", model)
+            cur = self.conn.cursor()
+            cur.executemany("INSERT INTO vectors(hash, model, embedding) VALUES(%s, %s, %s::vector) "
+                            "ON CONFLICT DO NOTHING",
+                            [(h, model, vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)])
+            return max(cur.rowcount, 0)
+
+    def link_calls(self) -> int:
+        with self.conn.transaction():
+            return sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
+
+    # ---------------------------------------------------------------- searches
+    def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
+        found = list(dict.fromkeys(_WORD.findall(" ".join(terms).lower())))
+        if not found or limit <= 0:
+            return []
+        # pure letters and digits joined by '|': no query text can be read as tsquery syntax
+        rows = self._rows(
+            "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, "
+            "ts_rank_cd(%s::float4[], c.keywords, q.q, 1) AS r "
+            "FROM (SELECT to_tsquery('simple', %s) AS q) q, chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE c.keywords @@ q.q ORDER BY r DESC, c.id LIMIT %s",
+            (_RANK_WEIGHTS, " | ".join(found), limit))
+        return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r)) for i, p, s, e, u, r in rows]
+
+    def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
+        if limit <= 0:
+            return []
+        literal = vector_literal(vector)
+        with self.conn.transaction():  # the search width applies to this query alone
+            self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(limit, 1000))),))
+            rows = self._rows(
+                "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, n.d FROM (SELECT hash, "
+                "embedding <=> %s::vector AS d FROM vectors WHERE model = %s ORDER BY embedding <=> %s::vector "
+                "LIMIT %s) n JOIN chunks c ON c.hash = n.hash JOIN files f ON f.id = c.file_id "
+                "ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
+        return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
+
+    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
+        return lookups.find_symbols(self._rows, query, limit, kinds)
+
+    # ---------------------------------------------------------------- graph and rows
+    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=True)
+
+    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=False)
+
+    def get_unit(self, unit_id: int) -> UnitRef | None:
+        return lookups.get_units(self._rows, [unit_id]).get(unit_id)
+
+    def file_outline(self, path: str) -> list[UnitRef]:
+        return lookups.units_where(self._rows, "f.path = %s ORDER BY u.start_line, u.id", (path,))
+
+    def files(self) -> list[str]:
+        return [str(p) for (p,) in self._rows("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+
+    def counts(self) -> IndexCounts:
+        return lookups.counts(self._rows, self.get_meta("embed_model"))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_postgres(url: str) -> PostgresStore:
+    """The index in the PostgreSQL database at `url` (created and migrated when needed)."""
+    return PostgresStore(connect(url), url)
