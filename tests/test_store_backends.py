@@ -196,3 +196,32 @@ def test_postgres_refuses_a_foreign_database_and_hides_the_password(request: pyt
     with pytest.raises(StoreError) as caught:
         open_store(bad)
     assert "s3cret" not in str(caught.value) and "cannot connect" in caught.value.message
+
+
+def test_the_cli_indexes_and_searches_a_postgres_store(request: pytest.FixtureRequest, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from coderag_tui.cli.main import main
+
+    url = request.getfixturevalue("pg_url")
+    repo = tmp_path / "repo"
+    for path, text in FILES.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    assert main(["index", str(repo), "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert "indexed 3 files, 7 units" in out and "3 chunks embedded" in out, out
+    assert main(["search", "read an amount of money", "--repo", str(repo), "--store", url, "--json"]) == 0
+    hits = __import__("json").loads(capsys.readouterr().out)
+    assert hits[0]["path"] == "shop/money.py" and "vector#1" in hits[0]["reasons"], hits
+    assert main(["symbol", "Wallet.deposit", "--repo", str(repo), "--store", url]) == 0
+    assert "shop/money.py:13-15" in capsys.readouterr().out
+    (repo / "shop/cart.py").unlink()  # an update drops the file that is gone, keeps the others
+    assert main(["index", str(repo), "--store", url, "--no-embed"]) == 0
+    assert "1 deleted" in capsys.readouterr().out
+    assert main(["status", "--repo", str(repo), "--store", url]) == 2
+    assert "index, search and symbol do" in capsys.readouterr().err
+    opened = open_store(url)
+    try:
+        assert opened.files() == ["shop/money.py", "tests/test_cart.py"]
+    finally:
+        opened.close()

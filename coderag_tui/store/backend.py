@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 from coderag_tui.errors import StoreError
 from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
@@ -67,6 +68,10 @@ class StoreBackend(Protocol):
         """Store a vector per chunk hash for `model` (skipping hashes already stored)."""
         ...
 
+    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
+        """(hash, text to embed) of up to `limit` chunk texts with no vector of `model`."""
+        ...
+
     def link_calls(self) -> int:
         """Resolve unresolved calls by name: a definition of the called name in the same file,
         else the only one in the index. Returns the edges resolved."""
@@ -96,9 +101,26 @@ class StoreBackend(Protocol):
 
     def files(self) -> list[str]: ...
 
+    def file_hashes(self) -> dict[str, str]: ...  # path -> content hash (what an update compares)
+
     def counts(self) -> IndexCounts: ...
 
+    def edge_count(self) -> int: ...
+
     def close(self) -> None: ...
+
+
+def redact(url: str) -> str:
+    """A store URL without its password or options (errors and status show it; secrets never)."""
+    try:
+        parts = urlsplit(url)
+        password, host, port = parts.password, parts.hostname or "", parts.port
+    except ValueError:
+        return url.split("://", 1)[0] + "://…"
+    if password is None:
+        return url.split("?", 1)[0]
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def is_postgres_url(target: str | Path) -> bool:

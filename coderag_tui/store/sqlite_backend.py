@@ -87,6 +87,15 @@ class SqliteStore:
                 written += 1
         return written
 
+    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
+        if self.db.get_meta("embed_model") != model:  # one model per file: none of its vectors yet
+            rows = self.db.rows("SELECT hash, min(header || text) FROM chunks GROUP BY hash LIMIT ?", (limit,))
+        else:
+            rows = self.db.rows(
+                "SELECT c.hash, min(c.header || c.text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+                "WHERE v.hash = c.hash AND v.model = ?) GROUP BY c.hash LIMIT ?", (model, limit))
+        return [(str(h), str(t)) for h, t in rows]
+
     def link_calls(self) -> int:
         with self.db.transaction():
             self.db.execute(LINK_SAME_FILE)
@@ -136,6 +145,12 @@ class SqliteStore:
 
     def files(self) -> list[str]:
         return [str(p) for (p,) in self.db.rows("SELECT path FROM files ORDER BY path")]
+
+    def file_hashes(self) -> dict[str, str]:
+        return {str(p): str(h) for p, h in self.db.rows("SELECT path, hash FROM files")}
+
+    def edge_count(self) -> int:
+        return int(self.db.scalar("SELECT count(*) FROM edges", default=0))
 
     def counts(self) -> IndexCounts:
         return read.counts(self.db)

@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
 from coderag_tui.errors import IndexError_, StoreError
+from coderag_tui.store.backend import redact
 from coderag_tui.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
 _MIGRATE_LOCK = 7_265_211_901  # advisory lock key: one migrator at a time per database
-
-
-def redact(url: str) -> str:
-    """The URL without its password (error lines and status show it; secrets never do)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://…"
-    if parts.password is None:
-        return url.split("?", 1)[0]
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def connect(url: str) -> psycopg.Connection[Any]:

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from coderag_tui.errors import StoreError
 from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
-from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit
+from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
 from coderag_tui.store.postgres import lookups
-from coderag_tui.store.postgres.connect import connect, redact, schema_version
+from coderag_tui.store.postgres.connect import connect, schema_version
 from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
 from coderag_tui.store.write import FileMeta, FileRows
 
@@ -27,6 +28,9 @@ _MAX_KEYWORD_CHARS = 400_000
 # like the SQLite backend's bm25 weights
 _RANK_WEIGHTS = (f"{{0.1, {KEYWORD_WEIGHTS['code'] / KEYWORD_WEIGHTS['names']:.3f}, "
                  f"{KEYWORD_WEIGHTS['signature'] / KEYWORD_WEIGHTS['names']:.3f}, 1.0}}")
+
+
+VECTOR_DIM = 384  # the `vector(384)` column of migration 1
 
 
 def words(*texts: str) -> str:
@@ -160,6 +164,9 @@ class PostgresStore:
         return True
 
     def set_vectors(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
+        if len(vectors) and vectors.shape[1] != VECTOR_DIM:
+            raise StoreError(f"the model {model} gives {vectors.shape[1]}-dimensional vectors; the PostgreSQL "
+                             f"index holds {VECTOR_DIM}", "use a 384-dimensional model ([embed] model)")
         with self.conn.transaction():
             self.set_meta("embed_model", model)
             cur = self.conn.cursor()
@@ -167,6 +174,12 @@ class PostgresStore:
                             "ON CONFLICT DO NOTHING",
                             [(h, model, vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)])
             return max(cur.rowcount, 0)
+
+    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
+        rows = self._rows(
+            "SELECT c.hash, min(c.header || c.text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+            "WHERE v.hash = c.hash AND v.model = %s) GROUP BY c.hash LIMIT %s", (model, limit))
+        return [(str(h), str(t)) for h, t in rows]
 
     def link_calls(self) -> int:
         with self.conn.transaction():
@@ -217,6 +230,13 @@ class PostgresStore:
 
     def files(self) -> list[str]:
         return [str(p) for (p,) in self._rows("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+
+    def file_hashes(self) -> dict[str, str]:
+        return {str(p): str(h) for p, h in self._rows("SELECT path, hash FROM files")}
+
+    def edge_count(self) -> int:
+        row = self._one("SELECT count(*) FROM edges")
+        return int(row[0]) if row else 0
 
     def counts(self) -> IndexCounts:
         return lookups.counts(self._rows, self.get_meta("embed_model"))
