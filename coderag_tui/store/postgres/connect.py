@@ -25,6 +25,9 @@ def connect(url: str) -> psycopg.Connection[Any]:
         migrate(conn, url)
         # HNSW keeps scanning past rows another model's filter drops (pgvector 0.8)
         conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
+        # an index can be rebuilt from the repository: a crash may lose the last commits (never
+        # corrupt them), as SQLite's WAL with synchronous=NORMAL; a commit then waits for no fsync
+        conn.execute("SELECT set_config('synchronous_commit', 'off', false)")
     except BaseException:
         conn.close()
         raise

@@ -44,7 +44,7 @@ def _clean(value: Any) -> Any:
 
 
 def vector_literal(vec: np.ndarray) -> str:
-    return "[" + ",".join(repr(float(x)) for x in np.asarray(vec, dtype=np.float32).ravel()) + "]"
+    return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
 
 
 class PostgresStore:
@@ -169,10 +169,13 @@ class PostgresStore:
                              f"index holds {VECTOR_DIM}", "use a 384-dimensional model ([embed] model)")
         with self.conn.transaction():
             self.set_meta("embed_model", model)
-            cur = self.conn.cursor()
-            cur.executemany("INSERT INTO vectors(hash, model, embedding) VALUES(%s, %s, %s::vector) "
-                            "ON CONFLICT DO NOTHING",
-                            [(h, model, vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)])
+            # COPY into a scratch table, then one INSERT that skips hashes already stored
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS new_vectors(hash text, embedding vector(384)) "
+                              "ON COMMIT DELETE ROWS")
+            self._copy("new_vectors", "hash, embedding",
+                       ((h, vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)))
+            cur = self.conn.execute("INSERT INTO vectors(hash, model, embedding) SELECT DISTINCT ON (hash) hash, %s, "
+                                    "embedding FROM new_vectors ON CONFLICT DO NOTHING", (model,))
             return max(cur.rowcount, 0)
 
     def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
