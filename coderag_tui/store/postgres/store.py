@@ -185,8 +185,12 @@ class PostgresStore:
         return [(str(h), str(t)) for h, t in rows]
 
     def link_calls(self) -> int:
+        """(Run once after a build:) also refreshes the planner's statistics, without which it
+        guesses the share of chunks a word matches and may scan them all."""
         with self.conn.transaction():
-            return sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
+            linked = sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
+        self.conn.execute("ANALYZE files, units, chunks, edges")
+        return linked
 
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
