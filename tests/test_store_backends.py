@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -170,6 +171,8 @@ def test_hostile_text_is_stored_and_found(store: StoreBackend) -> None:
     store.write_file(*rows_of("odd.py", text))
     assert [u.name for u in store.find_symbols("odd")] == ["odd"]
     assert store.keyword_search(["drop", "units"])[0].path == "odd.py"
+    assert store.keyword_search(["x" * 5000]) == [] and store.file_outline("odd\x00.py") == []
+    assert store.delete_file("odd\x00.py") is False
 
 
 def test_reopening_keeps_the_index(store: StoreBackend, request: pytest.FixtureRequest, tmp_path: Path) -> None:
@@ -225,3 +228,18 @@ def test_the_cli_indexes_and_searches_a_postgres_store(request: pytest.FixtureRe
         assert opened.files() == ["shop/money.py", "tests/test_cart.py"]
     finally:
         opened.close()
+
+
+def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue("pg_url")
+    import psycopg
+
+    store = open_store(url)
+    store.write_file(*rows_of("a.py", "def alpha():\n    return 1\n"))
+    with psycopg.connect(request.getfixturevalue("pg_server"), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                      "AND pid <> pg_backend_pid()", (urlsplit(url).path.lstrip("/"),))
+    with pytest.raises(StoreError) as caught:
+        store.files()
+    assert caught.value.message.startswith("PostgreSQL at postgresql://") and "\n" not in caught.value.message
+    store.close()

@@ -3,10 +3,11 @@ search with weighted tsvector columns ranked by ts_rank_cd, vector KNN with pgve
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -66,10 +67,10 @@ class PostgresStore:
             yield self
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.conn.execute(sql, params).fetchall()
+        return self.conn.execute(sql, [_clean(p) for p in params]).fetchall()
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self.conn.execute(sql, params).fetchone()
+        return self.conn.execute(sql, [_clean(p) for p in params]).fetchone()
 
     def _copy(self, table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
         with self.conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -194,7 +195,8 @@ class PostgresStore:
 
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
-        found = list(dict.fromkeys(_WORD.findall(" ".join(terms).lower())))
+        # (a word past tsvector's 2,047 bytes is never indexed, and to_tsquery refuses it)
+        found = [w for w in dict.fromkeys(_WORD.findall(" ".join(terms).lower())) if len(w.encode()) < 2048]
         if not found or limit <= 0:
             return []
         # pure letters and digits joined by '|': no query text can be read as tsquery syntax
@@ -250,6 +252,25 @@ class PostgresStore:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
+    """The method with a server's failure (gone, out of space, a lost connection) as one line."""
+    @functools.wraps(method)
+    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except psycopg.Error as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise StoreError(f"PostgreSQL at {self.url}: {first}", "check the server; an interrupted "
+                             "`coderag index --store` is finished by running it again") from exc
+    return wrapper
+
+
+for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
+              "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
+              "file_hashes", "counts", "edge_count"):
+    setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
 
 def open_postgres(url: str) -> PostgresStore:
