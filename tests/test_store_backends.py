@@ -220,7 +220,7 @@ def test_the_cli_indexes_and_searches_a_postgres_store(request: pytest.FixtureRe
     assert "shop/money.py:13-15" in capsys.readouterr().out
     (repo / "shop/cart.py").unlink()  # an update drops the file that is gone, keeps the others
     assert main(["index", str(repo), "--store", url, "--no-embed"]) == 0
-    assert "1 deleted" in capsys.readouterr().out
+    assert "0 parsed, 2 unchanged, 1 deleted" in capsys.readouterr().out
     assert main(["status", "--repo", str(repo), "--store", url]) == 2
     assert "index, search and symbol do" in capsys.readouterr().err
     opened = open_store(url)
@@ -243,3 +243,18 @@ def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) 
         store.files()
     assert caught.value.message.startswith("PostgreSQL at postgresql://") and "\n" not in caught.value.message
     store.close()
+
+
+def test_postgres_keyword_search_leaves_out_words_most_chunks_hold(request: pytest.FixtureRequest) -> None:
+    store = open_store(request.getfixturevalue("pg_url"))
+    try:
+        for n in range(60):
+            store.write_file(*rows_of(f"m{n}.py", f"def handler_{n}(request):\n    return request.word{n}\n"))
+        store.link_calls()  # (counts the chunks of each word)
+        assert store.keyword_search(["request"]) == []  # in every chunk: ranking it reads them all
+        hits = store.keyword_search(["request", "word7"])
+        assert [h.path for h in hits] == ["m7.py"]
+        store.write_file(*rows_of("new.py", "def fresh():\n    return 'zebra'\n"))
+        assert [h.path for h in store.keyword_search(["zebra"])] == ["new.py"]  # counted later: kept
+    finally:
+        store.close()

@@ -74,7 +74,8 @@ class StoreBackend(Protocol):
 
     def link_calls(self) -> int:
         """Resolve unresolved calls by name: a definition of the called name in the same file,
-        else the only one in the index. Returns the edges resolved."""
+        else the only one in the index. Returns the edges resolved. (Indexes built through this
+        interface; the SQLite indexer resolves imports, receivers and bases in indexing/graph.py.)"""
         ...
 
     # ---------------------------------------------------------------- searches

@@ -110,6 +110,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops);
     """,
+    # 2: how many chunks hold each keyword (refreshed after a build): a search leaves out words
+    # most chunks hold, whose ranking would read every chunk's keywords
+    """
+    CREATE TABLE keyword_df(word text PRIMARY KEY, ndoc integer NOT NULL);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

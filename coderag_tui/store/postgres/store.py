@@ -32,6 +32,11 @@ _RANK_WEIGHTS = (f"{{0.1, {KEYWORD_WEIGHTS['code'] / KEYWORD_WEIGHTS['names']:.3
 
 
 VECTOR_DIM = 384  # the `vector(384)` column of migration 1
+# a word in more than this share of the chunks, or in more chunks than MAX_DF, is left out of a
+# keyword search; the rarest words are kept up to MAX_POSTINGS matches (retrieval/lexical.py's)
+COMMON_SHARE = 0.25
+MAX_DF = 15_000
+MAX_POSTINGS = 20_000
 
 
 def words(*texts: str) -> str:
@@ -191,12 +196,46 @@ class PostgresStore:
         with self.conn.transaction():
             linked = sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
         self.conn.execute("ANALYZE files, units, chunks, edges")
+        self._refresh_keyword_df()
         return linked
+
+    def _refresh_keyword_df(self) -> None:
+        """Count the chunks of each keyword again when the chunks changed by more than 5%."""
+        row = self._one("SELECT count(*) FROM chunks")
+        total = int(row[0]) if row else 0
+        last = int(self.get_meta("keyword_df_chunks") or 0)
+        if total and last and abs(total - last) <= 0.05 * last:
+            return
+        with self.conn.transaction():
+            self.conn.execute("DELETE FROM keyword_df")
+            self.conn.execute("INSERT INTO keyword_df SELECT word, ndoc FROM ts_stat('SELECT keywords FROM chunks')")
+            self.set_meta("keyword_df_chunks", str(total))
+
+    def _informative(self, words: list[str]) -> list[str]:
+        """The words without those in most chunks, rarest first up to MAX_POSTINGS postings (as
+        the SQLite searcher chooses them, retrieval/lexical.py). A word counted after the last
+        refresh is kept."""
+        total = int(self.get_meta("keyword_df_chunks") or 0)
+        if total < 50:
+            return words
+        df = {str(w): int(n) for w, n in self._rows("SELECT word, ndoc FROM keyword_df WHERE word = ANY(%s)",
+                                                    (words,))}
+        kept = [w for w in words if df.get(w, 0) <= min(COMMON_SHARE * total, MAX_DF)]
+        out: list[str] = []
+        postings = 0
+        for w in sorted(kept, key=lambda w: df.get(w, 0)):
+            if out and postings + df.get(w, 0) > MAX_POSTINGS:
+                break
+            out.append(w)
+            postings += df.get(w, 0)
+        return [w for w in kept if w in out]
 
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
         # (a word past tsvector's 2,047 bytes is never indexed, and to_tsquery refuses it)
         found = [w for w in dict.fromkeys(_WORD.findall(" ".join(terms).lower())) if len(w.encode()) < 2048]
+        if found and limit > 0:
+            found = self._informative(found)
         if not found or limit <= 0:
             return []
         # pure letters and digits joined by '|': no query text can be read as tsquery syntax
