@@ -51,6 +51,7 @@ SECRET_TEMPLATES = ("*.example", "*.sample", "*.template", "*.dist", "*.tmpl")
 class IndexSettings:
     location: str = "cache"  # "cache": the user's cache dir; "repo": <repo>/.coderag/ (git-ignored)
     db_path: str = ""  # an explicit file path overrides location
+    store: str = ""  # a PostgreSQL URL (postgresql://...): the index lives there instead of a file
     include: tuple[str, ...] = ()  # globs; empty means every file
     exclude: tuple[str, ...] = ()  # globs, added to the default excludes
     default_excludes: bool = True

@@ -32,6 +32,7 @@ from coderag_tui.errors import ConfigError
 RESTRICTED: dict[str, str] = {
     "index.location": "where the index file is written",
     "index.db_path": "where the index file is written",
+    "index.store": "which PostgreSQL server the repository's code is written to",
     "index.default_excludes": "whether local folders such as .env and virtualenvs are read",
     "index.secret_files": "which files that usually hold keys and passwords are read",
     "embed.model": "which embedding model is downloaded and loaded",

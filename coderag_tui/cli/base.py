@@ -10,6 +10,7 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from coderag_tui.cli.progress import progress_printer  # noqa: F401  (re-exported)
@@ -54,7 +55,7 @@ class UsageError(CoderagError):
 
 
 # Options every command takes, before or after the command name (`coderag --repo X status`).
-GLOBAL_VALUE_OPTIONS = ("--repo", "--config", "--db", "--branch", "--rev", "--server")
+GLOBAL_VALUE_OPTIONS = ("--repo", "--config", "--db", "--branch", "--rev", "--server", "--store")
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +64,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                        help="the repository: a folder or a git URL (default: the one containing the cwd)")
     group.add_argument("--config", metavar="FILE", help="a config.toml to apply on top of the others")
     group.add_argument("--db", metavar="FILE", help="the index file (default: in the user's cache)")
+    group.add_argument("--store", metavar="URL", help="keep the index in PostgreSQL with pgvector "
+                       "(postgresql://...; default: [index] store; index, search and symbol)")
     group.add_argument("--branch", help="branch to clone (repository URLs)")
     group.add_argument("--rev", help="commit to check out (repository URLs)")
     group.add_argument("--server", metavar="URL", help="ask a `coderag serve` server instead of a local index "
@@ -126,6 +129,11 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
         return client
     if getattr(args, "workspace", False) or (target and "," in target and not os.path.exists(target)):
         return open_workspace(args, target.split(",") if target else [])
+    store = store_url(args, target)
+    if store:
+        from coderag_tui.store_service import StoreService
+
+        return StoreService.open(store, target, args.config)
     service = CodeRag.open_any(target, config=args.config, db_path=args.db,
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                                progress=progress_printer("clone"))
@@ -158,6 +166,18 @@ def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: boo
     for service in services:
         service.vectors_in_memory = getattr(args, "command", None) in LONG_LIVED
     return WorkspaceService(Workspace(services), names, tree_paths=tree_paths)
+
+
+def store_url(args: argparse.Namespace, target: str | None) -> str:
+    """The store URL for a local repository: --store, else its config's `[index] store`."""
+    if getattr(args, "store", None):
+        return str(args.store)
+    if target is not None and "://" in str(target):
+        return ""
+    from coderag_tui.config import load_settings
+
+    root = Path(target).resolve() if target else None
+    return load_settings(root if root is not None and root.is_dir() else None, args.config, notify=None).index.store
 
 
 def piped_stdin() -> bool:

@@ -1,0 +1,142 @@
+"""The store interface: what the indexer, retrieval and the service need from an index, in one
+Protocol that both backends satisfy (SQLite: `store/sqlite_backend.py`, the default;
+PostgreSQL with pgvector: `store/postgres/`).
+
+Rows come in as `write.FileRows` (built by the parse workers, backend-neutral) and go out as the
+frozen dataclasses of `models.py`, so nothing above the store sees a backend's SQL or types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
+
+from coderag_tui.errors import StoreError
+from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from coderag_tui.store.write import FileMeta, FileRows
+
+# Keyword columns and their weights: names first, then path / signature / docstring, then code.
+# SQLite gives them to FTS5's bm25(); PostgreSQL maps them to tsvector weights A, B, C.
+KEYWORD_WEIGHTS = {"names": 6.0, "path": 3.0, "signature": 3.0, "doc": 2.0, "code": 1.0}
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    """A chunk found by a keyword or vector search; `score`: higher is better (BM25 or
+    ts_rank_cd for keywords, 1 - cosine distance for vectors)."""
+
+    chunk_id: int
+    path: str
+    start_line: int
+    end_line: int
+    unit_id: int | None
+    score: float
+
+
+@runtime_checkable
+class StoreBackend(Protocol):
+    """One index. A connection is used from one thread; open one store per thread."""
+
+    backend: str  # "sqlite" or "postgresql"
+
+    @property
+    def schema_version(self) -> int: ...  # migrations run when the store is opened
+
+    def transaction(self) -> AbstractContextManager[object]: ...
+
+    # ---------------------------------------------------------------- writes
+    def write_file(self, rows: FileRows, meta: FileMeta) -> int:
+        """Replace one file's units, chunks, keyword rows, imports and outgoing edges in one
+        transaction (a savepoint inside `transaction()`). Returns the file's id."""
+        ...
+
+    def delete_file(self, path: str) -> bool:
+        """Delete every row of one file (one transaction); False when it was not indexed."""
+        ...
+
+    def set_vectors(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
+        """Store a vector per chunk hash for `model` (skipping hashes already stored)."""
+        ...
+
+    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
+        """(hash, text to embed) of up to `limit` chunk texts with no vector of `model`."""
+        ...
+
+    def link_calls(self) -> int:
+        """Resolve unresolved calls by name: a definition of the called name in the same file,
+        else the only one in the index. Returns the edges resolved. (Indexes built through this
+        interface; the SQLite indexer resolves imports, receivers and bases in indexing/graph.py.)"""
+        ...
+
+    # ---------------------------------------------------------------- searches
+    def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
+        """Chunks holding any of the search words, best first (weighted by column)."""
+        ...
+
+    def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
+        """Chunks whose vector of `model` is nearest (cosine) to `vector`, best first."""
+        ...
+
+    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
+        """Definitions matching a name: exact, qualified, case-insensitive, prefix, part, fuzzy."""
+        ...
+
+    # ---------------------------------------------------------------- graph and rows
+    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]: ...
+
+    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]: ...
+
+    def get_unit(self, unit_id: int) -> UnitRef | None: ...
+
+    def file_outline(self, path: str) -> list[UnitRef]: ...
+
+    def files(self) -> list[str]: ...
+
+    def file_hashes(self) -> dict[str, str]: ...  # path -> content hash (what an update compares)
+
+    def counts(self) -> IndexCounts: ...
+
+    def edge_count(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def redact(url: str) -> str:
+    """A store URL without its password or options (errors and status show it; secrets never)."""
+    try:
+        parts = urlsplit(url)
+        password, host, port = parts.password, parts.hostname or "", parts.port
+    except ValueError:
+        return url.split("://", 1)[0] + "://…"
+    if password is None:
+        return url.split("?", 1)[0]
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def is_postgres_url(target: str | Path) -> bool:
+    return str(target).startswith(POSTGRES_SCHEMES)
+
+
+def open_store(target: str | Path) -> StoreBackend:
+    """The store at `target`: a PostgreSQL connection URL (`postgresql://...`) or an index file."""
+    if is_postgres_url(target):
+        try:
+            from coderag_tui.store.postgres import open_postgres
+        except ImportError as exc:  # psycopg is an optional extra
+            raise StoreError("the PostgreSQL backend needs psycopg",
+                             "pip install 'coderag-tui[postgres]'") from exc
+        return open_postgres(str(target))
+    from coderag_tui.store.sqlite_backend import SqliteStore
+
+    return SqliteStore.open(Path(target))

@@ -1,0 +1,317 @@
+"""The PostgreSQL backend of `StoreBackend`: rows by COPY in one transaction per file, keyword
+search with weighted tsvector columns ranked by ts_rank_cd, vector KNN with pgvector's HNSW."""
+
+from __future__ import annotations
+
+import functools
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from coderag_tui.errors import StoreError
+from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
+from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
+from coderag_tui.store.postgres import lookups
+from coderag_tui.store.postgres.connect import connect, schema_version
+from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
+from coderag_tui.store.write import FileMeta, FileRows
+
+_WORD = re.compile(r"[^\W_]+")  # the words FTS5's unicode61 indexes, split the same way here
+# a tsvector holds at most 1 MB: a chunk's code column keeps its first words up to this
+_MAX_KEYWORD_CHARS = 400_000
+# ts_rank_cd's weights are {D, C, B, A}: code (C), path/signature/doc (B), names (A), scaled
+# like the SQLite backend's bm25 weights
+_RANK_WEIGHTS = (f"{{0.1, {KEYWORD_WEIGHTS['code'] / KEYWORD_WEIGHTS['names']:.3f}, "
+                 f"{KEYWORD_WEIGHTS['signature'] / KEYWORD_WEIGHTS['names']:.3f}, 1.0}}")
+
+
+VECTOR_DIM = 384  # the `vector(384)` column of migration 1
+# a word in more than this share of the chunks, or in more chunks than MAX_DF, is left out of a
+# keyword search; the rarest words are kept up to MAX_POSTINGS matches (retrieval/lexical.py's)
+COMMON_SHARE = 0.25
+MAX_DF = 15_000
+MAX_POSTINGS = 20_000
+
+
+def words(*texts: str) -> str:
+    """Lower-cased words of the texts, space-separated (what the keyword columns hold)."""
+    return " ".join(_WORD.findall(" ".join(texts).lower()))[:_MAX_KEYWORD_CHARS]
+
+
+def _clean(value: Any) -> Any:
+    """PostgreSQL text cannot hold NUL (a repository's file may): it becomes U+FFFD."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+def vector_literal(vec: np.ndarray) -> str:
+    return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
+
+
+class PostgresStore:
+    """`StoreBackend` over one PostgreSQL database (with the pgvector extension)."""
+
+    backend = "postgresql"
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+        self.conn = conn
+        self.url = redact(url)
+
+    @property
+    def schema_version(self) -> int:
+        return schema_version(self.conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[object]:
+        with self.conn.transaction():  # nested: a savepoint
+            yield self
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, [_clean(p) for p in params]).fetchall()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self.conn.execute(sql, [_clean(p) for p in params]).fetchone()
+
+    def _copy(self, table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row([_clean(v) for v in row])
+
+    def get_meta(self, key: str, default: str = "") -> str:
+        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        return default if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO meta(key, value) VALUES(%s, %s) "
+                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # ---------------------------------------------------------------- writes
+    def write_file(self, rows: FileRows, meta: FileMeta) -> int:
+        now = time.time()
+        with self.conn.transaction():
+            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (meta.path,))
+            file_unit_id = None
+            fields = (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, bool(rows.structured),
+                      bool(rows.has_errors), _clean(meta.error), now)
+            if found is not None:
+                file_id = int(found[0])
+                unit = self._one("SELECT id FROM units WHERE file_id = %s AND kind = 'file'", (file_id,))
+                file_unit_id = None if unit is None else int(unit[0])
+                self._remove_rows(file_id, meta.path)
+                self.conn.execute("UPDATE files SET language=%s, hash=%s, size=%s, mtime_ns=%s, lines=%s, "
+                                  "structured=%s, has_errors=%s, error=%s, indexed_at=%s WHERE id=%s",
+                                  (*fields, file_id))
+            else:
+                self.set_meta("files_generation", secrets.token_hex(8))
+                new = self._one("INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, "
+                                "has_errors, error, indexed_at) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                                (_clean(meta.path), *fields))
+                assert new is not None
+                file_id = int(new[0])
+            self._insert_rows(file_id, rows, file_unit_id)
+        return file_id
+
+    def _ids(self, sequence: str, n: int) -> list[int]:
+        if n <= 0:
+            return []
+        return [int(r[0]) for r in self._rows(f"SELECT nextval('{sequence}') FROM generate_series(1, %s)", (n,))]
+
+    def _insert_rows(self, file_id: int, rows: FileRows, file_unit_id: int | None) -> None:
+        ids = self._ids("unit_ids", len(rows.units) - (file_unit_id is not None))
+        if file_unit_id is not None and rows.units:
+            ids.insert(0, file_unit_id)  # a re-indexed file keeps its file unit (edges into it stay)
+        self._copy("units", "id, file_id, parent_id, kind, name, qualname, signature, params, return_type, "
+                   "decorators, docstring, bases, start_line, end_line, is_test",
+                   ((ids[r[0]], file_id, None if r[1] is None else ids[r[1]], *r[2:13], bool(r[13]))
+                    for r in rows.units))
+        self._copy("edges", "src, src_file, dst, kind, name, receiver, line, argc",
+                   ((ids[s], file_id, None if d is None else ids[d], k, n, r, ln, a)
+                    for s, d, k, n, r, ln, a in rows.edges))
+        if rows.imports:
+            self._copy("imports", "file_id, module, names, line", ((file_id, *i) for i in rows.imports))
+        chunk_ids = self._ids("chunk_ids", len(rows.chunks))
+        self._copy("chunks", "id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text, "
+                   "kw_names, kw_meta, kw_code",
+                   ((cid, file_id, ids[c[0]], *c[1:], words(names), words(path, sig, doc), words(c[7], extra))
+                    for cid, c, (names, path, sig, doc, extra) in zip(chunk_ids, rows.chunks, rows.fts, strict=True)))
+
+    def _remove_rows(self, file_id: int, path: str) -> None:
+        """Delete a file's rows; edges from other files into its definitions lose their target
+        (calls and bases keep what they pointed to as `orphan`), their TESTS edges go."""
+        self.conn.execute("DELETE FROM edges WHERE kind = 'TESTS' AND src_file <> %s AND dst IN "
+                          "(SELECT id FROM units WHERE file_id = %s AND kind <> 'file')", (file_id, file_id))
+        self.conn.execute(
+            "UPDATE edges e SET dst = NULL, orphan = CASE WHEN e.kind IN ('CALLS', 'INHERITS', 'IMPLEMENTS') "
+            "THEN u.qualname || ' (' || %s || ':' || u.start_line || ')' ELSE e.orphan END "
+            "FROM units u WHERE u.id = e.dst AND u.file_id = %s AND u.kind <> 'file' AND e.src_file <> %s",
+            (_clean(path), file_id, file_id))
+        for table in ("edges", "chunks", "imports", "units"):
+            column = "src_file" if table == "edges" else "file_id"
+            self.conn.execute(f"DELETE FROM {table} WHERE {column} = %s", (file_id,))
+
+    def delete_file(self, path: str) -> bool:
+        with self.conn.transaction():
+            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (_clean(path),))
+            if found is None:
+                return False
+            file_id = int(found[0])
+            unit = self._one("SELECT id FROM units WHERE file_id = %s AND kind = 'file'", (file_id,))
+            self._remove_rows(file_id, path)
+            self.conn.execute("DELETE FROM files WHERE id = %s", (file_id,))
+            if unit is not None:  # edges into the file itself: imports re-resolve, TESTS are re-derived
+                self.conn.execute("UPDATE edges SET dst = NULL WHERE dst = %s AND kind = 'IMPORTS'", (unit[0],))
+                self.conn.execute("DELETE FROM edges WHERE dst = %s AND kind = 'TESTS'", (unit[0],))
+            self.set_meta("files_generation", secrets.token_hex(8))
+        return True
+
+    def set_vectors(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
+        if len(vectors) and vectors.shape[1] != VECTOR_DIM:
+            raise StoreError(f"the model {model} gives {vectors.shape[1]}-dimensional vectors; the PostgreSQL "
+                             f"index holds {VECTOR_DIM}", "use a 384-dimensional model ([embed] model)")
+        with self.conn.transaction():
+            self.set_meta("embed_model", model)
+            # COPY into a scratch table, then one INSERT that skips hashes already stored
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS new_vectors(hash text, embedding vector(384)) "
+                              "ON COMMIT DELETE ROWS")
+            self._copy("new_vectors", "hash, embedding",
+                       ((h, vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)))
+            cur = self.conn.execute("INSERT INTO vectors(hash, model, embedding) SELECT DISTINCT ON (hash) hash, %s, "
+                                    "embedding FROM new_vectors ON CONFLICT DO NOTHING", (model,))
+            return max(cur.rowcount, 0)
+
+    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
+        rows = self._rows(
+            "SELECT c.hash, min(c.header || c.text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+            "WHERE v.hash = c.hash AND v.model = %s) GROUP BY c.hash LIMIT %s", (model, limit))
+        return [(str(h), str(t)) for h, t in rows]
+
+    def link_calls(self) -> int:
+        """(Run once after a build:) also refreshes the planner's statistics, without which it
+        guesses the share of chunks a word matches and may scan them all."""
+        with self.conn.transaction():
+            linked = sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
+        self.conn.execute("ANALYZE files, units, chunks, edges")
+        self._refresh_keyword_df()
+        return linked
+
+    def _refresh_keyword_df(self) -> None:
+        """Count the chunks of each keyword again when the chunks changed by more than 5%."""
+        row = self._one("SELECT count(*) FROM chunks")
+        total = int(row[0]) if row else 0
+        last = int(self.get_meta("keyword_df_chunks") or 0)
+        if total and last and abs(total - last) <= 0.05 * last:
+            return
+        with self.conn.transaction():
+            self.conn.execute("DELETE FROM keyword_df")
+            self.conn.execute("INSERT INTO keyword_df SELECT word, ndoc FROM ts_stat('SELECT keywords FROM chunks')")
+            self.set_meta("keyword_df_chunks", str(total))
+
+    def _informative(self, words: list[str]) -> list[str]:
+        """The words without those in most chunks, rarest first up to MAX_POSTINGS postings (as
+        the SQLite searcher chooses them, retrieval/lexical.py). A word counted after the last
+        refresh is kept."""
+        total = int(self.get_meta("keyword_df_chunks") or 0)
+        if total < 50:
+            return words
+        df = {str(w): int(n) for w, n in self._rows("SELECT word, ndoc FROM keyword_df WHERE word = ANY(%s)",
+                                                    (words,))}
+        kept = [w for w in words if df.get(w, 0) <= min(COMMON_SHARE * total, MAX_DF)]
+        out: list[str] = []
+        postings = 0
+        for w in sorted(kept, key=lambda w: df.get(w, 0)):
+            if out and postings + df.get(w, 0) > MAX_POSTINGS:
+                break
+            out.append(w)
+            postings += df.get(w, 0)
+        return [w for w in kept if w in out]
+
+    # ---------------------------------------------------------------- searches
+    def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
+        # (a word past tsvector's 2,047 bytes is never indexed, and to_tsquery refuses it)
+        found = [w for w in dict.fromkeys(_WORD.findall(" ".join(terms).lower())) if len(w.encode()) < 2048]
+        if found and limit > 0:
+            found = self._informative(found)
+        if not found or limit <= 0:
+            return []
+        # pure letters and digits joined by '|': no query text can be read as tsquery syntax
+        rows = self._rows(
+            "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, "
+            "ts_rank_cd(%s::float4[], c.keywords, q.q, 1) AS r "
+            "FROM (SELECT to_tsquery('simple', %s) AS q) q, chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE c.keywords @@ q.q ORDER BY r DESC, c.id LIMIT %s",
+            (_RANK_WEIGHTS, " | ".join(found), limit))
+        return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r)) for i, p, s, e, u, r in rows]
+
+    def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
+        if limit <= 0:
+            return []
+        literal = vector_literal(vector)
+        with self.conn.transaction():  # the search width applies to this query alone
+            self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(limit, 1000))),))
+            rows = self._rows(
+                "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, n.d FROM (SELECT hash, "
+                "embedding <=> %s::vector AS d FROM vectors WHERE model = %s ORDER BY embedding <=> %s::vector "
+                "LIMIT %s) n JOIN chunks c ON c.hash = n.hash JOIN files f ON f.id = c.file_id "
+                "ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
+        return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
+
+    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
+        return lookups.find_symbols(self._rows, query, limit, kinds)
+
+    # ---------------------------------------------------------------- graph and rows
+    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=True)
+
+    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=False)
+
+    def get_unit(self, unit_id: int) -> UnitRef | None:
+        return lookups.get_units(self._rows, [unit_id]).get(unit_id)
+
+    def file_outline(self, path: str) -> list[UnitRef]:
+        return lookups.units_where(self._rows, "f.path = %s ORDER BY u.start_line, u.id", (path,))
+
+    def files(self) -> list[str]:
+        return [str(p) for (p,) in self._rows("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+
+    def file_hashes(self) -> dict[str, str]:
+        return {str(p): str(h) for p, h in self._rows("SELECT path, hash FROM files")}
+
+    def edge_count(self) -> int:
+        row = self._one("SELECT count(*) FROM edges")
+        return int(row[0]) if row else 0
+
+    def counts(self) -> IndexCounts:
+        return lookups.counts(self._rows, self.get_meta("embed_model"))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
+    """The method with a server's failure (gone, out of space, a lost connection) as one line."""
+    @functools.wraps(method)
+    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except psycopg.Error as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise StoreError(f"PostgreSQL at {self.url}: {first}", "check the server; an interrupted "
+                             "`coderag index --store` is finished by running it again") from exc
+    return wrapper
+
+
+for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
+              "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
+              "file_hashes", "counts", "edge_count"):
+    setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
+
+
+def open_postgres(url: str) -> PostgresStore:
+    """The index in the PostgreSQL database at `url` (created and migrated when needed)."""
+    return PostgresStore(connect(url), url)

