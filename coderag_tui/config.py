@@ -121,6 +121,11 @@ class SummarySettings:
     max_tokens: int = 48  # per function or method; 1.5 times this for classes, files and folders
     temperature: float = 0.3
     code_chars: int = 1200  # of a unit's code in its prompt
+    # made by themselves after the index and its vectors (app, watch, MCP server), with a
+    # local model only: a remote one costs money, so `coderag summarize` asks first
+    background: bool = True
+    concurrency: int = 4  # remote requests in flight at once
+    requests_per_minute: float = 0  # remote request starts per minute (0: no limit)
 
 
 @dataclass(frozen=True)

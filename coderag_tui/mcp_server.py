@@ -138,6 +138,7 @@ def serve(service: Any, *, watch: bool = False) -> int:
     import anyio
 
     tools = CodeRagTools(service)
+    tools.summaries = True  # a server keeps running: summaries come in the background
     server = build_server(tools, start=True, watch=watch)
     try:
         anyio.run(server.run_stdio_async)

@@ -8,7 +8,8 @@ import sys
 import time
 
 from coderag_tui.cli.base import add_path, arguments, command, open_service, progress_printer
-from coderag_tui.models import WatchEvent, to_dict
+from coderag_tui.cli.progress import progress_text
+from coderag_tui.models import Progress, WatchEvent, to_dict
 from coderag_tui.textsafe import safe_text
 
 
@@ -19,6 +20,8 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
                         "debounce_ms; a save of a few files waits [watch] save_debounce_ms, at most this)")
     p.add_argument("--no-initial", action="store_true", help="do not bring the index up to date first")
     p.add_argument("--no-embed", action="store_true", help="do not refresh vectors (structure and keywords only)")
+    p.add_argument("--no-summaries", action="store_true",
+                   help="do not make model summaries in the background ([summaries] background)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON line")
 
 
@@ -27,8 +30,18 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
 def cmd_watch(args: argparse.Namespace) -> int:
     service = open_service(args)
     bar = progress_printer("index")
+    shown = [0.0]
+
+    def summaries(p: Progress) -> None:
+        """One line a minute at most (and at the end): the summaries go on for minutes."""
+        now = time.monotonic()
+        if p.phase == "done" or now - shown[0] >= 60:
+            shown[0] = now
+            print(f"summaries: {progress_text(p)}", file=sys.stderr, flush=True)
 
     def show(event: WatchEvent) -> None:
+        if event.phase == "indexed" and not args.no_summaries:
+            service.start_summaries(summaries)  # in the background; current ones are skipped
         if args.json:
             print(json.dumps(to_dict(event)), flush=True)
             return
