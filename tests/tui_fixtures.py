@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from coderag_tui.answering.answerer import StoredMessage
-from coderag_tui.config import EmbedSettings, LLMSettings, Settings, SummarySettings, TUISettings, WatchSettings
+from coderag_tui.config import (
+    EmbedSettings,
+    LLMSettings,
+    Settings,
+    SummarySettings,
+    TUISettings,
+    WatchSettings,
+)
 from coderag_tui.models import AnswerEvent, ModelInfo, Source
 from coderag_tui.service import CodeRag
 

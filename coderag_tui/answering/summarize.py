@@ -276,12 +276,16 @@ class Summarizer:
         the model meanwhile; raises Stopped when `should_stop` ends the wait."""
         if gate is None:
             return self.summarize(t)
+
+        def give_up() -> bool:  # to an answer, or because the run ends
+            return gate.wanted() or (should_stop is not None and should_stop())
+
         while True:
             with gate.background(should_stop) as held:
                 if not held:
                     raise Stopped()
                 try:
-                    return self.summarize(t, should_stop=gate.wanted)
+                    return self.summarize(t, should_stop=give_up)
                 except Yielded:
                     continue
 

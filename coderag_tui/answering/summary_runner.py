@@ -115,16 +115,20 @@ class BackgroundSummaries:
     def _work(self, summarizer: Summarizer, targets: list[Target]) -> None:
         from coderag_tui.answering.summarize import Stopped
 
-        pending = [t for t in targets if summarizer.needs(t)]
+        pending = {t.key for t in targets if summarizer.needs(t)}
         total, done, made_here = len(pending), 0, 0
         started = time.monotonic()
-        for t in pending:
+        for t in targets:
             if self._stop.is_set():
                 return
             with self._cond:
                 if self._units:  # a question's units go first; the rest of the plan after them
                     self._replan = True
                     break
+            if t.key not in pending:
+                if not summarizer.needs(t):  # (a parent is due again once a child's summary changed)
+                    continue
+                total += 1
             try:
                 outcome = summarizer.summarize_gated(t, self.gate, self._stop.is_set)
             except Stopped:

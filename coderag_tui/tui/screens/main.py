@@ -126,6 +126,9 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         if self.watch_handle is not None:
             with contextlib.suppress(Exception):  # stopping must never block quitting
                 self.watch_handle.stop()
+        if adapters.has(self.service, "start_summaries"):
+            with contextlib.suppress(Exception):  # the summarizer gives the model up within a token
+                self.service.summaries.stop(timeout=2.0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":

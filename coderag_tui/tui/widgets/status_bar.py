@@ -65,6 +65,7 @@ class StatusBar(Horizontal):
 
     def on_mount(self) -> None:
         self.query_one(ProgressBar).display = False
+        self.query_one("#summaries", Label).display = False
 
     def show_progress(self, p: Progress) -> None:
         bar = self.query_one(ProgressBar)
@@ -79,7 +80,9 @@ class StatusBar(Horizontal):
         self.query_one("#index-text", Label).update(status_line(st))
 
     def show_summaries(self, p: Progress) -> None:
-        self.query_one("#summaries", Label).update(summaries_line(p))
+        label, line = self.query_one("#summaries", Label), summaries_line(p)
+        label.display = bool(line)  # no room is taken while none are made
+        label.update(line)
 
     def set_model(self, label: str) -> None:
         # plain text: a model's name comes from a file or a server, never markup

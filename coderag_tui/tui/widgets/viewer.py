@@ -327,10 +327,10 @@ def find_all(lines: list[str] | tuple[str, ...], query: str) -> list[tuple[int, 
 
 def notes(described: FileDescription | None, unit: UnitRef | None) -> Text:
     """What the file and the unit at the cursor do: the model's summary, else the profile."""
-    out = Text(no_wrap=False, overflow="ellipsis")
+    out = Text()
     if described is None:
         return out
-    text = described.summary or described.profile
+    text = described.summary or described.profile.removeprefix(f"{described.path}: ")  # the title has it
     late = " (out of date)" if described.summary and described.stale else ""
     out.append("file ", style="bold")
     out.append(safe_line(text or described.role) + late)
