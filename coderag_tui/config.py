@@ -115,9 +115,9 @@ class LLMSettings(ProviderSettings):
 class SummarySettings:
     # units summarized per run with a local model (files and classes first; their folders come
     # on top), sized from bench/bench_summaries.py: on SQLAlchemy's 953 files the bundled model
-    # takes 3.8 s of CPU a summary on its one thread, so 140 (+ ~15 folders) take about 10
+    # takes 3.8-4.7 s of CPU a summary on its one thread, so 120 (+ ~14 folders) take about 10
     # minutes on 2 otherwise idle cores (five times that on our shared, loaded ones). 0 = no limit
-    budget: int = 140
+    budget: int = 120
     max_tokens: int = 48  # per function or method; 1.5 times this for classes, files and folders
     temperature: float = 0.3
     code_chars: int = 1200  # of a unit's code in its prompt

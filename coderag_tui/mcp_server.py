@@ -139,6 +139,7 @@ def serve(service: Any, *, watch: bool = False) -> int:
 
     tools = CodeRagTools(service)
     tools.summaries = True  # a server keeps running: summaries come in the background
+    service.long_lived = True
     server = build_server(tools, start=True, watch=watch)
     try:
         anyio.run(server.run_stdio_async)

@@ -712,10 +712,14 @@ class CodeRag:
                 runner = self.__dict__["_summaries"] = BackgroundSummaries(lambda: local_summarizer(self), gate)
         return runner
 
+    # True in a process that keeps running (the app, `coderag watch`, the MCP server): only
+    # there is background work started, never in a one-shot command that exits after its call
+    long_lived = False
+
     def start_summaries(self, progress: ProgressFn | None = None) -> bool:
         """After an index run: make (or remake) summaries in the background, with a local model,
         unless `[summaries] background` is off. `progress` subscribes to its events."""
-        if not self.settings.summaries.background:
+        if not (self.long_lived and self.settings.summaries.background):
             return False
         runner = self.summaries
         if progress is not None:
@@ -725,7 +729,7 @@ class CodeRag:
 
     def _summaries_wanted(self, context: _ComposedContext) -> None:
         """Queue the units an answer was given (the hits, each quoted piece's innermost unit)."""
-        if not self.settings.summaries.background:
+        if not (self.long_lived and self.settings.summaries.background):
             return
         ids = [h.unit.id for h in context.hits]
         for p in context.pieces:

@@ -176,6 +176,7 @@ def test_remote_summarize_shows_the_estimate_and_asks_first(make_repo, loopback,
 def test_background_summaries_are_off_when_the_setting_says_so(make_repo, open_service):
     s = Settings()
     service = open_service(make_repo(SMALL), replace(s, summaries=SummarySettings(background=False)))
+    service.long_lived = True
     assert service.start_summaries() is False
     assert not service.summaries.running and store.summary_count(service.db) == 0
 
@@ -183,6 +184,13 @@ def test_background_summaries_are_off_when_the_setting_says_so(make_repo, open_s
 def test_a_remote_model_is_never_used_in_the_background(make_repo, open_service, loopback):  # noqa: F811
     server = loopback(_summary_server())
     service = open_service(make_repo(SMALL), _remote(server.url))
+    service.long_lived = True
     assert service.start_summaries() is True
     assert service.summaries.wait_idle(60)
     assert not server.requests and store.summary_count(service.db) == 0
+
+
+def test_a_one_shot_process_starts_no_background_work(make_repo, open_service):
+    service = open_service(make_repo(SMALL))  # as `coderag ask` or `coderag search` open it
+    assert service.long_lived is False and service.start_summaries() is False
+    assert not service.summaries.running

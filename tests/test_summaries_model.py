@@ -93,6 +93,7 @@ from coderag_tui.service import CodeRag
 s = Settings()
 s = replace(s, summaries=SummarySettings(budget=0, max_tokens=12, code_chars=400), llm=replace(s.llm, n_ctx=2048, threads=1))
 svc = CodeRag(Path(sys.argv[1]), s, Path(sys.argv[2]))
+svc.long_lived = True
 svc.start_summaries()  # the background summarizer, as the app and `coderag watch` start it
 svc.summaries.wait_idle()
 """
@@ -170,6 +171,7 @@ def test_background_summaries_yield_to_an_answer_then_summarize_its_units(make_r
     s = replace(s, summaries=replace(s.summaries, budget=1),
                 llm=replace(s.llm, max_tokens=16, tiny_max_tokens=16, tools="off", cache_similarity=0))
     service = open_service(make_repo(SMALL), s)
+    service.long_lived = True  # as in the app: background work and on-demand summaries
     events: list = []
     planned = len(service.summarizer().plan())
     assert service.start_summaries(events.append)
@@ -192,6 +194,7 @@ def test_background_summaries_remake_what_an_edit_made_stale(make_repo, open_ser
     _bundled()
     repo = make_repo(SMALL)
     service = open_service(repo, _settings())
+    service.long_lived = True
     assert service.start_summaries() and service.summaries.wait_idle(600)
     before = {x.key: x.created for x in store.all_summaries(service.db)}
     assert len(before) == 8
