@@ -40,17 +40,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
             print(f"summaries: {progress_text(p)}", file=sys.stderr, flush=True)
 
     def show(event: WatchEvent) -> None:
-        if event.phase == "indexed" and not args.no_summaries:
-            service.start_summaries(summaries)  # in the background; current ones are skipped
         if args.json:
             print(json.dumps(to_dict(event)), flush=True)
-            return
-        if event.phase == "indexed":
+        elif event.phase == "indexed":
             if event.full:
                 bar.close()
             print(safe_text(event.message), flush=True)
         elif event.phase == "error":
             print(f"coderag: watch: {safe_text(event.message)}", file=sys.stderr, flush=True)
+        if event.phase == "indexed" and not args.no_summaries:
+            service.start_summaries(summaries)  # in the background; current ones are skipped
 
     debounce = args.debounce_ms if args.debounce_ms is not None else service.settings.watch.debounce_ms
     watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar,
