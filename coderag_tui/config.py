@@ -132,9 +132,9 @@ class LLMSettings(ProviderSettings):
 class SummarySettings:
     # units summarized per run with a local model (files and classes first; their folders come
     # on top), sized from bench/bench_summaries.py: on SQLAlchemy's 953 files the bundled model
-    # made one in 10.9 s on our busy 2 cores, and 45 (+ ~10 folders) fit in about 10 minutes.
-    # 0 = no limit
-    budget: int = 45
+    # takes 3.8-4.7 s of CPU a summary on its one thread, so 120 (+ ~14 folders) take about 10
+    # minutes on 2 otherwise idle cores (five times that on our shared, loaded ones). 0 = no limit
+    budget: int = 120
     max_tokens: int = 48  # per function or method; 1.5 times this for classes, files and folders
     temperature: float = 0.3
     code_chars: int = 1200  # of a unit's code in its prompt
@@ -142,6 +142,11 @@ class SummarySettings:
     # in the embedded documents) or are only shown (contexts, file notes, get_file_summary). Off:
     # the bundled model's summaries lowered SWE-QA evidence recall (docs/summaries.md)
     search: bool = False
+    # made by themselves after the index and its vectors (app, watch, MCP server), with a
+    # local model only: a remote one costs money, so `coderag summarize` asks first
+    background: bool = True
+    concurrency: int = 4  # remote requests in flight at once
+    requests_per_minute: float = 0  # remote request starts per minute (0: no limit)
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,13 @@ def serve(service: Any, *, watch: bool = False) -> int:
     from coderag_tui.client_tools import RemoteTools
 
     # a server's client (`--server`): the same tools, asking the server what a local index holds
-    tools = RemoteTools(service) if isinstance(service, RemoteCodeRag) else CodeRagTools(service)
+    tools: Any
+    if isinstance(service, RemoteCodeRag):
+        tools = RemoteTools(service)
+    else:
+        tools = CodeRagTools(service)
+        tools.summaries = True  # a server keeps running: summaries come in the background
+        service.long_lived = True
     server = build_server(tools, start=True, watch=watch)
     try:
         anyio.run(server.run_stdio_async)

@@ -57,7 +57,6 @@ class CodeRag:
         # 70,000 vectors, against 2.5 s to load the copy first).
         self.vectors_in_memory = True
         self._verified = False  # every page of the index was read once (see ask)
-        self._answer_lock = threading.Lock()  # one answer at a time: one model, one context window
 
     @classmethod
     def open(
@@ -131,6 +130,9 @@ class CodeRag:
         return db
 
     def close(self) -> None:
+        runner = self.__dict__.get("_summaries")
+        if runner is not None:
+            runner.stop()
         with self._lock:
             for db in list(self._all):
                 db.close()
@@ -426,7 +428,7 @@ class CodeRag:
         if not question:
             yield AnswerEvent("error", text="ask a question first", conversation_id=conv)
             return
-        with self._answer_lock:
+        with self.model_gate.foreground():
             try:
                 started = time.perf_counter()
                 if not self._verified:  # once per service: ~0.6 s for a 90 MB index
@@ -479,6 +481,8 @@ class CodeRag:
                           and not event.stats.get("stopped")):
                         self._remember(cache, question, "".join(parts).strip(), checked)
                     yield event
+        # after the answer, never before it: the units it was given get summaries next
+        self._summaries_wanted(context)
 
     @contextlib.contextmanager
     def _generating(self) -> Iterator[None]:
@@ -649,10 +653,12 @@ class CodeRag:
     # ------------------------------------------------------------------ summaries
     # Profiles are written by the indexer; model summaries are made here, on demand or on a
     # background thread (with its own connection), one commit per summary.
-    def summarizer(self, model: str | None = None) -> _Summarizer:
+    def summarizer(self, model: str | None = None, *, configured: bool = False) -> _Summarizer:
+        """A Summarizer on this thread's connection with `model` (else the selected model;
+        `configured`: the configured one, whatever the app's picker selected)."""
         from coderag_tui.answering.summarize import Summarizer
 
-        provider = self.llm(model)
+        provider = self._provider(None) if configured else self.llm(model)
         info = provider.info()
         name = f"{info.provider}:{info.name}"
 
@@ -666,12 +672,11 @@ class CodeRag:
                   model: str | None = None, progress: ProgressFn | None = None,
                   should_stop: Callable[[], bool] | None = None) -> _SummarizeResult:
         """Make the summaries that are missing or out of date, bottom up (within the budget
-        with a local model unless `everything`). Search and answers work meanwhile."""
-        lock: threading.Lock = self.__dict__.setdefault("_answer_lock", threading.Lock())
+        with a local model unless `everything`). Search works meanwhile; an answer takes the
+        model between two summaries (or cuts one short, which is made again after it)."""
         summarizer = self.summarizer(model)
         targets = summarizer.plan(paths, everything=everything)
-        with lock:  # one model call at a time (llama.cpp is not re-entrant)
-            result = summarizer.run(targets, progress, should_stop)
+        result = summarizer.run(targets, progress, should_stop, gate=self.model_gate)
         self._embed_summaries(should_stop)
         return result
 
@@ -703,21 +708,61 @@ class CodeRag:
 
     def summarize_units(self, unit_ids: Sequence[int], model: str | None = None) -> int:
         """Summaries of these units now (units retrieved for a question); returns how many were made."""
-        from coderag_tui.answering.summarize import LEVELS, Target
-        from coderag_tui.store.descriptions import summary_key, units_by_id
+        from coderag_tui.answering.summarize import LEVELS
+        from coderag_tui.store.descriptions import units_by_id
 
         summarizer = self.summarizer(model)
         units = sorted(units_by_id(self.db, list(unit_ids)).values(), key=lambda u: LEVELS.get(u.kind, 0))
-        made = 0
-        lock: threading.Lock = self.__dict__.setdefault("_answer_lock", threading.Lock())
-        with lock:
-            for u in units:
-                if u.kind in LEVELS:
-                    target = Target(summary_key(u.path, u.kind, u.qualname), u.path, u.kind, u.qualname, u)
-                    made += summarizer.summarize(target) is not None
+        made = sum(summarizer.summarize_gated(summarizer.target_of(u), self.model_gate) is not None
+                   for u in units if u.kind in LEVELS)
         if made:
             self._embed_summaries()
         return made
+
+    @property
+    def model_gate(self) -> _ModelGate:
+        """One model user at a time (llama.cpp is not re-entrant), answers before summaries."""
+        from coderag_tui.answering.model_gate import ModelGate
+
+        with self._lock:
+            return self.__dict__.setdefault("_gate", ModelGate())
+
+    @property
+    def summaries(self) -> _BackgroundSummaries:
+        """The background summarizer (one per service): `kick()`, `request(ids)`, `subscribe(fn)`."""
+        from coderag_tui.answering.summary_runner import BackgroundSummaries, local_summarizer
+
+        gate = self.model_gate  # (takes the lock itself)
+        with self._lock:
+            runner = self.__dict__.get("_summaries")
+            if runner is None:
+                runner = self.__dict__["_summaries"] = BackgroundSummaries(lambda: local_summarizer(self), gate)
+        return runner
+
+    # True in a process that keeps running (the app, `coderag watch`, the MCP server): only
+    # there is background work started, never in a one-shot command that exits after its call
+    long_lived = False
+
+    def start_summaries(self, progress: ProgressFn | None = None) -> bool:
+        """After an index run: make (or remake) summaries in the background, with a local model,
+        unless `[summaries] background` is off. `progress` subscribes to its events."""
+        if not (self.long_lived and self.settings.summaries.background):
+            return False
+        runner = self.summaries
+        if progress is not None:
+            runner.subscribe(progress)
+        runner.kick()
+        return True
+
+    def _summaries_wanted(self, context: _ComposedContext) -> None:
+        """Queue the units an answer was given (the hits, each quoted piece's innermost unit)."""
+        if not (self.long_lived and self.settings.summaries.background):
+            return
+        ids = [h.unit.id for h in context.hits]
+        for p in context.pieces:
+            if p.role not in ("metadata", "map"):
+                ids += [u.id for u in self.units_at(p.path, p.start_line)[:1]]
+        self.summaries.request(ids)
 
     def descriptions(self, paths: Sequence[str] | None = None) -> list[_FileDescription]:
         """Every file's profile and summaries (for `coderag summarize` and `coderag export`)."""
@@ -727,5 +772,8 @@ class CodeRag:
 
     if TYPE_CHECKING:
         from coderag_tui.answering.describe import FileDescription as _FileDescription
+        from coderag_tui.answering.model_gate import ModelGate as _ModelGate
         from coderag_tui.answering.summarize import Summarizer as _Summarizer
         from coderag_tui.answering.summarize import SummarizeResult as _SummarizeResult
+        from coderag_tui.answering.summary_runner import BackgroundSummaries as _BackgroundSummaries
+        from coderag_tui.models import ComposedContext as _ComposedContext

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -92,7 +93,9 @@ from coderag_tui.service import CodeRag
 s = Settings()
 s = replace(s, summaries=SummarySettings(budget=0, max_tokens=12, code_chars=400), llm=replace(s.llm, n_ctx=2048, threads=1))
 svc = CodeRag(Path(sys.argv[1]), s, Path(sys.argv[2]))
-print(svc.summarize().made, flush=True)
+svc.long_lived = True
+svc.start_summaries()  # the background summarizer, as the app and `coderag watch` start it
+svc.summaries.wait_idle()
 """
 
 
@@ -127,3 +130,79 @@ def test_a_retrieved_unit_is_summarized_on_demand(make_repo, open_service):
     assert service.summarize_units([hit.unit.id]) == 0  # current: not made again
     [made] = store.all_summaries(service.db)
     assert (made.qualname, made.kind) == (hit.unit.qualname, hit.unit.kind) and made.text
+
+
+def _probe_generations(monkeypatch) -> dict[str, int]:
+    """Counts the llama instance's generations in progress (the real one runs inside)."""
+    from coderag_tui.answering.providers.local import LlamaProvider
+
+    original = LlamaProvider.stream
+    seen = {"now": 0, "peak": 0, "cut": 0}
+    lock = threading.Lock()
+
+    def stream(self, messages, *, max_tokens, temperature, stop=None, should_stop=None):
+        with lock:
+            seen["now"] += 1
+            seen["peak"] = max(seen["peak"], seen["now"])
+        try:
+            yield from original(self, messages, max_tokens=max_tokens, temperature=temperature, stop=stop,
+                                should_stop=should_stop)
+            if should_stop is not None and should_stop():
+                seen["cut"] += 1
+        finally:
+            with lock:
+                seen["now"] -= 1
+
+    monkeypatch.setattr(LlamaProvider, "stream", stream)
+    return seen
+
+
+def _wait_for(check, seconds: float = 600) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_background_summaries_yield_to_an_answer_then_summarize_its_units(make_repo, open_service, monkeypatch):
+    _bundled()
+    seen = _probe_generations(monkeypatch)
+    s = _settings()
+    s = replace(s, summaries=replace(s.summaries, budget=1),
+                llm=replace(s.llm, max_tokens=16, tiny_max_tokens=16, tools="off", cache_similarity=0))
+    service = open_service(make_repo(SMALL), s)
+    service.long_lived = True  # as in the app: background work and on-demand summaries
+    events: list = []
+    planned = len(service.summarizer().plan())
+    assert service.start_summaries(events.append)
+    _wait_for(lambda: seen["now"] > 0)  # a summary is being generated: now an answer comes
+    answer = list(service.ask("what does fee return?"))
+    assert [e.kind for e in answer if e.kind in ("done", "error")] == ["done"]
+    hits = {(h.unit.path, h.unit.kind, h.unit.qualname) for h in service.context("what does fee return?").hits}
+    assert service.summaries.wait_idle(600)
+    assert seen["peak"] == 1  # never two generations on the one llama instance
+    stored = {(x.path, x.kind, x.qualname): x for x in store.all_summaries(service.db)}
+    # the budget's plan, and on demand (after the answer) the units retrieved for it
+    summarizable = {h for h in hits if h[1] in ("function", "method", "class", "file")}
+    assert summarizable and summarizable <= set(stored) and len(stored) > planned
+    progress = [e for e in events if e.phase == "summarize"]
+    assert progress and progress[-1].done == progress[-1].total and progress[-1].rate > 0
+    assert events[-1].phase == "done"
+
+
+def test_background_summaries_remake_what_an_edit_made_stale(make_repo, open_service):
+    _bundled()
+    repo = make_repo(SMALL)
+    service = open_service(repo, _settings())
+    service.long_lived = True
+    assert service.start_summaries() and service.summaries.wait_idle(600)
+    before = {x.key: x.created for x in store.all_summaries(service.db)}
+    assert len(before) == 8
+    (repo / "shop/cart.py").write_text(SMALL["shop/cart.py"].replace("price + 1", "price + 2"))
+    service.index()  # as the watcher does, then it starts the summaries again
+    stale = {x.qualname for x in store.all_summaries(service.db) if x.stale}
+    assert stale == {"fee", "Cart.add", "shop/cart.py", "pay", "shop/pay.py", "shop"}
+    assert service.start_summaries() and service.summaries.wait_idle(600)
+    after = store.all_summaries(service.db)
+    assert not any(x.stale for x in after)
+    assert stale <= {x.qualname for x in after if x.created != before[x.key]}

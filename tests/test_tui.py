@@ -743,3 +743,63 @@ async def test_repository_text_is_shown_never_obeyed(tmp_path: Path) -> None:
         title = app.screen.query_one(ViewerPane).border_title
         assert "\x1b" not in str(title) and "\\x1b[31mRED.py" in str(title)
         assert r"\[bold]" in str(title)  # markup in a name is text, not style
+
+
+class ScriptedSummaries(ScriptedAnswers):
+    """The real service with a scripted background summarizer: it stores two summaries (as
+    the model would) and reports progress from its own thread, held until `finish` is set."""
+
+    finish: threading.Event
+
+    def start_summaries(self, progress: Any = None) -> bool:
+        import time as _time
+
+        from coderag_tui.store import descriptions as store
+
+        def work() -> None:
+            db = self.db  # this thread's connection
+            for key, path, kind, qual, text in (
+                    (store.summary_key("shop/cart.py", "file", "shop/cart.py"), "shop/cart.py", "file",
+                     "shop/cart.py", "A shopping cart that totals prices with tax."),
+                    (store.summary_key("shop/cart.py", "method", "Cart.total"), "shop/cart.py", "method",
+                     "Cart.total", "Returns the amount to pay: the subtotal with tax.")):
+                with db.transaction():
+                    store.put_summary(db, store.StoredSummary(key, path, kind, qual, text, "llama:test", "v",
+                                                              "", "", False, _time.time(), 0.1))
+            progress(Progress("summarize", 120, 800, "shop/cart.py", rate=3.1 / 60, eta_s=240))
+            self.finish.wait(30)
+            progress(Progress("done", 800, 800, "800 summaries made"))
+
+        threading.Thread(target=work, daemon=True).start()
+        return True
+
+
+async def test_summaries_in_the_status_bar_and_the_viewer(tmp_path: Path) -> None:
+    service = make_service(tmp_path, ScriptedSummaries)
+    service.finish = threading.Event()
+    app = app_for(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        label = app.screen.query_one("#summaries")
+        await until(pilot, lambda: "summaries" in str(label.render()))
+        assert str(label.render()) == "summaries 120/800 · 3.1/min · ETA 4m"
+        await open_symbol(pilot, "total")
+        notes = str(main(app).query_one(ViewerPane).query_one("#notes").render())
+        assert "file A shopping cart that totals prices with tax." in notes
+        assert "Cart.total Returns the amount to pay: the subtotal with tax." in notes
+        await pilot.press("g")  # the file's top: no unit there, its profile-free file line stays
+        await settle(pilot)
+        notes = str(main(app).query_one(ViewerPane).query_one("#notes").render())
+        assert notes.startswith("file A shopping cart") and "Cart.total" not in notes
+        service.finish.set()
+        await until(pilot, lambda: str(label.render()) == "")
+
+
+async def test_the_viewer_shows_the_profile_until_a_summary_is_made(tmp_path: Path) -> None:
+    app = app_for(make_service(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_symbol(pilot, "with_tax")
+        notes = str(main(app).query_one(ViewerPane).query_one("#notes").render())
+        assert notes.startswith("file ") and "with_tax" in notes.splitlines()[1]
+        assert "(amount: float) -> float" in notes or "def with_tax" in notes

@@ -124,6 +124,26 @@ async def find_in_file(pilot: Pilot[Any]) -> None:
     await keys(pilot, "enter", "n")
 
 
+async def summaries_shown(pilot: Pilot[Any]) -> None:
+    """Two summaries stored (as the background summarizer stores them), its progress in the
+    status bar, the viewer on Cart.total: the file's and the method's summaries above the code."""
+    from coderag_tui.models import Progress
+    from coderag_tui.store import descriptions as store
+    from coderag_tui.tui.messages import SummaryProgress
+
+    await settle(pilot)
+    db = pilot.app.service.db  # type: ignore[attr-defined]
+    for kind, qual, text in (("file", "shop/cart.py", "A shopping cart: items, quantities and the total with tax."),
+                             ("method", "Cart.total", "Returns the amount to pay, the subtotal with tax added.")):
+        with db.transaction():
+            store.put_summary(db, store.StoredSummary(store.summary_key("shop/cart.py", kind, qual), "shop/cart.py",
+                                                      kind, qual, text, "llama:test", "v", "", "", False, 0.0, 0.0))
+    pilot.app.screen.post_message(SummaryProgress(Progress("summarize", 120, 800, rate=3.1 / 60, eta_s=240)))
+    await keys(pilot, "ctrl+t")
+    await typed(pilot, "total")
+    await keys(pilot, "enter")
+
+
 SCRIPTS: dict[str, Script] = {
     "start": start,
     "file_open": file_open,
@@ -134,6 +154,7 @@ SCRIPTS: dict[str, Script] = {
     "callers": callers_list,
     "many_sources": many_sources,
     "find": find_in_file,
+    "summaries": summaries_shown,
 }
 
 

@@ -426,7 +426,8 @@ def test_vectors_refreshed_when_embedding_exists(make_repo, watched) -> None:
 def test_watch_command_prints_a_line_per_batch_and_stops_on_ctrl_c(make_repo, tmp_path: Path) -> None:
     root = make_repo({"svc.py": "def serve():\n    return 1\n"})
     cfg = tmp_path / "watch.toml"
-    cfg.write_text(f"[watch]\ndebounce_ms = {DEBOUNCE_MS}\n\n[embed]\nenabled = false\n")
+    # (no background summaries either: loading a model beside a 10 s wait is flaky under load)
+    cfg.write_text(f"[watch]\ndebounce_ms = {DEBOUNCE_MS}\n\n[embed]\nenabled = false\n\n[summaries]\nbackground = false\n")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "coderag_tui", "watch", str(root), "--db", str(tmp_path / "cli.db"),

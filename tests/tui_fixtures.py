@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from coderag_tui.answering.answerer import StoredMessage
-from coderag_tui.config import EmbedSettings, LLMSettings, Settings, TUISettings, WatchSettings
+from coderag_tui.config import (
+    EmbedSettings,
+    LLMSettings,
+    Settings,
+    SummarySettings,
+    TUISettings,
+    WatchSettings,
+)
 from coderag_tui.models import AnswerEvent, ModelInfo, Source
 from coderag_tui.service import CodeRag
 
@@ -101,10 +108,11 @@ ANSWER_SOURCES = (
 
 
 def settings(**tui: Any) -> Settings:
-    """Settings for tests: no embedding (no model load), no watcher, no looking for model
-    servers on this machine, TUI options as given."""
+    """Settings for tests: no embedding and no background summaries (no model load), no
+    watcher, no looking for model servers on this machine, TUI options as given."""
     return Settings(embed=EmbedSettings(enabled=False), watch=WatchSettings(enabled=False),
-                    llm=LLMSettings(discover=False), tui=TUISettings(**tui))
+                    llm=LLMSettings(discover=False), tui=TUISettings(**tui),
+                    summaries=SummarySettings(background=False))
 
 
 def make_service(tmp: Path, cls: type[CodeRag] = CodeRag, **tui: Any) -> CodeRag:

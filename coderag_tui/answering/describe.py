@@ -12,7 +12,7 @@ from coderag_tui.store.db import Database
 
 def describe_files(db: Database, paths: Sequence[str] | None = None) -> list[FileDescription]:
     """The files under `paths` (files or folders; all when None), in path order."""
-    file_ids = store.all_file_ids(db)
+    file_ids = store.file_ids_under(db, paths) if paths else store.all_file_ids(db)
     units = store.units_of(db, file_ids)
     if paths:
         wanted = [p.strip("/") for p in paths]

@@ -13,8 +13,6 @@ everything, after `estimate` says how many requests and tokens that takes.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +20,17 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
+from coderag_tui.answering.model_gate import ModelGate
+from coderag_tui.answering.providers.base import accepts_keyword
+from coderag_tui.answering.summary_prompts import (
+    CLASS_PROMPT,
+    FILE_PROMPT,
+    FOLDER_PROMPT,
+    FUNCTION_PROMPT,
+    SYSTEM_PROMPT,
+    child_digest,
+    clean,
+)
 from coderag_tui.config import SummarySettings
 from coderag_tui.errors import CoderagError
 from coderag_tui.indexing.profiles import IMPORTANCE, first_sentence, folder_of, keyword_text
@@ -34,76 +43,6 @@ from coderag_tui.store.descriptions import StoredSummary, UnitRow
 PROMPT_VERSION = "seed002-1"
 LEVELS = {"function": 0, "method": 0, "class": 1, "interface": 1, "struct": 1, "enum": 1, "trait": 1,
           "impl": 1, "file": 2, "folder": 3}
-SYSTEM_PROMPT = """You are a code documentation expert. Write concise summaries for a RAG system
-that helps developers find and understand code.
-
-Your summaries will be:
-1. Embedded as vectors for semantic search
-2. Shown to LLMs as context for coding tasks
-3. Used by developers to quickly understand unfamiliar code
-
-Guidelines:
-- Describe WHAT and WHY, not HOW (implementation details)
-- Use terminology developers would search for
-- Mention inputs, outputs, side effects, error conditions
-- Keep it concise: 2-4 sentences for functions, 3-6 for classes/files
-- Include the code's role in the broader system when apparent
-- Never start with "This function..." - just describe what it does"""
-
-FUNCTION_PROMPT = """Write a summary for this {language} function.
-
-Name: {name}
-Signature: {signature}
-File: {file_path}
-{caller_context}
-
-```{language}
-{code}
-```
-
-Summary:"""
-
-CLASS_PROMPT = """Write a summary for this {language} class.
-
-Name: {name}
-File: {file_path}
-{inheritance}
-
-Methods:
-{method_overview}
-
-```{language}
-{code}
-```
-
-Summary:"""
-
-FILE_PROMPT = """Write a summary for this {language} file.
-
-Path: {file_path}
-
-Exports:
-{exports_overview}
-
-Internal functions/classes:
-{internal_overview}
-
-Imports:
-{imports}
-
-Used by: {used_by}
-
-Summary:"""
-
-FOLDER_PROMPT = """Write a summary for this folder of a code repository.
-
-Path: {path}
-
-Files:
-{files_overview}
-
-Summary:"""
-
 CodeReader = Callable[[str, int, int], str]
 ProgressFn = Callable[[Progress], None]
 
@@ -125,6 +64,24 @@ class Target:
     @property
     def label(self) -> str:
         return self.path if self.kind in ("file", "folder") else f"{self.path}::{self.qualname}"
+
+
+class Yielded(Exception):
+    """A summary was cut short because an answer wanted the model."""
+
+
+class Stopped(Exception):
+    """The run was told to stop while it waited for the model."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A summary ready to be asked for: its prompt and the hashes it is stored with."""
+
+    target: Target
+    prompt: str
+    code_hash: str
+    child_hash: str
 
 
 @dataclass(frozen=True)
@@ -161,22 +118,6 @@ class Estimate:
     def text(self) -> str:
         return (f"{self.requests} requests, about {self.prompt_tokens} prompt tokens and at most "
                 f"{self.max_output_tokens} output tokens")
-
-
-def clean(text: str, limit: int = 700) -> str:
-    """The model's answer as one paragraph, without a leading label or quotes."""
-    text = re.sub(r"^\s*(\*\*)?summary(\*\*)?\s*:\s*", "", text.strip(), flags=re.I)
-    text = " ".join(text.replace("```", " ").split()).strip("\"' ")
-    if len(text) > limit:
-        cut = text[:limit]
-        end = cut.rfind(". ")
-        text = cut[: end + 1] if end > limit // 2 else cut.rstrip() + "…"
-    return text
-
-
-def child_digest(children: Iterable[StoredSummary | None]) -> str:
-    parts = [f"{s.key}\n{s.text}" for s in children if s is not None]
-    return hashlib.sha1("\n\n".join(sorted(parts)).encode("utf-8", "replace")).hexdigest()[:16]
 
 
 @dataclass
@@ -246,8 +187,7 @@ class Summarizer:
             keep = {t.key for t in chosen}
             targets = [t for t in targets if t.key in keep or (t.kind == "folder" and any(
                 folder_of(p) == t.path for p in files))]
-        return sorted(targets, key=lambda t: (t.level, -t.path.count("/") if t.kind == "folder" else 0,
-                                              t.path, t.unit.start_line if t.unit else 0))
+        return bottom_up(targets)
 
     def by_importance(self, targets: Sequence[Target]) -> list[Target]:
         """Files and classes first (by role, then how many files refer to them), then functions
@@ -294,7 +234,14 @@ class Summarizer:
 
     # ------------------------------------------------------------------ making
     def run(self, targets: Sequence[Target], progress: ProgressFn | None = None,
-            should_stop: Callable[[], bool] | None = None) -> SummarizeResult:
+            should_stop: Callable[[], bool] | None = None, gate: ModelGate | None = None) -> SummarizeResult:
+        """Make the targets' summaries in order. `gate`: the model is taken one summary at a
+        time and given up to an answer (the summary is made again after it). A remote model's
+        requests go out `[summaries] concurrency` at a time under its rate limit."""
+        if not self.local:
+            from coderag_tui.answering.summary_remote import run_remote
+
+            return run_remote(self, targets, progress, should_stop)
         started = time.perf_counter()
         made = current = failed = prompt_chars = 0
         model_s = 0.0
@@ -304,7 +251,9 @@ class Summarizer:
             if should_stop is not None and should_stop():
                 break
             try:
-                outcome = self.summarize(t)
+                outcome = self.summarize_gated(t, gate, should_stop)
+            except Stopped:
+                break
             except CoderagError as exc:
                 failed += 1
                 errors.append(f"{t.label}: {exc.one_line()}")
@@ -317,33 +266,72 @@ class Summarizer:
                 model_s += outcome[0]
                 prompt_chars += outcome[1]
             if progress is not None:
-                elapsed = max(time.perf_counter() - started, 1e-6)
-                rate = done / elapsed
-                progress(Progress("summarize", done, total, t.label, rate=rate,
-                                  eta_s=(total - done) / rate if rate else 0.0))
+                progress(progress_event(done, total, t.label, time.perf_counter() - started))
         return SummarizeResult(self.model, PROMPT_VERSION, total, made, current, failed,
                                time.perf_counter() - started, model_s, prompt_chars, tuple(errors[:20]))
 
-    def summarize(self, t: Target, force: bool = False) -> tuple[float, int] | None:
-        """Make and store `t`'s summary unless the stored one is current. Returns (model seconds,
-        prompt characters) when one was made."""
+    def summarize_gated(self, t: Target, gate: ModelGate | None,
+                        should_stop: Callable[[], bool] | None = None) -> tuple[float, int] | None:
+        """`summarize` holding the gate (when given), started again whenever an answer took
+        the model meanwhile; raises Stopped when `should_stop` ends the wait."""
+        if gate is None:
+            return self.summarize(t)
+
+        def give_up() -> bool:  # to an answer, or because the run ends
+            return gate.wanted() or (should_stop is not None and should_stop())
+
+        while True:
+            with gate.background(should_stop) as held:
+                if not held:
+                    raise Stopped()
+                try:
+                    return self.summarize(t, should_stop=give_up)
+                except Yielded:
+                    continue
+
+    def current(self, t: Target) -> tuple[bool, str, dict[str, StoredSummary | None], str]:
+        """Whether `t`'s stored summary is current, with its code hash, children and their hash."""
         existing = store.summaries_by_key(self.db, [t.key]).get(t.key)
         code_hash = self._code_hash(t)
         children = self._children(t)
         child_hash = child_digest(children.values())
-        if (not force and existing is not None and not existing.stale and existing.model == self.model
-                and existing.prompt_version == PROMPT_VERSION and existing.code_hash == code_hash
-                and existing.child_hash == child_hash):
+        ok = (existing is not None and not existing.stale and existing.model == self.model
+              and existing.prompt_version == PROMPT_VERSION and existing.code_hash == code_hash
+              and existing.child_hash == child_hash)
+        return ok, code_hash, children, child_hash
+
+    def needs(self, t: Target) -> bool:
+        return not self.current(t)[0]
+
+    def prepare(self, t: Target, force: bool = False) -> Job | None:
+        """The prompt and hashes of `t`'s summary, or None when the stored one is current."""
+        ok, code_hash, children, child_hash = self.current(t)
+        if ok and not force:
             return None
-        prompt = self.prompt(t, children)
+        return Job(t, self.prompt(t, children), code_hash, child_hash)
+
+    def summarize(self, t: Target, force: bool = False,
+                  should_stop: Callable[[], bool] | None = None) -> tuple[float, int] | None:
+        """Make and store `t`'s summary unless the stored one is current. Returns (model seconds,
+        prompt characters) when one was made; raises Yielded when `should_stop` cut it short."""
+        job = self.prepare(t, force)
+        if job is None:
+            return None
         began = time.perf_counter()
-        text = clean(self.complete(prompt, t.level))
+        text = self.complete(job.prompt, t.level, should_stop)
         seconds = time.perf_counter() - began
+        self.save(job, text, seconds)
+        return seconds, len(job.prompt)
+
+    def save(self, job: Job, raw: str, seconds: float) -> None:
+        """Store a made summary (one commit: a killed run keeps what it made)."""
+        t = job.target
+        text = clean(raw)
         if not text:
             raise CoderagError(f"{self.model} returned an empty summary")
         summary = StoredSummary(t.key, t.path, t.kind, t.qualname, text, self.model, PROMPT_VERSION,
-                                code_hash, child_hash, False, time.time(), seconds)
-        with self.db.transaction():  # one commit per summary: a killed run keeps what it made
+                                job.code_hash, job.child_hash, False, time.time(), seconds)
+        with self.db.transaction():
             store.put_summary(self.db, summary)
             now = store.units_by_id(self.db, [t.unit.id]).get(t.unit.id) if t.unit is not None else None
             # (the index may have changed meanwhile: a re-indexed file's units have new ids, and
@@ -351,16 +339,49 @@ class Summarizer:
             if t.unit is not None and now is not None and (now.path, now.kind, now.qualname) == (
                     t.path, t.kind, t.qualname) and store.summaries_searched(self.db):
                 store.write_keyword_rows(self.db, {t.unit.id: self._keywords(t.unit, text)})
-        return seconds, len(prompt)
+
+    def queue(self, unit_ids: Sequence[int] = (), planned: bool = True) -> list[Target]:
+        """The background's work: the units asked for (retrieved for a question) first, then
+        every stored summary that is no longer current (stale, another model or prompt) and
+        the budget's plan, bottom up."""
+        wanted = [self.target_of(self.tree.units[i]) for i in dict.fromkeys(unit_ids)
+                  if i in self.tree.units and self.tree.units[i].kind in LEVELS]
+        rest: dict[str, Target] = {}
+        if planned:
+            stored = {s.key for s in store.all_summaries(self.db)}
+            for t in self.targets():
+                if t.key in stored:
+                    rest[t.key] = t
+            for t in self.plan():
+                rest.setdefault(t.key, t)
+        first = {t.key for t in wanted}
+        return wanted + bottom_up(t for t in rest.values() if t.key not in first)
+
+    @staticmethod
+    def target_of(u: UnitRow) -> Target:
+        return Target(store.summary_key(u.path, u.kind, u.qualname), u.path, u.kind, u.qualname, u)
 
     def max_tokens(self, level: int) -> int:
         return self.settings.max_tokens if level == 0 else self.settings.max_tokens * 3 // 2
 
-    def complete(self, prompt: str, level: int) -> str:
+    def complete(self, prompt: str, level: int, should_stop: Callable[[], bool] | None = None) -> str:
         messages = [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", prompt)]
         max_tokens = self.max_tokens(level)
         stream = self.provider.stream  # type: ignore[attr-defined]
-        return "".join(stream(messages, max_tokens=max_tokens, temperature=self.settings.temperature))
+        if should_stop is None or not accepts_keyword(stream, "should_stop"):
+            return "".join(stream(messages, max_tokens=max_tokens, temperature=self.settings.temperature))
+        stopped = False
+
+        def stop() -> bool:
+            nonlocal stopped
+            stopped = stopped or should_stop()
+            return stopped
+
+        text = "".join(stream(messages, max_tokens=max_tokens, temperature=self.settings.temperature,
+                              should_stop=stop))
+        if stopped:  # cut short: never stored, made again later
+            raise Yielded()
+        return text
 
     def _keywords(self, unit: UnitRow, text: str) -> str:
         if unit.kind != "file":
@@ -447,6 +468,17 @@ class Summarizer:
             return "file"
         data = prof[3]
         return f"{prof[0]}" + (f"; {data['doc']}" if data.get("doc") else "")
+
+
+def bottom_up(targets: Iterable[Target]) -> list[Target]:
+    """Functions and methods, classes, files, then folders (deepest first)."""
+    return sorted(targets, key=lambda t: (t.level, -t.path.count("/") if t.kind == "folder" else 0,
+                                          t.path, t.unit.start_line if t.unit else 0))
+
+
+def progress_event(done: int, total: int, label: str, elapsed: float) -> Progress:
+    rate = done / max(elapsed, 1e-6)
+    return Progress("summarize", done, total, label, rate=rate, eta_s=(total - done) / rate if rate else 0.0)
 
 
 def _first(s: StoredSummary) -> str:

@@ -44,6 +44,7 @@ class CodeRagTools:
         self.ready = threading.Event()
         self.index_error = ""
         self.watcher: Any = None
+        self.summaries = False  # make model summaries in the background while serving
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, *, watch: bool = False) -> None:
@@ -56,6 +57,7 @@ class CodeRagTools:
             return
         if not empty:
             self.ready.set()
+            self._start_summaries()
             return
         threading.Thread(target=self._initial_index, name="coderag-mcp-index", daemon=True).start()
 
@@ -90,6 +92,7 @@ class CodeRagTools:
                 except Exception as exc:  # keyword and symbol search still work without vectors
                     log.warning("embedding failed, search uses keywords only: %s", one_line(exc))
             log.info("index ready")
+            self._start_summaries()
         except Exception as exc:
             self.index_error = one_line(exc)
             log.error("indexing failed: %s", self.index_error)
@@ -98,10 +101,20 @@ class CodeRagTools:
 
     def _on_watch_event(self, event: Any) -> None:
         phase = getattr(event, "phase", "")
+        if phase == "indexed":
+            self._start_summaries()
         if phase == "indexed" or phase == "error":
             if phase == "error":
                 log.warning("watch: %s", getattr(event, "message", ""))
             self.ready.set()
+
+    def _start_summaries(self) -> None:
+        start = getattr(self.service, "start_summaries", None)
+        if self.summaries and start is not None:
+            try:
+                start()
+            except Exception as exc:  # answers and search go on without summaries
+                log.warning("summaries: %s", one_line(exc))
 
     def _wait(self) -> None:
         if not self.ready.wait(INDEX_WAIT_S):

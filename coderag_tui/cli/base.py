@@ -137,7 +137,7 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     service = CodeRag.open_any(target, config=args.config, db_path=args.db,
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                                progress=progress_printer("clone"))
-    service.vectors_in_memory = getattr(args, "command", None) in LONG_LIVED
+    service.vectors_in_memory = service.long_lived = getattr(args, "command", None) in LONG_LIVED
     return service
 
 

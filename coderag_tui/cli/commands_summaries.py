@@ -15,7 +15,7 @@ from coderag_tui.cli.base import (
     print_json,
     progress_printer,
 )
-from coderag_tui.errors import IndexError_
+from coderag_tui.errors import CoderagError, IndexError_
 from coderag_tui.models import FileDescription
 from coderag_tui.textsafe import safe_text
 
@@ -27,6 +27,8 @@ def _summarize_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="a GGUF path or model name instead of the configured model")
     p.add_argument("--estimate", action="store_true", help="print how many requests and tokens it takes, then stop")
     p.add_argument("--show", action="store_true", help="print the stored profiles and summaries, make none")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="with a remote model, go ahead without asking after the estimate")
     add_json(p)
 
 
@@ -48,8 +50,10 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         else:
             print(f"{summarizer.model}: {estimate.text()}")
         return 0
-    if not summarizer.local:  # a remote model costs money: say what it will take first
-        print(f"{summarizer.model}: {estimate.text()}", file=sys.stderr)
+    if not summarizer.local:  # a remote model costs money: say what it will take, then ask
+        print(f"{safe_text(summarizer.model)}: {estimate.text()}", file=sys.stderr)
+        if not args.yes and not _confirmed():
+            raise CoderagError("not summarized: the estimate was not confirmed", "add --yes to go ahead")
     bar = progress_printer("summarize")
     result = service.summarize(paths, everything=args.all, model=args.model, progress=bar)
     bar.close()
@@ -60,6 +64,15 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         for line in result.errors:
             print(f"  {safe_text(line)}", file=sys.stderr)
     return 0 if not result.failed else 1
+
+
+def _confirmed() -> bool:
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input("go ahead? [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 def _export_args(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,8 @@ from coderag_tui.cli.base import (
     open_service,
     progress_printer,
 )
-from coderag_tui.models import WatchEvent, to_dict
+from coderag_tui.cli.progress import progress_text
+from coderag_tui.models import Progress, WatchEvent, to_dict
 from coderag_tui.textsafe import safe_text
 
 
@@ -26,6 +27,8 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
                         "debounce_ms; a save of a few files waits [watch] save_debounce_ms, at most this)")
     p.add_argument("--no-initial", action="store_true", help="do not bring the index up to date first")
     p.add_argument("--no-embed", action="store_true", help="do not refresh vectors (structure and keywords only)")
+    p.add_argument("--no-summaries", action="store_true",
+                   help="do not make model summaries in the background ([summaries] background)")
     add_json(p, "print every event as one JSON line")
 
 
@@ -34,17 +37,26 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
 def cmd_watch(args: argparse.Namespace) -> int:
     service = open_service(args)
     bar = progress_printer("index")
+    shown = [0.0]
+
+    def summaries(p: Progress) -> None:
+        """One line a minute at most (and at the end): the summaries go on for minutes."""
+        now = time.monotonic()
+        if p.phase == "done" or now - shown[0] >= 60:
+            shown[0] = now
+            print(f"summaries: {progress_text(p)}", file=sys.stderr, flush=True)
 
     def show(event: WatchEvent) -> None:
         if args.json:
             print(json.dumps(to_dict(event)), flush=True)
-            return
-        if event.phase == "indexed":
+        elif event.phase == "indexed":
             if event.full:
                 bar.close()
             print(safe_text(event.message), flush=True)
         elif event.phase == "error":
             print(f"coderag: watch: {safe_text(event.message)}", file=sys.stderr, flush=True)
+        if event.phase == "indexed" and not args.no_summaries:
+            service.start_summaries(summaries)  # in the background; current ones are skipped
 
     debounce = args.debounce_ms if args.debounce_ms is not None else service.settings.watch.debounce_ms
     watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar,

@@ -30,7 +30,19 @@ def clock(seconds: float) -> str:
 
 
 def rate_text(rate: float) -> str:
+    if rate < 0.5:  # a summary every few seconds reads better per minute
+        return f"{rate * 60:.1f}/min"
     return f"{rate:,.0f}/s" if rate >= 10 else f"{rate:.1f}/s"
+
+
+def progress_text(p: ProgressEvent) -> str:
+    """One plain line for a log: `120/800 units · 3.1/min · eta 4:10`, or the closing message."""
+    if p.phase == "done" or not p.total:
+        return p.message or "done"
+    line = f"{p.done:,}/{p.total:,} {NOUNS.get(p.phase, '')}".rstrip()
+    if p.rate > 0:
+        line += f" · {rate_text(p.rate)} · eta {clock(p.eta_s or (p.total - p.done) / p.rate)}"
+    return line
 
 
 @cache

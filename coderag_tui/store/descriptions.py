@@ -61,6 +61,19 @@ def all_file_ids(db: Database) -> list[int]:
     return [int(r[0]) for r in db.execute("SELECT id FROM files ORDER BY id")]
 
 
+def file_ids_under(db: Database, paths: Sequence[str]) -> list[int]:
+    """The files at or under `paths` (files or folders; "" or "." is everything)."""
+    wanted = [p.strip("/") for p in paths]
+    if any(not p or p == "." for p in wanted):
+        return all_file_ids(db)
+    ids: set[int] = set()
+    for p in wanted:
+        like = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+        ids.update(int(r[0]) for r in db.execute(
+            "SELECT id FROM files WHERE path=? OR path LIKE ? ESCAPE '\\'", (p, like)))
+    return sorted(ids)
+
+
 def units_of(db: Database, file_ids: Sequence[int]) -> list[UnitRow]:
     return [_unit(r) for r in db.rows_in(
         f"SELECT {_UNIT_COLS} FROM units u JOIN files f ON f.id=u.file_id WHERE u.file_id IN ({{marks}}) "

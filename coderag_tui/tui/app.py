@@ -89,6 +89,7 @@ def create_app(service: Any, **options: Any) -> CodeRagApp:
 
 
 def run_app(service: Any, **options: Any) -> int:
+    service.long_lived = True  # background work (summaries) may start: the app keeps running
     app = create_app(service, **options)
     app.run()
     return int(app.return_code or 0)

@@ -11,7 +11,7 @@ from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
 
-from coderag_tui.models import UnitRef
+from coderag_tui.models import FileDescription, UnitRef
 from coderag_tui.textsafe import safe_line
 
 DARK_THEME = "monokai"
@@ -27,6 +27,7 @@ class Document:
     styled: tuple[Text, ...]
     outline: tuple[UnitRef, ...]
     dark: bool
+    described: FileDescription | None = None  # the file's profile and summaries, when indexed
 
     @property
     def width(self) -> int:
@@ -85,10 +86,15 @@ def load(service: Any, path: str, dark: bool = True) -> Document:
     lines = tuple(safe_line(line.expandtabs(4)) for line in service.read_lines(path, 1, None))
     outline = tuple(service.outline(path))
     language = outline[0].language if outline else ""
-    return Document(path, language, lines, highlight(path, lines, dark), outline, dark)
+    described = None
+    if callable(getattr(service, "descriptions", None)):
+        found = [d for d in service.descriptions([path]) if d.path == path]
+        described = found[0] if found else None
+    return Document(path, language, lines, highlight(path, lines, dark), outline, dark, described)
 
 
 def rethemed(doc: Document, dark: bool) -> Document:
     if doc.dark == dark:
         return doc
-    return Document(doc.path, doc.language, doc.lines, highlight(doc.path, doc.lines, dark), doc.outline, dark)
+    return Document(doc.path, doc.language, doc.lines, highlight(doc.path, doc.lines, dark), doc.outline, dark,
+                    doc.described)

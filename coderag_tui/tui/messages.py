@@ -28,6 +28,13 @@ class IndexProgress(Message):
 
 
 @dataclass
+class SummaryProgress(Message):
+    """From the background summarizer's thread: done/total, rate, ETA ("done" at the end)."""
+
+    progress: Progress
+
+
+@dataclass
 class IndexFinished(Message):
     phase: str  # index or embed
     summary: IndexSummary | None = None

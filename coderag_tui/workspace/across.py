@@ -109,7 +109,7 @@ def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callab
         yield AnswerEvent("error", text="ask a question first", conversation_id=conv)
         return
     name, primary = chosen[0]
-    with primary._answer_lock:
+    with primary.model_gate.foreground():
         try:
             started = time.perf_counter()
             yield AnswerEvent("status", text="loading the model", conversation_id=conv)

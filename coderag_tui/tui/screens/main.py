@@ -32,6 +32,7 @@ from coderag_tui.tui.messages import (
     IndexProgress,
     ModelChanged,
     StatusChanged,
+    SummaryProgress,
     WatchChanged,
     WatchNotice,
 )
@@ -125,6 +126,9 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         if self.watch_handle is not None:
             with contextlib.suppress(Exception):  # stopping must never block quitting
                 self.watch_handle.stop()
+        if adapters.has(self.service, "start_summaries"):
+            with contextlib.suppress(Exception):  # the summarizer gives the model up within a token
+                self.service.summaries.stop(timeout=2.0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
@@ -157,8 +161,25 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
                 self.post_message(IndexFinished("embed"))
                 self._post_files(summary.errors, finished=True)
                 self.post_message(StatusChanged(svc.status()))
+            self._start_summaries()
         finally:
             self.post_message(IndexFinished("end"))
+
+    def _start_summaries(self) -> None:
+        """Summaries in the background once the index and its vectors are current (the
+        service's thread yields the model to every answer); its progress comes as messages."""
+        if adapters.has(self.service, "start_summaries"):
+            self.service.start_summaries(self._summary_progress)
+
+    def _summary_progress(self, p: Progress) -> None:  # on the summarizer's thread
+        self.post_message(SummaryProgress(p))
+
+    @work(thread=True, exclusive=True, group="summaries", exit_on_error=False)
+    def kick_summaries(self) -> None:
+        self._start_summaries()
+
+    def on_summary_progress(self, message: SummaryProgress) -> None:
+        self.query_one(StatusBar).show_summaries(message.progress)
 
     @work(thread=True, exclusive=True, group="files", exit_on_error=False)
     def list_files(self, finished: bool = False) -> None:
@@ -238,6 +259,7 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
             bar.set_watch("watching")
             self.list_files(finished=True)
             self.load_status()
+            self.kick_summaries()  # edited units are stale now: made again in the background
             doc = self.code.document
             if doc is not None and (not paths or doc.path in paths):
                 self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark)

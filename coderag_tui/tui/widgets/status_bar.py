@@ -1,4 +1,5 @@
-"""One line at the bottom: index progress (a bar while work runs), the model, the watcher."""
+"""One line at the bottom: index progress (a bar while work runs), the background summaries,
+the model, the watcher."""
 
 from __future__ import annotations
 
@@ -34,15 +35,37 @@ def progress_line(p: Progress) -> str:
     return f"{verb} {p.done:,}/{p.total:,} files" + (f" · {p.chunks:,} chunks" if p.chunks else "")
 
 
+def duration(seconds: float) -> str:
+    """4m, 45s, 1h 5m: an ETA needs no more precision."""
+    s = max(int(seconds + 0.5), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{(s + 30) // 60}m"
+    return f"{s // 3600}h {s % 3600 // 60}m"
+
+
+def summaries_line(p: Progress) -> str:
+    """`summaries 120/800 · 3.1/min · ETA 4m` while they are made; "" once done."""
+    if p.phase != "summarize" or not p.total:
+        return ""
+    line = f"summaries {p.done:,}/{p.total:,}"
+    if p.rate > 0:
+        line += f" · {p.rate * 60:.1f}/min · ETA {duration(p.eta_s or (p.total - p.done) / p.rate)}"
+    return line
+
+
 class StatusBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("opening…", id="index-text")
         yield ProgressBar(id="index-bar", show_eta=False, show_percentage=False)
+        yield Label("", id="summaries")
         yield Label("", id="model")
         yield Label("", id="watch")
 
     def on_mount(self) -> None:
         self.query_one(ProgressBar).display = False
+        self.query_one("#summaries", Label).display = False
 
     def show_progress(self, p: Progress) -> None:
         bar = self.query_one(ProgressBar)
@@ -55,6 +78,11 @@ class StatusBar(Horizontal):
     def show_status(self, st: IndexStatus) -> None:
         self.query_one(ProgressBar).display = False
         self.query_one("#index-text", Label).update(status_line(st))
+
+    def show_summaries(self, p: Progress) -> None:
+        label, line = self.query_one("#summaries", Label), summaries_line(p)
+        label.display = bool(line)  # no room is taken while none are made
+        label.update(line)
 
     def set_model(self, label: str) -> None:
         # plain text: a model's name comes from a file or a server, never markup

@@ -2,7 +2,8 @@
 
 A Line API widget (`render_line`), so files of any length scroll at the same cost. The cited
 range gets a background and a `▌` in the gutter (visible without colour, under NO_COLOR);
-the title shows the path and the unit enclosing the cursor. `/` or ctrl+f finds in the file
+the title shows the path and the unit enclosing the cursor, a note above the code what the file
+and that unit do (the model's summary, or the profile until one is made). `/` or ctrl+f finds in the file
 (the matches are highlighted; n/N step through them); w/b and ctrl+arrows move by word.
 """
 
@@ -24,9 +25,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
-from coderag_tui.models import UnitRef
+from coderag_tui.models import FileDescription, UnitRef
 from coderag_tui.textsafe import safe_line
 from coderag_tui.tui import document as documents
 from coderag_tui.tui.adapters import unit_at
@@ -324,12 +325,37 @@ def find_all(lines: list[str] | tuple[str, ...], query: str) -> list[tuple[int, 
     return [(row, col) for row, line in enumerate(lines) for col in match_columns(line, query)]
 
 
+def notes(described: FileDescription | None, unit: UnitRef | None) -> Text:
+    """What the file and the unit at the cursor do: the model's summary, else the profile."""
+    out = Text()
+    if described is None:
+        return out
+    text = described.summary or described.profile.removeprefix(f"{described.path}: ")  # the title has it
+    late = " (out of date)" if described.summary and described.stale else ""
+    out.append("file ", style="bold")
+    out.append(safe_line(text or described.role) + late)
+    if unit is not None and unit.kind != "file":
+        found = next((u for u in described.units if u.qualname == unit.qualname and u.kind == unit.kind), None)
+        if found is not None:
+            about = found.summary or " · ".join(x for x in (found.role, found.signature) if x)
+            late = " (out of date)" if found.summary and found.stale else ""
+            out.append("\n")
+            out.append(f"{safe_line(found.qualname)} ", style="bold")
+            out.append(safe_line(about) + late)
+    return out
+
+
 class ViewerPane(Vertical):
     """The viewer, its find bar and its title: `path · enclosing unit`."""
 
     BINDINGS = [Binding("escape", "close_find", show=False)]
+    DEFAULT_CSS = """
+    ViewerPane > #notes { height: auto; max-height: 4; padding: 0 1; color: $text-muted;
+                          background: $boost; }
+    """
 
     def compose(self) -> ComposeResult:
+        yield Static(id="notes", markup=False)
         yield CodeView(id="code")
         yield Input(placeholder="find in file… (Enter: next · Esc: close)", id="find", compact=True)
 
@@ -382,6 +408,9 @@ class ViewerPane(Vertical):
         if doc is None:
             return
         unit = view.unit_at_cursor()
+        note = self.query_one("#notes", Static)
+        note.display = doc.described is not None
+        note.update(notes(doc.described, unit))
         where = f" · {unit.qualname or unit.name}" if unit else ""
         self.border_title = escape(safe_line(f"{doc.path}{where}"))
         found = ""
