@@ -16,11 +16,10 @@ from coderag_tui.parsing.identifiers import split_identifier
 from coderag_tui.retrieval.common import (
     CHUNK_COLS,
     ChunkMatch,
-    filter_sql,
-    has_filters,
     match_from_row,
 )
 from coderag_tui.store.db import Database
+from coderag_tui.store.filters import filter_sql, has_filters
 
 # names, path, signature, doc, code
 COLUMN_WEIGHTS = (6.0, 3.0, 3.0, 2.0, 1.0)

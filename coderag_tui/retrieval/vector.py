@@ -17,13 +17,12 @@ from coderag_tui.models import SearchFilters
 from coderag_tui.retrieval.common import (
     CHUNK_COLS,
     ChunkMatch,
-    filtered_chunk_ids,
-    has_filters,
     match_from_row,
 )
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.store import embed_docs
 from coderag_tui.store.db import Database
+from coderag_tui.store.filters import chunks_passing, has_filters
 
 MAX_K = 4096  # sqlite-vec's limit on k
 
@@ -102,7 +101,7 @@ def knn_chunks(
         for row in db.execute(f"SELECT {CHUNK_COLS}, c.hash FROM chunks c WHERE c.hash IN ({marks})", tuple(part)):
             by_hash.setdefault(str(row[5]), []).append(row)
     rows = [row for h in keys for row in sorted(by_hash.get(h, []))]
-    allowed = filtered_chunk_ids(db, [r[0] for r in rows], filters)
+    allowed = chunks_passing(db, [r[0] for r in rows], filters)
     skip = set(exclude_units)
     out: list[ChunkMatch] = []
     for row in rows:
