@@ -61,7 +61,6 @@ SQL_NOT_YET_IN_STORE = {
     # the retrievers' ranked queries (FTS5 MATCH, sqlite-vec KNN, graph expansion)
     "retrieval/expansion.py",
     "retrieval/search.py", "retrieval/state.py",
-    "retrieval/vector.py",
 }
 
 

@@ -10,8 +10,6 @@ from coderag_tui.models import SearchFilters
 from coderag_tui.store.db import Database
 from coderag_tui.store.filters import units_of_kind
 
-CHUNK_COLS = "c.id, c.unit_id, c.file_id, c.start_line, c.end_line"
-
 
 @dataclass(frozen=True)
 class ChunkMatch:
