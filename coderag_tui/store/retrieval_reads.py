@@ -111,3 +111,11 @@ def files_path_like(db: Database, pattern: str, limit: int) -> list[UnitRef]:
     """File units whose path matches a LIKE pattern (escaped with a backslash)."""
     return [unit_from_row(r) for r in db.execute(
         UNIT_SELECT + " WHERE u.kind = 'file' AND f.path LIKE ? ESCAPE '\\' LIMIT ?", (pattern, limit))]
+
+
+def units_overlapping(db: Database, path: str, start: int, end: int) -> list[int]:
+    """Ids of a file's units inside lines start..end or holding them."""
+    return [int(r[0]) for r in db.execute(
+        "SELECT u.id FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND "
+        "((u.start_line>=? AND u.end_line<=?) OR (u.start_line<=? AND u.end_line>=?))",
+        (path, start, end, start, end))]
