@@ -60,7 +60,6 @@ SQL_WORDS = ("SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "DROP ", "AL
 SQL_NOT_YET_IN_STORE = {
     # the retrievers' ranked queries (FTS5 MATCH, sqlite-vec KNN, graph expansion)
     "retrieval/expansion.py",
-    "retrieval/state.py",
 }
 
 

@@ -119,3 +119,10 @@ def units_overlapping(db: Database, path: str, start: int, end: int) -> list[int
         "SELECT u.id FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND "
         "((u.start_line>=? AND u.end_line<=?) OR (u.start_line<=? AND u.end_line>=?))",
         (path, start, end, start, end))]
+
+
+def graph_state(db: Database) -> tuple[Any, Any]:
+    """(number of edges, largest unit id or None): with the last update's time they say when
+    the repo graph must be loaded again."""
+    return (db.scalar("SELECT count(*) FROM edges", default=0),
+            db.scalar("SELECT max(id) FROM units", default=0))
