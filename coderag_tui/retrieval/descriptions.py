@@ -7,7 +7,6 @@ words can. The ranked units join the hybrid search's fusion as one more list (`s
 from __future__ import annotations
 
 from coderag_tui.models import SearchFilters
-from coderag_tui.retrieval.common import filter_sql, has_filters
 from coderag_tui.retrieval.lexical import fts_expression, query_terms
 from coderag_tui.store import descriptions as store
 from coderag_tui.store.db import Database
@@ -23,8 +22,4 @@ def description_units(db: Database, query: str, limit: int,
     terms = query_terms(query, MAX_TERMS)
     if not terms or (filters is not None and filters.kind) or not db.has_table("descriptions_fts"):
         return []
-    expr = fts_expression(terms)
-    if has_filters(filters):
-        cond, params = filter_sql(filters)
-        return store.search_descriptions(db, expr, limit, cond, params)
-    return store.search_descriptions(db, expr, limit)
+    return store.search_descriptions(db, fts_expression(terms), limit, filters)

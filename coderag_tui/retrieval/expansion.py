@@ -15,7 +15,7 @@ from coderag_tui.models import EdgeRef, SearchHit, UnitRef
 from coderag_tui.retrieval.packing import Candidate
 from coderag_tui.retrieval.prose import is_prose_unit
 from coderag_tui.retrieval.source import CodeReader
-from coderag_tui.store import descriptions, read
+from coderag_tui.store import descriptions, read, retrieval_reads
 from coderag_tui.store.db import Database
 
 SimilarFn = Callable[[int, int], list[SearchHit]]
@@ -82,14 +82,10 @@ def _names(units: Sequence[UnitRef], limit: int = 12) -> str:
 
 def metadata(db: Database, unit: UnitRef) -> str:
     lines: list[str] = []
-    imports = [m for (m,) in db.execute(
-        "SELECT i.module FROM imports i JOIN files f ON f.id = i.file_id WHERE f.path = ? ORDER BY i.line",
-        (unit.path,))]
+    imports = retrieval_reads.file_imports(db, unit.path)
     if imports:
         lines.append(f"- {unit.path} imports: {', '.join(dict.fromkeys(imports))}")
-    consts = [r[0] for r in db.execute(
-        "SELECT u.name FROM units u JOIN files f ON f.id = u.file_id WHERE f.path = ? AND u.kind = 'constant' "
-        "ORDER BY u.start_line LIMIT 20", (unit.path,))]
+    consts = retrieval_reads.file_constants(db, unit.path, 20)
     if consts:
         lines.append(f"- constants in the file: {', '.join(consts)}")
     callers = [e.unit for e in read.callers(db, [unit.id]) if e.unit is not None]
@@ -103,8 +99,8 @@ def metadata(db: Database, unit: UnitRef) -> str:
             lines.append(f"- calls in this repository: {_names(inside)}")
         if outside:
             lines.append(f"- calls elsewhere: {', '.join(outside[:12])}")
-    row = db.one("SELECT bases FROM units WHERE id = ?", (unit.id,))
-    bases = json.loads(row[0]) if row and row[0] else []
+    stored = retrieval_reads.unit_bases(db, unit.id)
+    bases = json.loads(stored) if stored else []
     if bases:
         lines.append(f"- bases: {', '.join(bases)}")
     subs = [e.unit for e in read.callers(db, [unit.id], kinds=("INHERITS", "IMPLEMENTS")) if e.unit]

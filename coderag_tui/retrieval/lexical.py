@@ -13,13 +13,8 @@ from collections.abc import Sequence
 
 from coderag_tui.models import SearchFilters
 from coderag_tui.parsing.identifiers import split_identifier
-from coderag_tui.retrieval.common import (
-    CHUNK_COLS,
-    ChunkMatch,
-    filter_sql,
-    has_filters,
-    match_from_row,
-)
+from coderag_tui.retrieval.common import ChunkMatch, match_from_row
+from coderag_tui.store import ranked
 from coderag_tui.store.db import Database
 
 # names, path, signature, doc, code
@@ -65,19 +60,11 @@ def query_terms(text: str, limit: int | None = None) -> list[str]:
     return list(out)
 
 
-def _vocab_ready(db: Database) -> None:
-    if not db.scalar("SELECT 1 FROM temp.sqlite_master WHERE name='chunks_vocab'"):
-        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)")
-
-
 def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     """How many chunks hold each term (terms absent from the index left out), and the number of
     chunks. fts5vocab counts a term by reading its whole doclist, so counts are remembered per
     index state (number and largest id of the chunks) and looked up once per term."""
-    # two statements: together the aggregates scan the whole table (~20 ms at 200k chunks),
-    # apart SQLite answers each from a b-tree edge or its count shortcut (~0.3 ms)
-    state = (int(db.scalar("SELECT count(*) FROM chunks") or 0),
-             int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks") or 0))
+    state = ranked.chunk_state(db)
     cached = _DF_CACHE.get(db)
     if cached is None or cached[0] != state or len(cached[1]) > DF_CACHE_TERMS:
         cached = (state, {})
@@ -85,9 +72,7 @@ def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     known = cached[1]
     missing = [t for t in dict.fromkeys(terms) if t not in known]
     if missing:
-        _vocab_ready(db)
-        found = {str(t): int(n) for t, n in db.rows_in(
-            "SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", missing)}
+        found = ranked.term_chunk_counts(db, missing)
         for t in missing:
             known[t] = found.get(t, 0)
     return {t: known[t] for t in terms if known.get(t)}, state[0]
@@ -136,18 +121,4 @@ def bm25_chunks(
             return []
     expr = expression if expression is not None else fts_expression(terms or ())
     rank = "bm25(" + ", ".join(f"{float(w)}" for w in (weights or COLUMN_WEIGHTS)) + ")"
-    if not has_filters(filters):
-        rows = db.rows(
-            f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
-            f"AND rank MATCH ? ORDER BY rank LIMIT ?) m JOIN chunks c ON c.id = m.rowid ORDER BY m.rank",
-            (expr, rank, limit),
-        )
-    else:
-        cond, params = filter_sql(filters)
-        rows = db.rows(
-            f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
-            f"AND rank MATCH ?) m JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id "
-            f"WHERE {cond} ORDER BY m.rank LIMIT ?",
-            (expr, rank, *params, limit),
-        )
-    return [match_from_row(r, -float(r[5])) for r in rows]
+    return [match_from_row(r, -float(r[5])) for r in ranked.bm25_rows(db, expr, rank, limit, filters)]

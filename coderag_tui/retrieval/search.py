@@ -37,7 +37,7 @@ from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.refine import refine
 from coderag_tui.retrieval.rerank import Reranker
 from coderag_tui.retrieval.router import Route
-from coderag_tui.store import read
+from coderag_tui.store import ranked, read, retrieval_reads
 from coderag_tui.store.db import Database
 
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
@@ -293,15 +293,9 @@ class Searcher:
         if unit is None:
             return []
         related = {unit.id}
-        related.update(r[0] for r in self.db.execute(
-            "SELECT u.id FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND "
-            "((u.start_line>=? AND u.end_line<=?) OR (u.start_line<=? AND u.end_line>=?))",
-            (unit.path, unit.start_line, unit.end_line, unit.start_line, unit.end_line)))
-        ids = [int(r[0]) for r in self.db.execute(
-            "SELECT DISTINCT v.id FROM chunks c JOIN files f ON f.id=c.file_id JOIN vectors v ON v.hash=c.hash "
-            "OR v.hash IN (SELECT d.key FROM embed_docs d WHERE d.chunk_hash=c.hash AND d.current=1) "
-            "WHERE f.path=? AND c.start_line<=? AND c.end_line>=?",
-            (unit.path, unit.end_line, unit.start_line))] if vector.has_vectors(self.db) else []
+        related.update(retrieval_reads.units_overlapping(self.db, unit.path, unit.start_line, unit.end_line))
+        ids = (ranked.span_vector_ids(self.db, unit.path, unit.start_line, unit.end_line)
+               if vector.has_vectors(self.db) else [])
         vecs = vector.vectors_by_id(self.db, ids, self.matrix)
         reason = "vector"
         if len(vecs):

@@ -19,6 +19,7 @@ from coderag_tui.indexing.embedder import (
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.repo_map import RepoGraph
 from coderag_tui.retrieval.vector import has_vectors
+from coderag_tui.store import retrieval_reads
 from coderag_tui.store.db import Database
 
 QUERY_CACHE = 256
@@ -118,8 +119,7 @@ class RetrievalState:
         return embed
 
     def graph(self, db: Database) -> RepoGraph:
-        key = (db.get_meta("last_update"), db.scalar("SELECT count(*) FROM edges", default=0),
-               db.scalar("SELECT max(id) FROM units", default=0))
+        key = (db.get_meta("last_update"), *retrieval_reads.graph_state(db))
         with self._graph_lock:
             if self._graph is None or self._graph_key != key:
                 self._graph = RepoGraph.load(db)

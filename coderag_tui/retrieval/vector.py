@@ -14,23 +14,18 @@ import numpy as np
 
 from coderag_tui.indexing.embedder import VEC_TABLE, to_blob
 from coderag_tui.models import SearchFilters
-from coderag_tui.retrieval.common import (
-    CHUNK_COLS,
-    ChunkMatch,
-    filtered_chunk_ids,
-    has_filters,
-    match_from_row,
-)
+from coderag_tui.retrieval.common import ChunkMatch, match_from_row
 from coderag_tui.retrieval.matrix import VectorMatrix
-from coderag_tui.store import embed_docs
+from coderag_tui.store import embed_docs, ranked
 from coderag_tui.store.db import Database
+from coderag_tui.store.filters import chunks_passing, has_filters
 
 MAX_K = 4096  # sqlite-vec's limit on k
 
 
 def has_vectors(db: Database) -> bool:
-    """Whether the index holds any vector (a count would read the whole table)."""
-    return db.has_table(VEC_TABLE) and bool(db.scalar("SELECT 1 FROM vectors LIMIT 1"))
+    """Whether the index holds any vector."""
+    return ranked.has_vectors(db)
 
 
 def vectors_by_id(db: Database, ids: Sequence[int], matrix: VectorMatrix | None = None) -> np.ndarray:
@@ -42,7 +37,7 @@ def vectors_by_id(db: Database, ids: Sequence[int], matrix: VectorMatrix | None 
     rows = matrix.vectors(db, ids) if matrix is not None else None
     if rows is not None:
         return rows
-    found = dict(db.rows_in(f"SELECT rowid, embedding FROM {VEC_TABLE} WHERE rowid IN ({{marks}})", list(ids)))
+    found = ranked.vector_blobs(db, ids)
     blobs = [found[i] for i in ids if i in found]
     if not blobs:
         return np.zeros((0, 0), dtype=np.float32)
@@ -58,14 +53,9 @@ def knn_hashes(db: Database, vec: np.ndarray, k: int, matrix: VectorMatrix | Non
     if nearest is not None:
         if not nearest:
             return []
-        marks = ",".join("?" * len(nearest))
-        hashes = dict(db.execute(f"SELECT id, hash FROM vectors WHERE id IN ({marks})", [i for i, _ in nearest]))
+        hashes = ranked.vector_hashes(db, [i for i, _ in nearest])
         return [(str(hashes[i]), d) for i, d in nearest if i in hashes]
-    rows = db.rows(
-        f"SELECT v.hash, n.distance FROM (SELECT rowid, distance FROM {VEC_TABLE} "
-        f"WHERE embedding MATCH ? AND k = ?) n JOIN vectors v ON v.id = n.rowid ORDER BY n.distance",
-        (to_blob(vec), min(k, MAX_K)),
-    )
+    rows = ranked.knn_rows(db, to_blob(vec), min(k, MAX_K))
     return [(str(h), float(d)) for h, d in rows]
 
 
@@ -96,13 +86,10 @@ def knn_chunks(
     dist = dict(hashes)
     by_hash: dict[str, list[tuple[Any, ...]]] = {}
     keys = list(order)
-    for i in range(0, len(keys), 400):
-        part = keys[i : i + 400]
-        marks = ",".join("?" * len(part))
-        for row in db.execute(f"SELECT {CHUNK_COLS}, c.hash FROM chunks c WHERE c.hash IN ({marks})", tuple(part)):
-            by_hash.setdefault(str(row[5]), []).append(row)
+    for row in ranked.chunk_rows_by_hash(db, keys):
+        by_hash.setdefault(str(row[5]), []).append(row)
     rows = [row for h in keys for row in sorted(by_hash.get(h, []))]
-    allowed = filtered_chunk_ids(db, [r[0] for r in rows], filters)
+    allowed = chunks_passing(db, [r[0] for r in rows], filters)
     skip = set(exclude_units)
     out: list[ChunkMatch] = []
     for row in rows:

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coderag_tui.models import SearchFilters
 from coderag_tui.store.db import Database
+from coderag_tui.store.filters import filter_sql
 
 SEP = "\x1f"
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
@@ -240,9 +242,10 @@ def profile_count(db: Database) -> int:
     return int(db.scalar("SELECT count(*) FROM profiles", default=0))
 
 
-def search_descriptions(db: Database, expr: str, limit: int, cond: str = "",
-                        params: Sequence[Any] = ()) -> list[int]:
-    """Unit ids whose description matches the FTS5 expression, best first (BM25)."""
+def search_descriptions(db: Database, expr: str, limit: int, filters: SearchFilters | None = None) -> list[int]:
+    """Unit ids whose description matches the FTS5 expression and passes the language and path
+    filters, best first (BM25)."""
+    cond, params = filter_sql(filters)
     if cond:
         rows = db.rows(
             "SELECT m.rowid FROM (SELECT rowid, rank FROM descriptions_fts WHERE descriptions_fts MATCH ?) m "

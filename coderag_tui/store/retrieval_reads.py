@@ -1,7 +1,8 @@
 """Reads the retrievers make around their ranked queries: a file's text as its chunks hold it,
 a file's content hash, the files a module name denotes, imports by the name written, the units
-inside matched chunks, the references and outline rows the repo map ranks, and units by name
-or path for symbol lookup."""
+inside matched chunks, the references and outline rows the repo map ranks, units by name
+or path for symbol lookup, the units overlapping a span, a file's imports and constants and a
+unit's bases for context metadata, and the state the repo graph is cached by."""
 
 from __future__ import annotations
 
@@ -111,3 +112,38 @@ def files_path_like(db: Database, pattern: str, limit: int) -> list[UnitRef]:
     """File units whose path matches a LIKE pattern (escaped with a backslash)."""
     return [unit_from_row(r) for r in db.execute(
         UNIT_SELECT + " WHERE u.kind = 'file' AND f.path LIKE ? ESCAPE '\\' LIMIT ?", (pattern, limit))]
+
+
+def units_overlapping(db: Database, path: str, start: int, end: int) -> list[int]:
+    """Ids of a file's units inside lines start..end or holding them."""
+    return [int(r[0]) for r in db.execute(
+        "SELECT u.id FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND "
+        "((u.start_line>=? AND u.end_line<=?) OR (u.start_line<=? AND u.end_line>=?))",
+        (path, start, end, start, end))]
+
+
+def graph_state(db: Database) -> tuple[Any, Any]:
+    """(number of edges, largest unit id or None): with the last update's time they say when
+    the repo graph must be loaded again."""
+    return (db.scalar("SELECT count(*) FROM edges", default=0),
+            db.scalar("SELECT max(id) FROM units", default=0))
+
+
+def file_imports(db: Database, path: str) -> list[str]:
+    """The modules a file imports, in the order of their lines."""
+    return [str(m) for (m,) in db.execute(
+        "SELECT i.module FROM imports i JOIN files f ON f.id = i.file_id WHERE f.path = ? ORDER BY i.line",
+        (path,))]
+
+
+def file_constants(db: Database, path: str, limit: int = 20) -> list[str]:
+    """The names of a file's first `limit` constants, by line."""
+    return [str(r[0]) for r in db.execute(
+        "SELECT u.name FROM units u JOIN files f ON f.id = u.file_id WHERE f.path = ? AND u.kind = 'constant' "
+        "ORDER BY u.start_line LIMIT ?", (path, limit))]
+
+
+def unit_bases(db: Database, unit_id: int) -> str | None:
+    """A unit's base classes as stored (a JSON list), None when it has none or is unknown."""
+    row = db.one("SELECT bases FROM units WHERE id = ?", (unit_id,))
+    return row[0] if row and row[0] else None
