@@ -294,6 +294,10 @@ def test_filters(shop: CodeRag) -> None:
     hits = shop.search("ShoppingCart", filters=SearchFilters(path_prefix="./tests"))
     assert hits and all(h.unit.path.startswith("tests/") for h in hits)
     assert shop.search("price", filters=SearchFilters(language="cobol")) == []
+    # the repository's root filters nothing (it once built "WHERE  ORDER BY")
+    everywhere = [h.unit.id for h in shop.search("price", k=20)]
+    for root in (".", "./", "././"):
+        assert [h.unit.id for h in shop.search("price", k=20, filters=SearchFilters(path_prefix=root))] == everywhere
 
 
 def test_search_files(shop: CodeRag) -> None:

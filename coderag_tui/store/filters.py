@@ -10,10 +10,17 @@ from coderag_tui.models import SearchFilters
 from coderag_tui.store.db import Database
 
 
+def _prefix(path_prefix: str) -> str:
+    """A path filter as stored paths start: "./src" is "src"; "." and "./" filter nothing."""
+    while path_prefix.startswith("./"):
+        path_prefix = path_prefix[2:]
+    return "" if path_prefix == "." else path_prefix
+
+
 def has_filters(filters: SearchFilters | None) -> bool:
     """Filters that apply to chunks (language, path). The unit kind applies to units, after a
     chunk match has been pointed at the unit inside it (see `units_of_kind`)."""
-    return filters is not None and bool(filters.language or filters.path_prefix)
+    return filters is not None and bool(filters.language or _prefix(filters.path_prefix or ""))
 
 
 def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
@@ -26,14 +33,10 @@ def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
     if filters.language:
         where.append("f.language = ? COLLATE NOCASE")
         params.append(filters.language)
-    if filters.path_prefix:
-        prefix = filters.path_prefix
-        while prefix.startswith("./"):
-            prefix = prefix[2:]
-        prefix = "" if prefix == "." else prefix
-        if prefix:
-            where.append("substr(f.path, 1, ?) = ?")
-            params.extend([len(prefix), prefix])
+    prefix = _prefix(filters.path_prefix or "")
+    if prefix:
+        where.append("substr(f.path, 1, ?) = ?")
+        params.extend([len(prefix), prefix])
     return " AND ".join(where), params
 
 
