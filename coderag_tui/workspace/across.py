@@ -100,7 +100,7 @@ def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callab
     from coderag_tui.answering import Answerer
     from coderag_tui.errors import CoderagError
     from coderag_tui.retrieval.followup import continues
-    from coderag_tui.service import ATTACHMENT_QUERY_CHARS
+    from coderag_tui.service_ask import ATTACHMENT_QUERY_CHARS, answer_budgets
     from coderag_tui.tokens import counter_for
 
     conv = conversation_id or 0
@@ -128,7 +128,7 @@ def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callab
                         query = f"{earlier[-1]}\n{question}"
             if attachment.strip():
                 query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
-            budget, _ = primary._answer_budgets(provider)
+            budget, _ = answer_budgets(primary, provider)
             context = compose_across(chosen, query, budget, top(query), counter_for(provider))
             opening = opening_across(context)
             retrieval_s = time.perf_counter() - started
