@@ -6,15 +6,21 @@ is found in the graph's CALLS edges: breadth-first from the top hits toward thei
 until an entry point, which is another hit of the question when one is reachable (the
 question named both ends), else a unit nobody calls (a true entry point), else the farthest
 caller found. Test code never is a step.
+
+A flow question asks how control or data gets somewhere: "how does X <verb> Y" with a verb of
+motion or processing (dispatch, reach, handle, call...), "what happens when", "walk me through",
+"the path from A to B", "lifecycle", "flow of". A plain lookup ("where is X defined", "what
+does X return", "how do I install") is not one.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from coderag_tui.models import AnswerOpening, AnswerUnit, ComposedContext, UnitRef
-from coderag_tui.retrieval.router import is_flow_question
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
 
@@ -24,6 +30,33 @@ MAX_FRONTIER = 200
 LINE_CHARS = 140
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s|\n\s*\n")
+
+# verbs that move or process something along a path (any inflection: dispatch, dispatches...)
+_FLOW_VERB = (
+    r"(?:dispatch|rout|handl|process|reach|get(?:s|ting)?\s+(?:to|from|into)|go(?:es)?\s+(?:to|through)|end\s+up"
+    r"|call|invok|execut|run|trigger|fire|propagat|pass|forward|flow|travel|mov|deliver|send|sent|receiv|load"
+    r"|resolv|transform|convert|turn(?:s|ed)?\s+into|becom|render|serializ|pars|build|built|construct|creat"
+    r"|initiali[sz]|start|boot|register|wire|connect|hand(?:s|ed)?\s+(?:off|over)|map|match|emit|publish"
+    r"|bubbl|raise|throw|catch|caught|commit|flush|redirect|authenticat|validat|sign|verif|encod|decod)"
+)
+_FLOW = re.compile(
+    r"\bhow\s+(?:does|do|did|is|are|was|were|will|would|can|should)\s+(?!(?:i|we|you|one)\b)"
+    rf"(?:[\w.`'()/-]+\s+){{0,7}}?{_FLOW_VERB}\w*"
+    r"|\bwhat\s+happens\s+(?:when|if|after|before|during|once|on|to|with|in)\b"
+    r"|\bwalk\s+(?:me|us)\s+through\b|\bwalkthrough\b|\btrace\s+(?:the|a|an|how|what|where|it)\b|\bstep[\s-]+by[\s-]+step\b"
+    r"|\b(?:path|paths|way|route|journey|chain)\s+(?:\w+\s+){0,3}?from\s+.+?\s+to\b"
+    r"|\bfrom\s+.+?\s+(?:all\s+the\s+way\s+)?to\s+.+?\b(?:flow|path|travel|go|get|reach)\w*"
+    r"|\bcall\s+(?:path|chain|graph|stack|flow|sequence|order|hierarchy)\b|\bcode\s+path\b"
+    r"|\b(?:control|data|request|execution|event|message)\s+flow\b|\bflow\s+of\b"
+    r"|\blife\s*-?\s*cycle\b|\bend[\s-]+to[\s-]+end\b|\bsequence\s+of\s+(?:calls|steps|events)\b"
+    r"|\border\s+in\s+which\b|\bgoes\s+through\b|\bleads?\s+to\b|\bunder\s+the\s+hood\b",
+    re.I | re.S,
+)
+
+
+def is_flow_question(question: str) -> bool:
+    """A question about how control or data gets somewhere: its answer is a call path."""
+    return bool(_FLOW.search(" ".join(question.split())))
 
 
 def is_test(unit: UnitRef) -> bool:
@@ -63,6 +96,13 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef])
     depth = {t.id: 0 for t in targets}
     roots: set[int] = set()
     frontier = [t.id for t in targets]
+
+    def steps(start: int) -> list[int]:
+        out = [start]
+        while out[-1] in nxt and nxt[out[-1]][0] not in out:
+            out.append(nxt[out[-1]][0])
+        return out
+
     for level in range(1, MAX_DEPTH + 1):
         if not frontier:
             break
@@ -75,6 +115,10 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef])
                 continue
             called.add(callee.id)
             if caller.id in depth:
+                if caller.id in target_ids and callee.id in target_ids and caller.id not in nxt \
+                        and caller.id not in steps(callee.id):
+                    # one answer calls the other: the path goes on to the deeper one
+                    nxt[caller.id] = (callee.id, edge.line)
                 continue
             depth[caller.id] = level
             units[caller.id] = caller
@@ -82,12 +126,6 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef])
             new.append(caller.id)
         roots.update(uid for uid in frontier if uid not in called and uid not in target_ids)
         frontier = new
-
-    def steps(start: int) -> list[int]:
-        out = [start]
-        while out[-1] in nxt:
-            out.append(nxt[out[-1]][0])
-        return out
 
     candidates = (roots | (hit_ids & set(depth))) or {u for u in depth if u not in target_ids}
     if not candidates:
@@ -108,3 +146,21 @@ def build_opening(db: Database, question: str, context: ComposedContext) -> Answ
     flow = is_flow_question(question)
     path = call_path(db, units[:2], [h.unit for h in context.hits]) if flow else []
     return AnswerOpening(units=tuple(answer_unit(u) for u in units), call_path=tuple(path), flow=flow)
+
+
+def opening_to_json(opening: AnswerOpening | None) -> str:
+    return json.dumps(asdict(opening)) if opening is not None else ""
+
+
+def opening_from_json(text: str) -> AnswerOpening | None:
+    """The stored opening, or None (none stored, or a form this version cannot read)."""
+    try:
+        data = json.loads(text) if text else None
+        if not isinstance(data, dict):
+            return None
+        return AnswerOpening(
+            units=tuple(AnswerUnit(**u) for u in data.get("units", ())),
+            call_path=tuple(AnswerUnit(**u) for u in data.get("call_path", ())),
+            flow=bool(data.get("flow", False)), model_note=str(data.get("model_note", "")))
+    except (ValueError, TypeError):
+        return None

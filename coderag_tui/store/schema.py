@@ -227,6 +227,11 @@ MIGRATIONS: list[str] = [
         text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
     );
     """,
+    # 12: an answer keeps its opening section (the units and the call path coderag rendered from
+    # the index above the model's text, as JSON), so a reopened or exported conversation shows it
+    """
+    ALTER TABLE messages ADD COLUMN opening TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

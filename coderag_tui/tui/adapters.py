@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coderag_tui.models import AnswerEvent, Source, UnitRef
-from coderag_tui.tui.chatlog import Turn
+from coderag_tui.tui.chatlog import Turn, with_opening
 
 STATES = ("pending", "indexed", "embedded", "error", "skipped")
 
@@ -153,7 +153,9 @@ def load_turns(service: Any, conversation_id: int) -> list[Turn]:
             if not turns or turns[-1].answer:
                 turns.append(Turn(""))
             turn = turns[-1]
-            turn.answer = content
+            opening = getattr(message, "opening", None)
+            # shown as it was when the answer was live: the index's opening, then the model's text
+            turn.answer = with_opening(opening.render() if opening is not None else "", content)
             turn.sources = tuple(getattr(message, "sources", ()) or ())
             turn.invalid = tuple(getattr(message, "invalid", ()) or ())
             outcome = str(getattr(message, "outcome", "") or "")

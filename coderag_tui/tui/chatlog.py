@@ -13,6 +13,14 @@ from coderag_tui.textsafe import safe_line
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 
 
+OPENING_RULE = "\n\n---\n\n"  # between the opening section and the model's text
+
+
+def with_opening(opening: str, answer: str) -> str:
+    """An answer as shown: coderag's opening section (when there is one) above the model's text."""
+    return f"{opening}{OPENING_RULE}{answer}" if opening else answer
+
+
 @dataclass
 class Turn:
     question: str

@@ -112,7 +112,7 @@ class ChatActions(MainBase):
             await view.append(event.text)
         elif event.kind == "opening" and event.opening is not None:
             # what the index knows for certain, shown before the model starts writing
-            await view.append(event.opening.render() + "\n\n---\n\n")
+            await view.append(chatlog.with_opening(event.opening.render(), ""))
         elif event.kind == "tool" and event.tool is not None:
             view.set_status(f"tool {event.tool.name}: {event.tool.summary}")
         elif event.kind == "status":
