@@ -73,6 +73,7 @@ class Scripted:
     def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
                stop: list[str] | None = None) -> Iterator[str]:
         self.calls.append((max_tokens, temperature))
+        self.sent = "\n".join(m.content for m in messages)
         try:
             for piece in self.pieces:
                 self.pulled += 1
@@ -307,6 +308,24 @@ def test_a_flow_question_gets_the_call_path_from_the_entry_point(make_repo, open
     lookup = build_opening(service.db, "where is match_route", service.context("where is match_route", 2000))
     assert not lookup.flow and not lookup.call_path
     assert lookup.units[0].qualname == "match_route" and lookup.units[0].citation == "web/routing.py:6-8"
+
+
+def test_the_tiny_model_reads_a_short_prompt_without_the_repository_map(make_repo, open_service) -> None:
+    settings = replace(no_vectors(), llm=replace(no_vectors().llm, n_ctx=4096, tiny_context_tokens=120))
+    prompts = {}
+    for tiny in (False, True):
+        service = open_service(make_repo(FLOW_FILES), settings)
+        provider = Scripted(["It is dispatched."], tiny=tiny)
+        service.__dict__["_providers"] = {None: provider}
+        events = list(service.ask("How does a request reach a view?", fresh=True))
+        assert "error" not in [e.kind for e in events]
+        opening = next(e.opening for e in events if e.kind == "opening")
+        assert opening is not None and len(opening.call_path) == 4  # the opening does not shrink
+        prompts[tiny] = provider.sent
+    assert "Repository map:" in prompts[False] and "Repository map:" not in prompts[True]
+    code = [line for line in prompts[True].splitlines() if line.startswith("### ")]
+    assert code and len(prompts[True]) < len(prompts[False])
+    assert sum(len(p) for p in prompts[True].split("### ")[1:]) / 4 <= 120 * 1.2
 
 
 # --------------------------------------------------------------------------- REAL: the bundled model
