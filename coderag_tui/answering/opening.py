@@ -2,7 +2,7 @@
 
 The units are the top search hits (kind, qualified name, `path:start-end`, one line: the
 docstring's first sentence, else the signature). For a question about a flow the call path
-is found in the graph's CALLS edges: breadth-first from the top hits toward their callers,
+is found in the graph's CALLS edges: breadth-first from those units toward their callers,
 until an entry point, which is another hit of the question when one is reachable (the
 question named both ends), else a unit nobody calls (a true entry point), else the farthest
 caller found. Test code never is a step.
@@ -30,6 +30,9 @@ MAX_FRONTIER = 200
 LINE_CHARS = 140
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s|\n\s*\n")
+_WORD = re.compile(r"[a-z]+")
+_STOP = {"the", "and", "how", "does", "what", "when", "where", "which", "with", "from", "into", "that",
+         "this", "for", "are", "its", "was", "were", "who", "why", "can", "get", "gets", "through"}
 
 # verbs that move or process something along a path (any inflection: dispatch, dispatches...)
 _FLOW_VERB = (
@@ -84,25 +87,40 @@ def answer_units(context: ComposedContext, limit: int = MAX_UNITS) -> list[UnitR
     return sorted(unique, key=lambda u: (is_test(u), u.kind == "file"))[:limit]
 
 
-def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef]) -> list[AnswerUnit]:
-    """Entry point -> ... -> one of `targets`, each step calling the next (see module doc)."""
+def _mentions(unit: UnitRef, question: str) -> int:
+    """How often the question's words occur in a unit's name and docstring."""
+    words = {w for w in _WORD.findall(question.lower()) if len(w) > 2 and w not in _STOP}
+    text = _WORD.findall(f"{unit.qualname.replace('_', ' ')} {unit.docstring}".lower())
+    return sum(1 for w in text if w in words)
+
+
+def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
+              question: str = "") -> list[AnswerUnit]:
+    """Entry point -> ... -> one of `targets`, each step calling the next (see module doc).
+
+    Each target gets its own search (callers shared by several targets would otherwise lead
+    to whichever was found first); the path kept passes through most of the question's hits,
+    from a true entry point, the longest, to the target the question's words name most, the
+    best ranked."""
     targets = [t for t in targets if t.kind != "file" and not is_test(t)]
-    if not targets:
-        return []
-    target_ids = {t.id for t in targets}
-    hit_ids = {h.id for h in hits} - target_ids
-    units: dict[int, UnitRef] = {t.id: t for t in targets}
+    hit_ids = {h.id for h in hits} | {t.id for t in targets}
+    best: tuple[tuple[int, bool, int, int, int], list[AnswerUnit]] | None = None
+    for rank, target in enumerate(targets):
+        found = _path_to(db, target, hit_ids)
+        if found is not None:
+            key = (*found[0], _mentions(target, question), -rank)
+            if best is None or key > best[0]:
+                best = (key, found[1])
+    return best[1] if best is not None else []
+
+
+def _path_to(db: Database, target: UnitRef, hit_ids: set[int]) -> tuple[tuple[int, bool, int], list[AnswerUnit]] | None:
+    """The best path to `target` and its score: (question hits on it, from a true entry point, length)."""
+    units: dict[int, UnitRef] = {target.id: target}
     nxt: dict[int, tuple[int, int]] = {}  # caller id -> (the unit it calls on the path, line)
-    depth = {t.id: 0 for t in targets}
+    depth = {target.id: 0}
     roots: set[int] = set()
-    frontier = [t.id for t in targets]
-
-    def steps(start: int) -> list[int]:
-        out = [start]
-        while out[-1] in nxt and nxt[out[-1]][0] not in out:
-            out.append(nxt[out[-1]][0])
-        return out
-
+    frontier = [target.id]
     for level in range(1, MAX_DEPTH + 1):
         if not frontier:
             break
@@ -115,36 +133,37 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef])
                 continue
             called.add(callee.id)
             if caller.id in depth:
-                if caller.id in target_ids and callee.id in target_ids and caller.id not in nxt \
-                        and caller.id not in steps(callee.id):
-                    # one answer calls the other: the path goes on to the deeper one
-                    nxt[caller.id] = (callee.id, edge.line)
                 continue
             depth[caller.id] = level
             units[caller.id] = caller
             nxt[caller.id] = (callee.id, edge.line)
             new.append(caller.id)
-        roots.update(uid for uid in frontier if uid not in called and uid not in target_ids)
+        roots.update(uid for uid in frontier if uid not in called and uid != target.id)
         frontier = new
 
-    candidates = (roots | (hit_ids & set(depth))) or {u for u in depth if u not in target_ids}
+    def steps(start: int) -> list[int]:
+        out = [start]
+        while out[-1] in nxt:
+            out.append(nxt[out[-1]][0])
+        return out
+
+    reached = set(depth) - {target.id}
+    candidates = (roots | (hit_ids & reached)) or reached
     if not candidates:
-        return []
+        return None
 
-    def score(uid: int) -> tuple[int, bool, int, int]:
-        # the path that passes through most of the question's hits, from a true entry point,
-        # the longest (the furthest entry point)
-        return (sum(1 for u in steps(uid) if u in hit_ids), uid in roots, depth[uid], -uid)
+    def score(uid: int) -> tuple[int, bool, int]:
+        return (sum(1 for u in steps(uid) if u in hit_ids), uid in roots, depth[uid])
 
-    best = steps(max(candidates, key=score))
-    return [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in best]
+    start = max(candidates, key=lambda uid: (*score(uid), -uid))
+    return score(start), [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in steps(start)]
 
 
 def build_opening(db: Database, question: str, context: ComposedContext) -> AnswerOpening:
     """The opening for `question` from the context's hits and the index's call graph."""
     units = answer_units(context)
     flow = is_flow_question(question)
-    path = call_path(db, units[:2], [h.unit for h in context.hits]) if flow else []
+    path = call_path(db, units, [h.unit for h in context.hits], question) if flow else []
     return AnswerOpening(units=tuple(answer_unit(u) for u in units), call_path=tuple(path), flow=flow)
 
 
