@@ -87,12 +87,15 @@ _STOP = frozenset(["the", "and", "for", "how", "what", "where", "which", "does",
 
 
 def ask(service: Any, question: str, conversation_id: int | None,
-        should_stop: Callable[[], bool] | None = None) -> Iterator[AnswerEvent]:
+        should_stop: Callable[[], bool] | None = None, fresh: bool = False) -> Iterator[AnswerEvent]:
     """Answer events for a question: the service's own answer when it can give one, else the
-    best matching code (search, or symbols named in the question) as sources."""
+    best matching code (search, or symbols named in the question) as sources. `fresh`: ask the
+    model even when the answer cache holds an answer."""
     if has(service, "ask"):
         if should_stop is None or "should_stop" in inspect.signature(service.ask).parameters:
             kwargs: dict[str, Any] = {} if should_stop is None else {"should_stop": should_stop}
+            if fresh and "fresh" in inspect.signature(service.ask).parameters:
+                kwargs["fresh"] = True
             yield from service.ask(question, conversation_id=conversation_id, **kwargs)
             return
         events = service.ask(question, conversation_id=conversation_id)
