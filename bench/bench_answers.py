@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--repo", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--sweqa", type=Path, default=Path("/work/shared/eval/sweqa"))
     parser.add_argument("--per-repo", type=int, default=40, help="questions per repository (openings)")
+    parser.add_argument("--start", type=int, default=0, help="skip this many questions of each repository")
     parser.add_argument("--answers", type=int, default=5, help="of those, answered by the model")
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-answers"))
     parser.add_argument("--vectors", action="store_true", help="embed the repositories too")
@@ -144,11 +145,12 @@ def main() -> None:
         if args.vectors:
             service.embed()
         print(f"{name}: {summary.files_seen} files indexed in {time.perf_counter() - t0:.1f} s", flush=True)
-        questions = load_questions(args.sweqa, name, args.per_repo)
+        questions = load_questions(args.sweqa, name, args.start + args.per_repo)[args.start:]
         recording: Recording | None = None
         for i, q in enumerate(questions):
             want = evidence_files(service, q.get("evidence", []))
-            row: dict[str, Any] = {"repo": name, "question": q["question"], "evidence_files": sorted(want)}
+            row: dict[str, Any] = {"repo": name, "index": args.start + i, "question": q["question"],
+                                   "evidence_files": sorted(want)}
             row["has_evidence"] = bool(want)
             if i >= args.answers:
                 opening = build_opening(service.db, q["question"], service.context(q["question"]))
@@ -206,7 +208,7 @@ def main() -> None:
                     bare_ttft_s=round(bare["ttft_s"], 3), bare_total_s=round(bare["total_s"], 3),
                 )
                 against = f"bare {bare['total_s']:.1f} s" if paired else "not paired"
-                print(f"  [{name} {i + 1}] first token {row['ttft_s']:.1f} s, total {wall:.1f} s "
+                print(f"  [{name} {args.start + i + 1}] first token {row['ttft_s']:.1f} s, total {wall:.1f} s "
                       f"({against}), {row['prompt_tokens']:.0f} prompt tokens, {row['tokens']:.0f} tokens, opening "
                       f"{'hits' if row['opening_hit'] else 'misses'} the evidence"
                       f"{', DEGENERATE' if row['degenerate'] else ''}{', error: ' + error if error else ''}",
