@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from coderag_tui.answering import Answerer, ProviderOptions
 from coderag_tui.answering.answerer import STOPPED, load_messages
@@ -178,6 +179,10 @@ def test_a_reopened_or_exported_conversation_shows_the_opening_section(tmp_path:
         exported = chatlog.to_markdown([turn], "repo")
         assert "Call path:" in exported and "view (web/app.py:11-13)" in exported
         assert exported.index("Call path:") < exported.index("The view answers.")
+        # the opening is plain text: a dunder name is not taken for bold Markdown, and reads back the same
+        shown = chatlog.with_opening("1. App.__call__ (web/app.py:1-3) [x]", "The view answers.")
+        assert shown.startswith("1. App.\\_\\_call\\_\\_ (web/app.py:1-3) \\[x\\]")
+        assert "App.__call__ (web/app.py:1-3) [x]" in MarkdownIt().render(shown)
     finally:
         service.close()
 

@@ -15,11 +15,15 @@ _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 
 
 OPENING_RULE = "\n\n---\n\n"  # between the opening section and the model's text
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
 
 
 def with_opening(opening: str, answer: str) -> str:
-    """An answer as shown: coderag's opening section (when there is one) above the model's text."""
-    return f"{opening}{OPENING_RULE}{answer}" if opening else answer
+    """An answer as shown: coderag's opening section (when there is one) above the model's text.
+    The opening is plain text: escaped, so that `__call__` is not taken for bold Markdown."""
+    if not opening:
+        return answer
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", opening) + OPENING_RULE + answer
 
 
 @dataclass
