@@ -572,6 +572,8 @@ class CodeRag:
         history, the question and the answer still fit in the model's window."""
         window = provider.context_window()
         available = max(window - self.settings.llm.max_tokens - 700, 256)
+        if getattr(provider, "tiny_note", ""):  # the tiny bundled model: see [llm] tiny_context_tokens
+            return min(self.settings.llm.tiny_context_tokens, available), 0
         map_budget = min(self.settings.context.repo_map_tokens, int(available * 0.15))
         return min(self.settings.context.max_tokens, available - map_budget), map_budget
 
