@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/bench_answers.py --repo flask=/src/flask-3.0.3 \
         --repo requests=/src/requests-2.32.3 --repo pytest=/src/pytest-8.3.3 \
-        [--sweqa /work/shared/eval/sweqa] [--per-repo 40] [--answers 10] [--work /tmp/bench-answers]
+        [--sweqa /work/shared/eval/sweqa] [--per-repo 40] [--answers 10] [--bare-every 1] \
+        [--work /tmp/bench-answers] [--json OUT.json]
+    .venv/bin/python bench/bench_answers.py --merge a.json b.json c.json   # one report of several runs
 
 REPO names a file `<sweqa>/<REPO>.jsonl`; its sources come from PyPI sdists (`pip download
 --no-deps --no-binary :all: flask==3.0.3`, unpacked), close to but not at the questions'
@@ -19,7 +21,13 @@ section (retrieval and the graph only, no model), and the first `--answers` go t
   really sent, against all citations in the answers;
 - time to first token (from the question, retrieval included) and total, medians;
 - overhead: `ask` (retrieval, opening, prompt, guard) over a bare llama.cpp call on the same
-  prompt producing the same number of tokens, in the same run (ratio of medians).
+  prompt producing the same number of tokens, right after it in the same process (median of the
+  per-question ratios); `--bare-every N` pairs only every Nth answer (the bare call doubles the
+  run's time), and the report says how many were paired.
+
+An answered question's opening is the one `ask` showed; the others' is built the same way
+(retrieval and the graph, no model). Runs of one repository each can go side by side, each
+with `--json`, and `--merge` prints the report of them all.
 """
 
 from __future__ import annotations
@@ -109,14 +117,21 @@ def load_questions(sweqa: Path, name: str, limit: int) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", action="append", required=True, metavar="NAME=DIR")
+    parser.add_argument("--repo", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--sweqa", type=Path, default=Path("/work/shared/eval/sweqa"))
     parser.add_argument("--per-repo", type=int, default=40, help="questions per repository (openings)")
+    parser.add_argument("--start", type=int, default=0, help="skip this many questions of each repository")
     parser.add_argument("--answers", type=int, default=5, help="of those, answered by the model")
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-answers"))
     parser.add_argument("--vectors", action="store_true", help="embed the repositories too")
+    parser.add_argument("--bare-every", type=int, default=1, metavar="N",
+                        help="pair every Nth answer with a bare llama.cpp call (0: none)")
     parser.add_argument("--json", type=Path, help="also write every question's figures here")
+    parser.add_argument("--merge", type=Path, nargs="+", help="print the report of these --json files")
     args = parser.parse_args()
+    if args.merge:
+        report([row for path in args.merge for row in json.loads(path.read_text())])
+        return
     args.work.mkdir(parents=True, exist_ok=True)
 
     base = load_settings(None, None)
@@ -130,22 +145,23 @@ def main() -> None:
         if args.vectors:
             service.embed()
         print(f"{name}: {summary.files_seen} files indexed in {time.perf_counter() - t0:.1f} s", flush=True)
-        questions = load_questions(args.sweqa, name, args.per_repo)
+        questions = load_questions(args.sweqa, name, args.start + args.per_repo)[args.start:]
         recording: Recording | None = None
         for i, q in enumerate(questions):
             want = evidence_files(service, q.get("evidence", []))
-            row: dict[str, Any] = {"repo": name, "question": q["question"], "evidence_files": sorted(want)}
-            context = service.context(q["question"])
-            opening = build_opening(service.db, q["question"], context)
-            row["opening_files"] = sorted(opening_paths(opening))
-            row["opening_hit"] = bool(want & opening_paths(opening))
+            row: dict[str, Any] = {"repo": name, "index": args.start + i, "question": q["question"],
+                                   "evidence_files": sorted(want)}
             row["has_evidence"] = bool(want)
-            if i < args.answers:
+            if i >= args.answers:
+                opening = build_opening(service.db, q["question"], service.context(q["question"]))
+                row["opening_files"] = sorted(opening_paths(opening))
+                row["opening_hit"] = bool(want & opening_paths(opening))
+            else:
                 if recording is None:
                     inner = service.llm()
                     recording = Recording(inner)
                     service.__dict__["_providers"][None] = recording  # the bench reads the prompt
-                    list(service.ask("warm up: load the model"))  # model load is not a question's time
+                    list(service.ask("warm up: load the model", fresh=True))  # model load is not a question's time
                 recording.inner.load().reset()
                 start = time.perf_counter()
                 first = 0.0
@@ -153,7 +169,7 @@ def main() -> None:
                 stats: dict[str, float] = {}
                 sources: tuple[Any, ...] = ()
                 error = ""
-                for event in service.ask(q["question"]):
+                for event in service.ask(q["question"], fresh=True):  # the model, not the answer cache
                     if event.kind == "token":
                         if not first:
                             first = time.perf_counter()
@@ -164,6 +180,11 @@ def main() -> None:
                         stats = dict(event.stats)
                     elif event.kind == "error":
                         error = event.text
+                    elif event.kind == "opening" and event.opening is not None:
+                        row["opening_files"] = sorted(opening_paths(event.opening))
+                        row["opening_hit"] = bool(want & opening_paths(event.opening))
+                        row["flow"] = event.opening.flow
+                        row["call_path"] = len(event.opening.call_path)
                 wall = time.perf_counter() - start
                 answer = "".join(text)
                 prompt = "\n".join(m.content for m in recording.sent)
@@ -173,26 +194,31 @@ def main() -> None:
                 shown = {s.citation for s in sources}
                 # a source the answer cited whose range the prompt never showed
                 unverified_shown = sum(1 for s in sources if s.cited and s.citation not in given)
-                bare = bare_call(recording.inner, recording.sent, int(stats.get("tokens", 1)), recording.temperature)
+                row.setdefault("opening_hit", False)
+                paired = args.bare_every > 0 and i % args.bare_every == 0
+                bare = (bare_call(recording.inner, recording.sent, int(stats.get("tokens", 1)), recording.temperature)
+                        if paired else {"ttft_s": 0.0, "total_s": 0.0})
                 row.update(
                     error=error, answer=answer, degenerate=bool(repeated_ngram(answer)),
                     citations=len(cites), unverified_shown=unverified_shown, sources=sorted(shown),
                     ttft_s=round((first or time.perf_counter()) - start, 3), total_s=round(wall, 3),
                     model_ttft_s=stats.get("ttft_s", 0.0), tokens=stats.get("tokens", 0.0),
                     stopped_repeating=stats.get("stopped_repeating", 0.0),
+                    prompt_tokens=stats.get("prompt_tokens", 0.0),
                     bare_ttft_s=round(bare["ttft_s"], 3), bare_total_s=round(bare["total_s"], 3),
                 )
-                print(f"  [{name} {i + 1}] first token {row['ttft_s']:.1f} s, total {wall:.1f} s "
-                      f"(bare {bare['total_s']:.1f} s), {row['tokens']:.0f} tokens, opening "
+                against = f"bare {bare['total_s']:.1f} s" if paired else "not paired"
+                print(f"  [{name} {args.start + i + 1}] first token {row['ttft_s']:.1f} s, total {wall:.1f} s "
+                      f"({against}), {row['prompt_tokens']:.0f} prompt tokens, {row['tokens']:.0f} tokens, opening "
                       f"{'hits' if row['opening_hit'] else 'misses'} the evidence"
                       f"{', DEGENERATE' if row['degenerate'] else ''}{', error: ' + error if error else ''}",
                       flush=True)
             per_question.append(row)
+            if args.json:  # as it goes: a run stopped early keeps what it measured
+                args.json.write_text(json.dumps(per_question, indent=1))
         service.close()
 
     report(per_question)
-    if args.json:
-        args.json.write_text(json.dumps(per_question, indent=1))
 
 
 def report(rows: list[dict[str, Any]]) -> None:
@@ -215,13 +241,19 @@ def report(rows: list[dict[str, Any]]) -> None:
     print(f"degenerate answers                 {degenerate}/{len(answered)} = {degenerate / len(answered):.1%}"
           "  (target 0)")
     print(f"unverified citations shown         {unverified}/{cites} citations  (target 0)")
-    med = {k: statistics.median(r[k] for r in answered) for k in ("ttft_s", "total_s", "bare_ttft_s", "bare_total_s")}
-    print(f"time to first token (median)       {med['ttft_s']:.2f} s from the question "
-          f"(bare llama.cpp on the same prompt: {med['bare_ttft_s']:.2f} s)")
-    print(f"total time (median)                {med['total_s']:.2f} s (bare: {med['bare_total_s']:.2f} s)")
-    ratio = statistics.median(r["total_s"] / r["bare_total_s"] for r in answered if r["bare_total_s"] > 0)
-    print(f"overhead over bare llama.cpp       x{ratio:.3f} total time, median of per-question ratios"
-          "  (target < x1.10)")
+    med = {k: statistics.median(r[k] for r in answered) for k in ("ttft_s", "total_s", "prompt_tokens")}
+    print(f"prompt tokens (median)             {med['prompt_tokens']:.0f}")
+    print(f"time to first token (median)       {med['ttft_s']:.2f} s from the question")
+    print(f"total time (median)                {med['total_s']:.2f} s")
+    paired = [r for r in answered if r["bare_total_s"] > 0]
+    if not paired:
+        return
+    bare = {k: statistics.median(r[k] for r in paired) for k in ("ttft_s", "total_s", "bare_ttft_s", "bare_total_s")}
+    print(f"paired with a bare llama.cpp call  {len(paired)}: first token {bare['ttft_s']:.2f} s vs "
+          f"{bare['bare_ttft_s']:.2f} s bare, total {bare['total_s']:.2f} s vs {bare['bare_total_s']:.2f} s bare")
+    ratios = sorted(r["total_s"] / r["bare_total_s"] for r in paired)
+    print(f"overhead over bare llama.cpp       x{statistics.median(ratios):.3f} total time, median of "
+          f"{len(ratios)} per-question ratios (range x{ratios[0]:.2f}-x{ratios[-1]:.2f}; target < x1.10)")
 
 
 if __name__ == "__main__":

@@ -126,6 +126,9 @@ class LLMSettings(ProviderSettings):
     tool_steps: int = 4  # at most this many rounds of tool calls before the model must answer
     cache_similarity: float = 0.95  # a stored answer serves a question this similar; 0 = no cache
     tiny_max_tokens: int = 200  # the explanation's cap with the tiny bundled model
+    # the prompt's code with the tiny bundled model (no repo map): reading the prompt is most of
+    # its answer time on a small machine, and the opening section comes from retrieval, not from it
+    tiny_context_tokens: int = 1000
 
 
 @dataclass(frozen=True)

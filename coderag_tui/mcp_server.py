@@ -79,7 +79,8 @@ def build_server(tools: CodeRagTools, *, start: bool = False, watch: bool = Fals
         """Search the codebase for code relevant to a natural-language query or a name (hybrid:
         keywords + vectors + symbols + call graph). Optional filters: language (python, go, ...),
         path_prefix (a folder), kind (function, method, class, ...). Returns ranked units with
-        path:start-end citations and a snippet."""
+        path:start-end citations and a snippet; a question that asks for files ("which file
+        handles X") gets the best files listed first."""
         return tools.search_codebase(query, limit, language, path_prefix, kind)
 
     @_tool

@@ -157,5 +157,7 @@ def answer_budgets(rag: CodeRag, provider: Provider) -> tuple[int, int]:
     history, the question and the answer still fit in the model's window."""
     window = provider.context_window()
     available = max(window - rag.settings.llm.max_tokens - 700, 256)
+    if getattr(provider, "tiny_note", ""):  # the tiny bundled model: see [llm] tiny_context_tokens
+        return min(rag.settings.llm.tiny_context_tokens, available), 0
     map_budget = min(rag.settings.context.repo_map_tokens, int(available * 0.15))
     return min(rag.settings.context.max_tokens, available - map_budget), map_budget

@@ -27,14 +27,14 @@ from coderag_tui.answering.guard import (
     repeated_line,
     repeated_ngram,
 )
-from coderag_tui.answering.opening import build_opening
+from coderag_tui.answering.opening import build_opening, is_flow_question
 from coderag_tui.answering.prompts import fit_prompt
 from coderag_tui.answering.providers.base import window_from_error
 from coderag_tui.answering.providers.local import TINY_NOTE, LlamaProvider, bundled_model_path
 from coderag_tui.config import ContextSettings, ProviderSettings, Settings
 from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, ModelInfo
 from coderag_tui.retrieval.packing import shares_for
-from coderag_tui.retrieval.router import is_flow_question, question_kind
+from coderag_tui.retrieval.router import question_kind
 from tests.helpers.loopback import LlamaServer
 from tests.helpers.terminal import run_on_a_terminal
 
@@ -70,6 +70,7 @@ class Scripted:
     def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
                stop: list[str] | None = None) -> Iterator[str]:
         self.calls.append((max_tokens, temperature))
+        self.sent = "\n".join(m.content for m in messages)
         try:
             for piece in self.pieces:
                 self.pulled += 1
@@ -150,9 +151,39 @@ def test_question_kinds_choose_the_budget_shares() -> None:
     assert tiers["debugging"][1] > tiers["architecture"][1] > tiers["lookup"][1]
     assert tiers["architecture"][2] > tiers["lookup"][2] > tiers["debugging"][2]
     assert shares_for("general", base) == base
-    assert is_flow_question("How does a request reach a view?")
-    assert is_flow_question("what happens when the session expires")
-    assert not is_flow_question("where is match_route defined")
+
+
+FLOW_WORDINGS = [
+    "How does a request reach a view?",
+    "How does Flask dispatch a request to a view function?",
+    "how do the before-request hooks get called",
+    "How is a response turned into bytes?",
+    "How are URL rules matched to endpoints?",
+    "what happens when the session expires",
+    "What happens if a view raises an exception?",
+    "Walk me through handling a request",
+    "What is the path from the WSGI server to the view?",
+    "Describe the lifecycle of the application context",
+    "Explain the flow of a request through the app",
+    "trace the call chain of full_dispatch_request",
+    "What is the sequence of calls when a test client sends a request?",
+]
+NOT_FLOW = [
+    "where is match_route defined",
+    "where is the Request class",
+    "What does match_route return?",
+    "What is the default value of SECRET_KEY?",
+    "Which class stores the session?",
+    "How do I install the package?",
+    "how many view functions are there",
+    "How is the Config class defined?",
+    "show me the stack trace helper",
+]
+
+
+def test_flow_questions_are_told_from_lookups() -> None:
+    assert [q for q in FLOW_WORDINGS if not is_flow_question(q)] == []
+    assert [q for q in NOT_FLOW if is_flow_question(q)] == []
 
 
 def test_window_errors_of_servers_are_read() -> None:
@@ -266,9 +297,32 @@ def test_a_flow_question_gets_the_call_path_from_the_entry_point(make_repo, open
     text = opening.render()
     assert "Call path:" in text and "1. App.__call__ (web/app.py:12-14, calls the next at line 14)" in text
     # a lookup has units but no call path
+    # another wording of the same question: "how does X <verb> Y"
+    dispatch = "How does the app dispatch a request to a view function?"
+    worded = build_opening(service.db, dispatch, service.context(dispatch, 2000))
+    assert worded.flow and [u.qualname for u in worded.call_path] == [
+        "App.__call__", "App.wsgi_app", "App.full_dispatch_request", "App.dispatch_request"]
     lookup = build_opening(service.db, "where is match_route", service.context("where is match_route", 2000))
     assert not lookup.flow and not lookup.call_path
     assert lookup.units[0].qualname == "match_route" and lookup.units[0].citation == "web/routing.py:6-8"
+
+
+def test_the_tiny_model_reads_a_short_prompt_without_the_repository_map(make_repo, open_service) -> None:
+    settings = replace(no_vectors(), llm=replace(no_vectors().llm, n_ctx=4096, tiny_context_tokens=120))
+    prompts = {}
+    for tiny in (False, True):
+        service = open_service(make_repo(FLOW_FILES), settings)
+        provider = Scripted(["It is dispatched."], tiny=tiny)
+        service.__dict__["_providers"] = {None: provider}
+        events = list(service.ask("How does a request reach a view?", fresh=True))
+        assert "error" not in [e.kind for e in events]
+        opening = next(e.opening for e in events if e.kind == "opening")
+        assert opening is not None and len(opening.call_path) == 4  # the opening does not shrink
+        prompts[tiny] = provider.sent
+    assert "Repository map:" in prompts[False] and "Repository map:" not in prompts[True]
+    code = [line for line in prompts[True].splitlines() if line.startswith("### ")]
+    assert code and len(prompts[True]) < len(prompts[False])
+    assert sum(len(p) for p in prompts[True].split("### ")[1:]) / 4 <= 120 * 1.2
 
 
 # --------------------------------------------------------------------------- REAL: the bundled model

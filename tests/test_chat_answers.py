@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from coderag_tui.answering import Answerer
 from coderag_tui.answering.answerer import STOPPED, load_messages
@@ -30,7 +31,7 @@ from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.retrieval.followup import continues
 from coderag_tui.service import CodeRag
 from coderag_tui.store import open_database
-from coderag_tui.tui import chatlog
+from coderag_tui.tui import adapters, chatlog
 
 from .conftest import write_tree
 
@@ -152,6 +153,47 @@ def test_the_service_reopens_a_conversation_with_sources_and_outcome(tmp_path: P
         assert any(s.path == "shop/cart.py" for s in answer.sources)
     finally:
         service.close()
+
+
+def test_a_reopened_or_exported_conversation_shows_the_opening_section(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "web").mkdir(parents=True)
+    (repo / "web" / "app.py").write_text(
+        "def serve(environ):\n    \"\"\"The server calls this.\"\"\"\n    return dispatch(environ)\n\n\n"
+        "def dispatch(environ):\n    \"\"\"Send the request to its view.\"\"\"\n    return view(environ)\n\n\n"
+        "def view(environ):\n    \"\"\"The view answers the request.\"\"\"\n    return 'hi'\n")
+    service = CodeRag(repo, Settings(embed=EmbedSettings(enabled=False)), tmp_path / "index.db")
+    try:
+        service.index()
+        service.__dict__["_providers"] = {None: Scripted(("The view ", "answers."))}
+        events = list(service.ask("How does a request reach the view?"))
+        live = next(e.opening for e in events if e.kind == "opening")
+        assert live is not None and [u.qualname for u in live.call_path][-1] == "view"
+        assert len(live.call_path) >= 2
+        cid = events[-1].conversation_id
+        stored = service.load_conversation(cid)[-1]
+        assert stored.content == "The view answers." and stored.opening == live
+        # the TUI's reopened turn (ctrl+o) and its export show it as the live answer did
+        turn = adapters.load_turns(service, cid)[-1]
+        assert turn.answer == chatlog.with_opening(live.render(), "The view answers.")
+        exported = chatlog.to_markdown([turn], "repo")
+        assert "Call path:" in exported and "view (web/app.py:11-13)" in exported
+        assert exported.index("Call path:") < exported.index("The view answers.")
+        # the opening is plain text: a dunder name is not taken for bold Markdown, and reads back the same
+        shown = chatlog.with_opening("1. App.__call__ (web/app.py:1-3) [x]", "The view answers.")
+        assert shown.startswith("1. App.\\_\\_call\\_\\_ (web/app.py:1-3) \\[x\\]")
+        assert "App.__call__ (web/app.py:1-3) [x]" in MarkdownIt().render(shown)
+    finally:
+        service.close()
+
+    # an answer stored before openings were kept, or with an unreadable one, reopens without it
+    db = open_database(tmp_path / "index.db")
+    try:
+        with db.transaction():
+            db.execute("UPDATE messages SET opening='{not json' WHERE role='assistant'")
+        assert load_messages(db, cid)[-1].opening is None
+    finally:
+        db.close()
 
 
 # --------------------------------------------------------------------------- REAL: Esc frees the cores

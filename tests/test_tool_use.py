@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from coderag_tui.answering import Answerer, ProviderOptions, create
+from coderag_tui.answering.fallback import FallbackProvider, create_llm
 from coderag_tui.answering.toolbox import CodeRagTools
 from coderag_tui.answering.tools import pieces_from_result, tools_wanted
 from coderag_tui.config import LLMSettings, ProviderSettings, Settings
@@ -253,6 +254,34 @@ def test_the_service_gives_tools_to_remote_models_and_not_to_local_ones(
     assert not [e for e in events if e.kind == "tool"] and events[-1].kind == "done"
     [body] = bodies(plain)
     assert "tools" not in body and "tool_choice" not in body
+
+
+def test_a_fallback_chain_passes_the_tools_to_the_model_that_answers(
+    servers: Any, make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]
+) -> None:
+    down = servers(lambda h, n: h.send_json(503, {"error": "overloaded"}))
+    scripted = servers(openai_script)
+    llm = LLMSettings(provider="openai", base_url=down.url, model="m", timeout_s=10, retries=0,
+                      fallback=(ProviderSettings(provider="openai", base_url=scripted.url, model="m2",
+                                                 timeout_s=10, retries=0),))
+    service = open_service(make_repo(FILES), replace(Settings(), llm=llm))
+    events = list(service.ask("How is tax computed?"))
+    assert [e.text for e in events if e.kind == "error"] == []
+    assert [e.tool.name for e in events if e.tool] == ["search_codebase", "read_lines"]
+    assert events[-1].kind == "done"
+    assert len(down.requests) == 1 and "tools" in bodies(down)[0]  # tried once, with the tools
+    sent = bodies(scripted)
+    assert len(sent) == 3 and all(b["model"] == "m2" and "tools" in b for b in sent[:2])
+    assert sent[1]["messages"][-1]["role"] == "tool"  # the rounds stay with the model that answered
+    [sources] = [e for e in events if e.kind == "sources"]
+    assert "shop/tax.py:4-6" in [s.citation for s in sources.sources if s.cited]
+
+    class Local:  # a chain of models without a tool protocol gets no tools
+        name = "llama:x"
+
+    chain = FallbackProvider([Local(), Local()])  # type: ignore[list-item]
+    assert not tools_wanted(LLMSettings(provider="llama", tools="on"), chain)
+    assert tools_wanted(llm, create_llm(llm, FAST))
 
 
 def test_tools_setting() -> None:

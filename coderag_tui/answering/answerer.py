@@ -28,6 +28,7 @@ from typing import Any
 
 from coderag_tui.answering.citations import ExistsFn, check_citations, make_exists
 from coderag_tui.answering.guard import LIMIT_NOTE, REPEAT_NOTE, RepetitionGuard
+from coderag_tui.answering.opening import opening_from_json, opening_to_json
 from coderag_tui.answering.prompts import FittedPrompt, fit_prompt, prompt_tokens
 from coderag_tui.answering.providers.base import ContextWindowError, Provider, accepts_keyword
 from coderag_tui.answering.tools import tool_loop
@@ -68,6 +69,7 @@ class StoredMessage:
     created: float
     outcome: str = ""  # '' complete, STOPPED, else the error line
     invalid: tuple[str, ...] = ()  # citations that were flagged
+    opening: AnswerOpening | None = None  # the section coderag rendered above the answer
 
 
 def _strings_from_json(text: str) -> tuple[str, ...]:
@@ -98,11 +100,12 @@ def _sources_from_json(text: str) -> tuple[Source, ...]:
 
 
 def load_messages(store: Database, conversation_id: int) -> list[StoredMessage]:
-    """A stored conversation's messages, oldest first, with each answer's sources and outcome."""
+    """A stored conversation's messages, oldest first, with each answer's sources, outcome and
+    opening section."""
     rows = conversations.message_rows(store, conversation_id)
     return [
         StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3]), str(r[4]),
-                      _strings_from_json(str(r[5])))
+                      _strings_from_json(str(r[5])), opening_from_json(str(r[6] or "")))
         for r in rows
     ]
 
@@ -162,12 +165,13 @@ class Answerer:
         sources: tuple[Source, ...],
         outcome: str = "",
         invalid: tuple[str, ...] = (),
+        opening: AnswerOpening | None = None,
     ) -> int:
         if self.store is None:
             return conversation_id or 0
         return conversations.save_turn(self.store, conversation_id, _title(question), question, answer,
                                        json.dumps([asdict(s) for s in sources]), outcome,
-                                       json.dumps(list(invalid)), time.time())
+                                       json.dumps(list(invalid)), time.time(), opening_to_json(opening))
 
     def _exists_for(self, pieces: list[ContextPiece]) -> ExistsFn:
         if self._exists is not None:
@@ -315,7 +319,7 @@ class Answerer:
         )
         stored = f"{answer}\n\n{note}" if note and answer else (answer or note)
         outcome = failure.one_line() if failure is not None else STOPPED if stopped else ""
-        cid = self._save(conversation_id, question, stored, checked.sources, outcome, checked.invalid)
+        cid = self._save(conversation_id, question, stored, checked.sources, outcome, checked.invalid, opening)
         if failure is not None:
             yield AnswerEvent("error", text=outcome, conversation_id=cid)
             return

@@ -4,16 +4,23 @@ It moves on when a provider fails with a retryable error (rate limit, server err
 connection refused: it already retried those itself) BEFORE it produced any text; once text
 is streaming, a failure is reported as is. `answered_by` names the provider that answered,
 `failures` keeps one line per provider that was skipped during the last answer.
+
+With tools, the chain is walked the same way on the model's first turn; the provider that
+answers it keeps the conversation (its tool protocol), and one without tools answers plainly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from coderag_tui.answering.providers.base import Provider, ProviderOptions, accepts_keyword, create
 from coderag_tui.config import LLMSettings, ProviderSettings
 from coderag_tui.errors import CoderagError, ProviderError
 from coderag_tui.models import ChatMessage, ModelInfo
+
+if TYPE_CHECKING:
+    from coderag_tui.answering.tools import ToolCall, ToolSession, ToolSpec
 
 
 def _moves_on(exc: CoderagError) -> bool:
@@ -97,6 +104,75 @@ class FallbackProvider:
         raise ProviderError(
             "every model failed: " + "; ".join(self.failures), retryable=True
         ) from last
+
+
+    def tool_session(self, messages: list[ChatMessage], specs: Sequence[ToolSpec]) -> ToolSession:
+        """A conversation with tools, held by the first provider of the chain that answers."""
+        return _FallbackSession(self, messages, specs)
+
+    def tools_supported(self) -> bool:
+        return any(hasattr(p, "tool_session") for p in self.providers)
+
+
+class _PlainSession:
+    """The tool session of a provider without tools: it answers, and never asks for a call."""
+
+    def __init__(self, provider: Provider, messages: list[ChatMessage]) -> None:
+        self.provider, self.messages = provider, messages
+
+    def turn(self, *, max_tokens: int, temperature: float, allow_tools: bool) -> Iterator[str | ToolCall]:
+        yield from self.provider.stream(self.messages, max_tokens=max_tokens, temperature=temperature)
+
+    def add_results(self, text: str, calls: list[ToolCall], results: list[str]) -> None:
+        raise AssertionError("a plain session never asks for tool calls")
+
+
+class _FallbackSession:
+    def __init__(self, owner: FallbackProvider, messages: list[ChatMessage], specs: Sequence[ToolSpec]) -> None:
+        self.owner, self.messages, self.specs = owner, messages, list(specs)
+        self.session: Any = None  # of the provider that answered the first turn
+        self.provider: Provider | None = None
+
+    def _open(self, provider: Provider) -> Any:
+        if hasattr(provider, "tool_session"):
+            return provider.tool_session(self.messages, self.specs)
+        return _PlainSession(provider, self.messages)
+
+    def turn(self, *, max_tokens: int, temperature: float, allow_tools: bool) -> Iterator[str | ToolCall]:
+        owner = self.owner
+        if self.session is not None and self.provider is not None:
+            yield from self.session.turn(max_tokens=max_tokens, temperature=temperature, allow_tools=allow_tools)
+            owner.finish_reason = str(getattr(self.provider, "finish_reason", "") or "")
+            return
+        owner.answered_by, owner.failures, owner.finish_reason = "", [], ""
+        last: CoderagError | None = None
+        for provider in owner.providers:
+            owner._current = provider
+            session = self._open(provider)
+            produced = False
+            try:
+                for item in session.turn(max_tokens=max_tokens, temperature=temperature, allow_tools=allow_tools):
+                    if not produced:
+                        produced = True
+                        self.session, self.provider, owner.answered_by = session, provider, provider.name
+                    yield item
+            except CoderagError as exc:
+                if produced or not _moves_on(exc):
+                    raise
+                owner.failures.append(f"{provider.name}: {exc.one_line()}")
+                last = exc
+                continue
+            if not produced:  # an empty turn is still an answer
+                self.session, self.provider, owner.answered_by = session, provider, provider.name
+            owner.finish_reason = str(getattr(provider, "finish_reason", "") or "")
+            return
+        assert last is not None
+        raise ProviderError("every model failed: " + "; ".join(owner.failures), retryable=True) from last
+
+    def add_results(self, text: str, calls: list[ToolCall], results: list[str]) -> None:
+        if self.session is None:
+            raise AssertionError("results before the model's first turn")
+        self.session.add_results(text, calls, results)
 
 
 def create_llm(settings: LLMSettings | ProviderSettings, options: ProviderOptions | None = None) -> Provider:

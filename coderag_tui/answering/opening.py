@@ -2,19 +2,25 @@
 
 The units are the top search hits (kind, qualified name, `path:start-end`, one line: the
 docstring's first sentence, else the signature). For a question about a flow the call path
-is found in the graph's CALLS edges: breadth-first from the top hits toward their callers,
+is found in the graph's CALLS edges: breadth-first from those units toward their callers,
 until an entry point, which is another hit of the question when one is reachable (the
 question named both ends), else a unit nobody calls (a true entry point), else the farthest
 caller found. Test code never is a step.
+
+A flow question asks how control or data gets somewhere: "how does X <verb> Y" with a verb of
+motion or processing (dispatch, reach, handle, call...), "what happens when", "walk me through",
+"the path from A to B", "lifecycle", "flow of". A plain lookup ("where is X defined", "what
+does X return", "how do I install") is not one.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from coderag_tui.models import AnswerOpening, AnswerUnit, ComposedContext, UnitRef
-from coderag_tui.retrieval.router import is_flow_question
 from coderag_tui.store import read
 from coderag_tui.store.db import Database
 
@@ -24,6 +30,36 @@ MAX_FRONTIER = 200
 LINE_CHARS = 140
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s|\n\s*\n")
+_WORD = re.compile(r"[a-z]+")
+_STOP = {"the", "and", "how", "does", "what", "when", "where", "which", "with", "from", "into", "that",
+         "this", "for", "are", "its", "was", "were", "who", "why", "can", "get", "gets", "through"}
+
+# verbs that move or process something along a path (any inflection: dispatch, dispatches...)
+_FLOW_VERB = (
+    r"(?:dispatch|rout|handl|process|reach|get(?:s|ting)?\s+(?:to|from|into)|go(?:es)?\s+(?:to|through)|end\s+up"
+    r"|call|invok|execut|run|trigger|fire|propagat|pass|forward|flow|travel|mov|deliver|send|sent|receiv|load"
+    r"|resolv|transform|convert|turn(?:s|ed)?\s+into|becom|render|serializ|pars|build|built|construct|creat"
+    r"|initiali[sz]|start|boot|register|wire|connect|hand(?:s|ed)?\s+(?:off|over)|map|match|emit|publish"
+    r"|bubbl|raise|throw|catch|caught|commit|flush|redirect|authenticat|validat|sign|verif|encod|decod)"
+)
+_FLOW = re.compile(
+    r"\bhow\s+(?:does|do|did|is|are|was|were|will|would|can|should)\s+(?!(?:i|we|you|one)\b)"
+    rf"(?:[\w.`'()/-]+\s+){{0,7}}?{_FLOW_VERB}\w*"
+    r"|\bwhat\s+happens\s+(?:when|if|after|before|during|once|on|to|with|in)\b"
+    r"|\bwalk\s+(?:me|us)\s+through\b|\bwalkthrough\b|\btrace\s+(?:the|a|an|how|what|where|it)\b|\bstep[\s-]+by[\s-]+step\b"
+    r"|\b(?:path|paths|way|route|journey|chain)\s+(?:\w+\s+){0,3}?from\s+.+?\s+to\b"
+    r"|\bfrom\s+.+?\s+(?:all\s+the\s+way\s+)?to\s+.+?\b(?:flow|path|travel|go|get|reach)\w*"
+    r"|\bcall\s+(?:path|chain|graph|stack|flow|sequence|order|hierarchy)\b|\bcode\s+path\b"
+    r"|\b(?:control|data|request|execution|event|message)\s+flow\b|\bflow\s+of\b"
+    r"|\blife\s*-?\s*cycle\b|\bend[\s-]+to[\s-]+end\b|\bsequence\s+of\s+(?:calls|steps|events)\b"
+    r"|\border\s+in\s+which\b|\bgoes\s+through\b|\bleads?\s+to\b|\bunder\s+the\s+hood\b",
+    re.I | re.S,
+)
+
+
+def is_flow_question(question: str) -> bool:
+    """A question about how control or data gets somewhere: its answer is a call path."""
+    return bool(_FLOW.search(" ".join(question.split())))
 
 
 def is_test(unit: UnitRef) -> bool:
@@ -51,18 +87,40 @@ def answer_units(context: ComposedContext, limit: int = MAX_UNITS) -> list[UnitR
     return sorted(unique, key=lambda u: (is_test(u), u.kind == "file"))[:limit]
 
 
-def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef]) -> list[AnswerUnit]:
-    """Entry point -> ... -> one of `targets`, each step calling the next (see module doc)."""
+def _mentions(unit: UnitRef, question: str) -> int:
+    """How often the question's words occur in a unit's name and docstring."""
+    words = {w for w in _WORD.findall(question.lower()) if len(w) > 2 and w not in _STOP}
+    text = _WORD.findall(f"{unit.qualname.replace('_', ' ')} {unit.docstring}".lower())
+    return sum(1 for w in text if w in words)
+
+
+def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
+              question: str = "") -> list[AnswerUnit]:
+    """Entry point -> ... -> one of `targets`, each step calling the next (see module doc).
+
+    Each target gets its own search (callers shared by several targets would otherwise lead
+    to whichever was found first); the path kept passes through most of the question's hits,
+    from a true entry point, the longest, to the target the question's words name most, the
+    best ranked."""
     targets = [t for t in targets if t.kind != "file" and not is_test(t)]
-    if not targets:
-        return []
-    target_ids = {t.id for t in targets}
-    hit_ids = {h.id for h in hits} - target_ids
-    units: dict[int, UnitRef] = {t.id: t for t in targets}
+    hit_ids = {h.id for h in hits} | {t.id for t in targets}
+    best: tuple[tuple[int, bool, int, int, int], list[AnswerUnit]] | None = None
+    for rank, target in enumerate(targets):
+        found = _path_to(db, target, hit_ids)
+        if found is not None:
+            key = (*found[0], _mentions(target, question), -rank)
+            if best is None or key > best[0]:
+                best = (key, found[1])
+    return best[1] if best is not None else []
+
+
+def _path_to(db: Database, target: UnitRef, hit_ids: set[int]) -> tuple[tuple[int, bool, int], list[AnswerUnit]] | None:
+    """The best path to `target` and its score: (question hits on it, from a true entry point, length)."""
+    units: dict[int, UnitRef] = {target.id: target}
     nxt: dict[int, tuple[int, int]] = {}  # caller id -> (the unit it calls on the path, line)
-    depth = {t.id: 0 for t in targets}
+    depth = {target.id: 0}
     roots: set[int] = set()
-    frontier = [t.id for t in targets]
+    frontier = [target.id]
     for level in range(1, MAX_DEPTH + 1):
         if not frontier:
             break
@@ -80,7 +138,7 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef])
             units[caller.id] = caller
             nxt[caller.id] = (callee.id, edge.line)
             new.append(caller.id)
-        roots.update(uid for uid in frontier if uid not in called and uid not in target_ids)
+        roots.update(uid for uid in frontier if uid not in called and uid != target.id)
         frontier = new
 
     def steps(start: int) -> list[int]:
@@ -89,22 +147,39 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef])
             out.append(nxt[out[-1]][0])
         return out
 
-    candidates = (roots | (hit_ids & set(depth))) or {u for u in depth if u not in target_ids}
+    reached = set(depth) - {target.id}
+    candidates = (roots | (hit_ids & reached)) or reached
     if not candidates:
-        return []
+        return None
 
-    def score(uid: int) -> tuple[int, bool, int, int]:
-        # the path that passes through most of the question's hits, from a true entry point,
-        # the longest (the furthest entry point)
-        return (sum(1 for u in steps(uid) if u in hit_ids), uid in roots, depth[uid], -uid)
+    def score(uid: int) -> tuple[int, bool, int]:
+        return (sum(1 for u in steps(uid) if u in hit_ids), uid in roots, depth[uid])
 
-    best = steps(max(candidates, key=score))
-    return [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in best]
+    start = max(candidates, key=lambda uid: (*score(uid), -uid))
+    return score(start), [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in steps(start)]
 
 
 def build_opening(db: Database, question: str, context: ComposedContext) -> AnswerOpening:
     """The opening for `question` from the context's hits and the index's call graph."""
     units = answer_units(context)
     flow = is_flow_question(question)
-    path = call_path(db, units[:2], [h.unit for h in context.hits]) if flow else []
+    path = call_path(db, units, [h.unit for h in context.hits], question) if flow else []
     return AnswerOpening(units=tuple(answer_unit(u) for u in units), call_path=tuple(path), flow=flow)
+
+
+def opening_to_json(opening: AnswerOpening | None) -> str:
+    return json.dumps(asdict(opening)) if opening is not None else ""
+
+
+def opening_from_json(text: str) -> AnswerOpening | None:
+    """The stored opening, or None (none stored, or a form this version cannot read)."""
+    try:
+        data = json.loads(text) if text else None
+        if not isinstance(data, dict):
+            return None
+        return AnswerOpening(
+            units=tuple(AnswerUnit(**u) for u in data.get("units", ())),
+            call_path=tuple(AnswerUnit(**u) for u in data.get("call_path", ())),
+            flow=bool(data.get("flow", False)), model_note=str(data.get("model_note", "")))
+    except (ValueError, TypeError):
+        return None

@@ -21,6 +21,7 @@ log = logging.getLogger("coderag.mcp")
 INDEX_WAIT_S = 120.0  # how long a tool waits for the first index before answering "try again"
 MAX_CODE_LINES = 60  # code shown per symbol by lookup_symbol
 MAX_READ_LINES = 200  # lines one read_lines call returns
+FILES_FIRST = 5  # files listed before the units for a question that asks for files
 
 class ToolFailure(Exception):
     """One line for the client."""
@@ -186,7 +187,8 @@ class CodeRagTools:
         hits = search(query, limit, filters)
         if not hits:
             return f"Nothing in the index matches {query!r}."
-        out = [f"{len(hits)} result{'s' if len(hits) != 1 else ''} for {query!r}:"]
+        out = self._files_first(query, filters)
+        out.append(f"{len(hits)} result{'s' if len(hits) != 1 else ''} for {query!r}:")
         for n, h in enumerate(hits, 1):
             u = h.unit
             start, end = (h.chunk_start, h.chunk_end) if h.chunk_start else (u.start_line, u.end_line)
@@ -200,6 +202,24 @@ class CodeRagTools:
             if snippet:
                 out.append(snippet)
         return "\n".join(out)
+
+    def _files_first(self, query: str, filters: Any) -> list[str]:
+        """For a question that asks for files ("which file handles X"): the file ranking's best
+        files, listed before the code units."""
+        from coderag_tui.retrieval.intent import is_file_question
+
+        search_files = getattr(self.service, "search_files", None)
+        if search_files is None or not is_file_question(query):
+            return []
+        files = search_files(query, FILES_FIRST, filters)
+        if not files:
+            return []
+        out = [f"Files for {query!r}, best first (ranked by their matching code):"]
+        for n, h in enumerate(files, 1):
+            best = next((r[5:] for r in h.reasons if r.startswith("best ")), "")
+            out.append(f"{n}. {h.unit.path}" + (f"  (best match {best}, lines {h.chunk_start}-{h.chunk_end})"
+                                                  if best else ""))
+        return [*out, ""]
 
     def get_context(self, task: str, max_tokens: int = 6000, strategy: str = "relevance") -> str:
         self._wait()

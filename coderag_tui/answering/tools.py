@@ -110,7 +110,11 @@ def tools_wanted(settings: LLMSettings, provider: Provider) -> bool:
         raise ConfigError(f"config: llm.tools must be auto, on or off, got {settings.tools!r}")
     if mode == "off" or settings.tool_steps <= 0 or not hasattr(provider, "tool_session"):
         return False
-    return mode == "on" or settings.provider in TOOL_PROVIDERS
+    supported = getattr(provider, "tools_supported", None)  # a fallback chain: any of its models
+    if supported is not None and not supported():
+        return False
+    kinds = (settings.provider, *(f.provider for f in getattr(settings, "fallback", ())))
+    return mode == "on" or any(kind in TOOL_PROVIDERS for kind in kinds)
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from coderag_tui.cli.base import (
     width,
 )
 from coderag_tui.models import SearchFilters, SearchHit, to_dict
+from coderag_tui.retrieval.intent import is_file_question
 from coderag_tui.retrieval.strategies import STRATEGIES
 from coderag_tui.textsafe import safe_text
 
@@ -44,6 +45,8 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--path", help="only files under this path prefix")
     p.add_argument("--kind", help="only this unit kind (function, method, class, ...)")
     p.add_argument("--files", action="store_true", help="rank files instead of code units")
+    p.add_argument("--units", action="store_true", help="rank code units even for a question that asks "
+                   "for files ('which file handles X'), which otherwise ranks files")
     add_json(p)
 
 
@@ -53,7 +56,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = query_from(args.query)
     service = open_service(args)
     filters = service.check_filters(SearchFilters(language=args.lang, path_prefix=args.path, kind=args.kind))
-    if args.files:
+    files = args.files or (not args.units and is_file_question(query))
+    if files and not args.files:
+        print("a question about files: files ranked by their matching code (--units for code units)",
+              file=sys.stderr)
+    if files:
         hits = service.search_files(query, args.limit, filters)
     else:
         hits = service.search(query, args.limit, filters)

@@ -138,13 +138,6 @@ _LOOKUP = re.compile(
     r"(?:default|value|type|name))\b",
     re.I,
 )
-_FLOW = re.compile(
-    r"\b(?:how\s+(?:does|do|is|are)\b.*\b(?:reach|reached|get\s+to|gets\s+to|flow|flows|handled|processed"
-    r"|dispatched|routed|called|invoked|passed|propagated|end\s+up)|what\s+happens\s+(?:when|if|after|before)"
-    r"|call\s+(?:path|chain|graph|stack|flow)|(?:control|data|request)\s+flow|code\s+path"
-    r"|from\s+\S+\s+to\s+\S+|step\s+by\s+step|lifecycle|life\s+cycle|goes\s+through|leads?\s+to)\b",
-    re.I | re.S,
-)
 
 
 def question_kind(question: str) -> str:
@@ -161,9 +154,3 @@ def question_kind(question: str) -> str:
     if classify(q).kind in (SYMBOL, STRUCTURAL) or (_LOOKUP.match(one_line) and len(one_line.split()) <= 12):
         return LOOKUP
     return GENERAL
-
-
-def is_flow_question(question: str) -> bool:
-    """A question about how control gets somewhere ("how does a request reach a view", "what
-    happens when X"): its answer is a call path."""
-    return bool(_FLOW.search(" ".join(question.split())))

@@ -1,5 +1,6 @@
-"""Stored conversations: each turn is the question and the answer, with the answer's sources
-and the outcome (complete, stopped, or the error line) as JSON text the answerer decodes."""
+"""Stored conversations: each turn is the question and the answer, with the answer's sources,
+the outcome (complete, stopped, or the error line) and its opening section, as JSON text the
+answerer decodes."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from coderag_tui.store.db import Database
 
 
 def message_rows(db: Database, conversation_id: int) -> list[tuple[Any, ...]]:
-    """(role, content, sources JSON, created, outcome, invalid JSON) of a conversation's
-    messages, oldest first."""
-    return db.rows("SELECT role, content, sources, created, outcome, invalid FROM messages "
+    """(role, content, sources JSON, created, outcome, invalid JSON, opening JSON) of a
+    conversation's messages, oldest first."""
+    return db.rows("SELECT role, content, sources, created, outcome, invalid, opening FROM messages "
                    "WHERE conversation_id=? ORDER BY id", (conversation_id,))
 
 
@@ -33,7 +34,7 @@ def delete(db: Database, conversation_id: int) -> None:
 
 
 def save_turn(db: Database, conversation_id: int | None, title: str, question: str, answer: str,
-              sources_json: str, outcome: str, invalid_json: str, now: float) -> int:
+              sources_json: str, outcome: str, invalid_json: str, now: float, opening_json: str = "") -> int:
     """Store a question and its answer in one transaction, in a new conversation (titled
     `title`) when `conversation_id` is None. Returns the conversation's id."""
     with db.transaction():
@@ -44,7 +45,7 @@ def save_turn(db: Database, conversation_id: int | None, title: str, question: s
             db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
         db.execute("INSERT INTO messages(conversation_id, role, content, sources, created) "
                    "VALUES(?, 'user', ?, '[]', ?)", (conversation_id, question, now))
-        db.execute("INSERT INTO messages(conversation_id, role, content, sources, created, outcome, invalid) "
-                   "VALUES(?, 'assistant', ?, ?, ?, ?, ?)",
-                   (conversation_id, answer, sources_json, now, outcome, invalid_json))
+        db.execute("INSERT INTO messages(conversation_id, role, content, sources, created, outcome, invalid, "
+                   "opening) VALUES(?, 'assistant', ?, ?, ?, ?, ?, ?)",
+                   (conversation_id, answer, sources_json, now, outcome, invalid_json, opening_json))
     return conversation_id

@@ -240,6 +240,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX IF NOT EXISTS embed_docs_chunk ON embed_docs(chunk_hash);
     """,
+    # 13: an answer keeps its opening section (the units and the call path coderag rendered from
+    # the index above the model's text, as JSON), so a reopened or exported conversation shows it
+    """
+    ALTER TABLE messages ADD COLUMN opening TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coderag_tui.models import AnswerEvent, Source, UnitRef
-from coderag_tui.tui.chatlog import Turn
+from coderag_tui.tui.chatlog import Turn, with_opening
 
 STATES = ("pending", "indexed", "embedded", "error", "skipped")
 
@@ -87,12 +87,15 @@ _STOP = frozenset(["the", "and", "for", "how", "what", "where", "which", "does",
 
 
 def ask(service: Any, question: str, conversation_id: int | None,
-        should_stop: Callable[[], bool] | None = None) -> Iterator[AnswerEvent]:
+        should_stop: Callable[[], bool] | None = None, fresh: bool = False) -> Iterator[AnswerEvent]:
     """Answer events for a question: the service's own answer when it can give one, else the
-    best matching code (search, or symbols named in the question) as sources."""
+    best matching code (search, or symbols named in the question) as sources. `fresh`: ask the
+    model even when the answer cache holds an answer."""
     if has(service, "ask"):
         if should_stop is None or "should_stop" in inspect.signature(service.ask).parameters:
             kwargs: dict[str, Any] = {} if should_stop is None else {"should_stop": should_stop}
+            if fresh and "fresh" in inspect.signature(service.ask).parameters:
+                kwargs["fresh"] = True
             yield from service.ask(question, conversation_id=conversation_id, **kwargs)
             return
         events = service.ask(question, conversation_id=conversation_id)
@@ -153,7 +156,9 @@ def load_turns(service: Any, conversation_id: int) -> list[Turn]:
             if not turns or turns[-1].answer:
                 turns.append(Turn(""))
             turn = turns[-1]
-            turn.answer = content
+            opening = getattr(message, "opening", None)
+            # shown as it was when the answer was live: the index's opening, then the model's text
+            turn.answer = with_opening(opening.render() if opening is not None else "", content)
             turn.sources = tuple(getattr(message, "sources", ()) or ())
             turn.invalid = tuple(getattr(message, "invalid", ()) or ())
             outcome = str(getattr(message, "outcome", "") or "")

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from coderag_tui.models import Source
+from coderag_tui.models import Source, ToolCallInfo
 from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.textsafe import safe_line
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+OPENING_RULE = "\n\n---\n\n"  # between the opening section and the model's text
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
+
+
+def with_opening(opening: str, answer: str) -> str:
+    """An answer as shown: coderag's opening section (when there is one) above the model's text.
+    The opening is plain text: escaped, so that `__call__` is not taken for bold Markdown."""
+    if not opening:
+        return answer
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", opening) + OPENING_RULE + answer
 
 
 @dataclass
@@ -22,6 +35,26 @@ class Turn:
     done: bool = False
     error: str = ""
     stopped: bool = False  # the user stopped it: the answer is what was written until then
+    cached: bool = False  # it came from the answer cache (no model was asked)
+    tools: tuple[ToolCallInfo, ...] = ()  # the calls the model made while answering
+
+
+def tool_line(call: ToolCallInfo, expanded: bool = False) -> str:
+    """A tool call in one line ("search_codebase 'tax owed' -> 2 results:"), and when expanded
+    its arguments and the first line of its result below it (repository text escaped)."""
+    try:
+        args = json.loads(call.arguments)
+    except ValueError:
+        args = call.arguments
+    first = next(iter(args.values()), "") if isinstance(args, dict) and args else args
+    shown = f" {first!r}" if isinstance(first, str) and first else f" {first}" if first else ""
+    if len(shown) > 50:
+        shown = shown[:49] + "\u2026"
+    arrow = "->" if call.ok else "-> failed:"
+    line = f"{'▾' if expanded else '▸'} tool: {call.name}{safe_line(shown)} {arrow} {safe_line(call.summary)}"
+    if expanded:
+        line += f"\n    arguments: {safe_line(call.arguments)}\n    result: {safe_line(call.summary)}"
+    return line
 
 
 def source_line(s: Source) -> str:
@@ -35,7 +68,12 @@ def to_markdown(turns: list[Turn], repo: str, title: str = "") -> str:
     # the mark keeps coderag from indexing the export if it is ever copied into a repository
     out = [f"# {heading}", "", f"Repository: `{repo}`", "", EXPORT_MARK, ""]
     for turn in turns:
-        out += [f"## {turn.question}", "", turn.answer.strip() or "_(no answer)_", ""]
+        out += [f"## {turn.question}", ""]
+        if turn.tools:
+            out += [f"- tool: {c.name} {c.arguments} -> {c.summary}" for c in turn.tools] + [""]
+        out += [turn.answer.strip() or "_(no answer)_", ""]
+        if turn.cached:
+            out += ["> from the answer cache", ""]
         if turn.stopped:
             out += ["> stopped before the end", ""]
         if turn.error:

@@ -9,6 +9,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from coderag_tui.tui.keys import KEYS, KeySpec, effective_keys, plain_action
 
+HELD_BACK = {"ask_again"}  # listed only while the main screen allows them
+
 
 class CoderagCommands(Provider):
     def _keys(self, spec: KeySpec) -> str:
@@ -28,7 +30,13 @@ class CoderagCommands(Provider):
                 return
 
     def _specs(self) -> list[KeySpec]:
-        return [k for k in KEYS if k.id != "command_palette"]
+        from coderag_tui.tui.screens.main import MainScreen
+
+        main = next((s for s in reversed(self.app.screen_stack) if isinstance(s, MainScreen)), None)
+        # an action the main screen holds back right now (ask again, without a cached answer) is
+        # not offered
+        return [k for k in KEYS if k.id != "command_palette" and not (
+            main is not None and k.id in HELD_BACK and not main.check_action(plain_action(k), ()))]
 
     async def discover(self) -> Hits:
         for spec in self._specs():

@@ -72,6 +72,11 @@ KEYS: tuple[KeySpec, ...] = (
             "Go back (like a browser)", "Answers"),
     KeySpec("forward", "right_square_bracket,alt+right", "forward", "Forward",
             "Go forward again", "Answers"),
+    KeySpec("tool_calls", "ctrl+l", "tool_calls", "Tool calls",
+            "Expand or collapse the last answer's tool calls", "Answers"),
+    KeySpec("ask_again", "ctrl+g", "ask_again", "Ask again",
+            "Ask the model again, past the answer cache (after a cached answer)", "Answers",
+            show=True),
     KeySpec("pick_model", "f8", "pick_model", "Model",
             "Choose the model that answers (GGUF, local server, remote)", "Answers"),
     # Code viewer (while it has focus; also from the command palette)

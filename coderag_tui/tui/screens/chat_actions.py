@@ -73,18 +73,42 @@ class ChatActions(MainBase):
             self.chat.border_subtitle = f"{len(self.queued)} queued"
             self.notify(f"queued (asked when this answer ends): {message.question}", markup=False)
             return
+        await self._start_answer(message.question)
+
+    async def _start_answer(self, question: str, fresh: bool = False) -> None:
         self.turn_no += 1
         self.answering = True
         self.source_index = -1
         self.refresh_bindings()
-        await self.chat.start_turn(message.question)
+        self.chat.again_key = adapters.key_hint(self.app, "ask_again").lower()
+        await self.chat.start_turn(question)
         self.chat.focus_transcript()
-        self.ask_worker(self.turn_no, message.question, self.conversation_id)
+        self.ask_worker(self.turn_no, question, self.conversation_id, fresh)
+
+    def last_cached(self) -> chatlog.Turn | None:
+        """The last answer, when it came from the answer cache and is complete."""
+        turns = self.chat.turns
+        last = turns[-1] if turns else None
+        return last if last is not None and last.cached and last.done and not self.answering else None
+
+    async def action_ask_again(self) -> None:
+        turn = self.last_cached()
+        if turn is None:
+            self.notify("the last answer did not come from the cache", severity="warning")
+            return
+        await self._start_answer(turn.question, fresh=True)
+
+    def action_tool_calls(self) -> None:
+        view = next((v for v in reversed(list(self.chat.views())) if v.turn.tools), None)
+        if view is None:
+            self.notify("no tool calls in this conversation", severity="warning")
+            return
+        view.toggle_tools()
 
     @work(thread=True, exclusive=True, group="ask", exit_on_error=False)
-    def ask_worker(self, turn: int, question: str, conversation_id: int | None) -> None:
+    def ask_worker(self, turn: int, question: str, conversation_id: int | None, fresh: bool = False) -> None:
         worker = get_current_worker()
-        events = adapters.ask(self.service, question, conversation_id, lambda: worker.is_cancelled)
+        events = adapters.ask(self.service, question, conversation_id, lambda: worker.is_cancelled, fresh)
         try:
             # after a cancel the events still come (promptly: the service stops at once): the
             # sources of the retrieval that succeeded and the stored conversation's id
@@ -107,13 +131,16 @@ class ChatActions(MainBase):
             elif event.kind in ("done", "error") and event.conversation_id:
                 self.conversation_id = event.conversation_id
             return
+        if event.cached:
+            view.turn.cached = True
         if event.kind == "token":
             view.set_status("")
             await view.append(event.text)
         elif event.kind == "opening" and event.opening is not None:
             # what the index knows for certain, shown before the model starts writing
-            await view.append(event.opening.render() + "\n\n---\n\n")
+            await view.append(chatlog.with_opening(event.opening.render(), ""))
         elif event.kind == "tool" and event.tool is not None:
+            view.add_tool(event.tool)
             view.set_status(f"tool {event.tool.name}: {event.tool.summary}")
         elif event.kind == "status":
             if "prompt_tokens" in event.stats:
@@ -139,8 +166,8 @@ class ChatActions(MainBase):
 
     async def _finish(self, view: Any, error: str = "", cancelled: bool = False) -> None:
         self.answering = False
-        self.refresh_bindings()
         await view.finish(error=error, cancelled=cancelled)
+        self.refresh_bindings()  # after the turn is done: "ask again" shows for a cached answer
         if self.queued:
             question, self.queued = self.queued[0], self.queued[1:]
             self.chat.border_subtitle = f"{len(self.queued)} queued" if self.queued else ""

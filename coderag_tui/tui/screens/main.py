@@ -99,6 +99,10 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
     @work(thread=True, exclusive=True, group="startup", exit_on_error=False)
     def open_index(self) -> None:
         """Open (create, migrate) the index from one thread before the others use it."""
+        # the workers started next import the answering package from several threads at once,
+        # and Python's import locks may then hand one of them a partly initialized module
+        import coderag_tui.answering  # noqa: F401
+
         try:
             self.post_message(StatusChanged(self.service.status()))
         finally:
@@ -133,6 +137,8 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
             return self.answering
+        if action == "ask_again":  # only for an answer from the cache
+            return self.last_cached() is not None
         return True
 
     # ------------------------------------------------------------------ index, files, status

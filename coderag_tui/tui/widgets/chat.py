@@ -19,9 +19,9 @@ from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from coderag_tui.models import Source
+from coderag_tui.models import Source, ToolCallInfo
 from coderag_tui.textsafe import safe_line, safe_text
-from coderag_tui.tui.chatlog import Turn, source_line
+from coderag_tui.tui.chatlog import Turn, source_line, tool_line
 
 SOURCES_SHOWN = 3  # more would push a short window's answer out of view: "+N more" expands them
 
@@ -43,19 +43,23 @@ def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = (),
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
-def ended_text(turn: Turn) -> str:
+def ended_text(turn: Turn, again_key: str = "ctrl+g") -> str:
     """The status line of a finished answer ('' when it is complete)."""
     if turn.stopped:
         return "stopped: the answer ends where Esc stopped it"
-    return f"error: {turn.error}" if turn.error else ""
+    if turn.error:
+        return f"error: {turn.error}"
+    return f"answered from the cache: {again_key} asks the model again" if turn.cached else ""
 
 
 class TurnView(Vertical):
     """One question and its answer."""
 
-    def __init__(self, turn: Turn) -> None:
+    def __init__(self, turn: Turn, again_key: str = "ctrl+g") -> None:
         super().__init__(classes="turn")
         self.turn = turn
+        self.again_key = again_key
+        self.tools_expanded = False  # the tool calls' arguments and results shown
         self._stream: MarkdownStream | None = None
         self._reading: tuple[int, float] | None = None  # prompt tokens, when reading began
         self._frame = 0
@@ -64,13 +68,15 @@ class TurnView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("› ", "bold"), self.turn.question), classes="question")
+        yield Static(self._tools_text(), classes="tools")
         yield Markdown(self.turn.answer, classes="answer")
         yield Static("", classes="status")
         yield Static(self._sources_text(), classes="sources")
 
     def on_mount(self) -> None:
-        self.set_status(ended_text(self.turn) if self.turn.done else "")
+        self.set_status(ended_text(self.turn, self.again_key) if self.turn.done else "")
         self.query_one(".sources", Static).display = bool(self.turn.sources or self.turn.invalid)
+        self.query_one(".tools", Static).display = bool(self.turn.tools)
 
     def start_reading(self, prompt_tokens: int) -> None:
         """The model reads the prompt: the spinner shows it is at work, and for how long."""
@@ -118,6 +124,20 @@ class TurnView(Vertical):
         box.update(self._sources_text())
         box.display = bool(sources or invalid)
 
+    def add_tool(self, call: ToolCallInfo) -> None:
+        """A tool call the model made: one collapsed line (ctrl+l shows its arguments and result)."""
+        self.turn.tools = (*self.turn.tools, call)
+        box = self.query_one(".tools", Static)
+        box.update(self._tools_text())
+        box.display = True
+
+    def toggle_tools(self) -> None:
+        self.tools_expanded = not self.tools_expanded
+        self.query_one(".tools", Static).update(self._tools_text())
+
+    def _tools_text(self) -> Text:
+        return Text("\n".join(tool_line(c, self.tools_expanded) for c in self.turn.tools), "dim")
+
     def toggle_sources(self) -> None:
         self.expanded = not self.expanded
         self.query_one(".sources", Static).update(self._sources_text())
@@ -135,7 +155,7 @@ class TurnView(Vertical):
         self.turn.done = True
         self.turn.error = error
         self.turn.stopped = cancelled
-        self.set_status(ended_text(self.turn))
+        self.set_status(ended_text(self.turn, self.again_key))
 
 
 class Transcript(VerticalScroll, can_focus=True):
@@ -171,6 +191,7 @@ class ChatPane(Vertical):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.repo_name = repo_name
         self.border_title = "chat"
+        self.again_key = "ctrl+g"  # the key that asks again past the cache, as the keymap says
 
     def compose(self) -> ComposeResult:
         with Transcript(id="transcript"):
@@ -187,6 +208,9 @@ class ChatPane(Vertical):
     def turns(self) -> list[Turn]:
         return [view.turn for view in self.query(TurnView)]
 
+    def views(self) -> list[TurnView]:
+        return list(self.query(TurnView))
+
     @property
     def current(self) -> TurnView | None:
         views = self.query(TurnView)
@@ -200,7 +224,7 @@ class ChatPane(Vertical):
 
     async def start_turn(self, question: str) -> TurnView:
         transcript = self.query_one(Transcript)
-        view = TurnView(Turn(question))
+        view = TurnView(Turn(question), self.again_key)
         await transcript.mount(view)
         view.set_status("thinking…")
         transcript.follow = True
@@ -215,7 +239,7 @@ class ChatPane(Vertical):
         await self.clear()
         if turns:
             self.query_one("#welcome").display = False
-            await self.query_one(Transcript).mount_all([TurnView(t) for t in turns])
+            await self.query_one(Transcript).mount_all([TurnView(t, self.again_key) for t in turns])
             self.query_one(Transcript).scroll_end(animate=False)
 
     def focus_question(self) -> None:
