@@ -108,8 +108,8 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     with db.transaction():
         db.execute("INSERT INTO conversations(id, title, created, updated) VALUES(1, 'about add', 1.0, 2.0)")
         db.execute("INSERT INTO messages(conversation_id, role, content, created) VALUES(1, 'user', 'what is add?', 1.0)")
-        db.execute("INSERT INTO messages(conversation_id, role, content, created) "
-                   "VALUES(1, 'assistant', 'It adds [1].', 2.0)")
+        db.execute("INSERT INTO messages(conversation_id, role, content, created, outcome, invalid, opening) "
+                   "VALUES(1, 'assistant', 'It adds [1].', 2.0, 'stopped', '[\"x.py:9\"]', '{\"units\": []}')")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     return repo, db_path
@@ -153,11 +153,14 @@ def test_damage_is_one_clear_line_and_rebuild_recovers(
     try:
         conversations = fresh.rows("SELECT id, title FROM conversations")
         messages = fresh.rows("SELECT role, content FROM messages ORDER BY id")
+        how = fresh.rows("SELECT outcome, invalid, opening FROM messages WHERE role='assistant'")
     finally:
         fresh.close()
     if readable:
         assert conversations == [(1, "about add")], note
         assert messages == [("user", "what is add?"), ("assistant", "It adds [1].")]
+        # how the answer ended, its unverified citations and its opening come back with it
+        assert how == [("stopped", '["x.py:9"]', '{"units": []}')]
         assert "1 saved conversations (2 messages) carried over" in note
     elif readable is False:
         assert conversations == []

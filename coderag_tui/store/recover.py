@@ -19,7 +19,8 @@ from coderag_tui.store.db import load_vec, open_database
 
 _TABLES = {  # the conversation tables and the columns carried over
     "conversations": ("id", "title", "created", "updated"),
-    "messages": ("id", "conversation_id", "role", "content", "sources", "created"),
+    "messages": ("id", "conversation_id", "role", "content", "sources", "created", "outcome", "invalid",
+                 "opening"),
 }
 
 
@@ -137,13 +138,14 @@ def _drop_incomplete(rows: dict[str, list[tuple[Any, ...]]]) -> None:
                              for i, t, c, u in rows["conversations"] if i is not None]
     known = {r[0] for r in rows["conversations"]}
     messages = []
-    for mid, conv, role, content, sources, created in rows["messages"]:
+    for mid, conv, role, content, sources, created, outcome, invalid, opening in rows["messages"]:
         if mid is None or conv is None or role is None or content is None:
             continue
         if conv not in known:
             rows["conversations"].append((conv, "recovered conversation", created or now, created or now))
             known.add(conv)
-        messages.append((mid, conv, role, content, sources or "[]", created or now))
+        messages.append((mid, conv, role, content, sources or "[]", created or now, outcome or "",
+                         invalid or "[]", opening or ""))
     rows["messages"] = messages
 
 
