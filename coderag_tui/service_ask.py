@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from coderag_tui.answering import Provider
     from coderag_tui.answering.answer_cache import AnswerCache, CachedAnswer
+    from coderag_tui.answering.answerer import Answerer
     from coderag_tui.models import AnswerEvent
     from coderag_tui.service import CodeRag
 
@@ -31,7 +32,6 @@ def ask(
     from coderag_tui.answering.opening import build_opening
     from coderag_tui.errors import CoderagError
     from coderag_tui.models import AnswerEvent
-    from coderag_tui.retrieval.followup import continues
     from coderag_tui.tokens import counter_for
 
     conv = conversation_id or 0
@@ -57,17 +57,7 @@ def ask(
             answerer = Answerer(provider, rag.db, max_tokens=rag.settings.llm.max_tokens,
                                 temperature=rag.settings.llm.temperature, tools=tools, tool_steps=steps,
                                 tiny_max_tokens=rag.settings.llm.tiny_max_tokens)
-            query, same_topic = question, True
-            if conversation_id:
-                earlier = [m.content for m in answerer.load_conversation(conversation_id)
-                           if m.role == "user"]
-                if earlier:
-                    same_topic = continues(earlier[-1], question)
-                    if same_topic:
-                        query = f"{earlier[-1]}\n{question}"
-            if attachment.strip():
-                # the end of a log or a traceback names what failed: it steers retrieval
-                query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
+            query, same_topic = retrieval_query(answerer, question, conversation_id, attachment)
             context_budget, map_budget = answer_budgets(rag, provider)
             context = rag.context(query, max_tokens=context_budget,
                                    count_tokens=counter_for(provider))
@@ -94,6 +84,25 @@ def ask(
                 yield event
     # after the answer, never before it: the units it was given get summaries next
     rag._summaries_wanted(context)
+
+
+def retrieval_query(answerer: Answerer, question: str, conversation_id: int | None,
+                    attachment: str) -> tuple[str, bool]:
+    """(what retrieval searches for, whether the question continues the conversation): a
+    follow-up on the same topic is searched with the question before it, and the end of an
+    attached log or traceback (it names what failed) steers retrieval too."""
+    from coderag_tui.retrieval.followup import continues
+
+    query, same_topic = question, True
+    if conversation_id:
+        earlier = [m.content for m in answerer.load_conversation(conversation_id) if m.role == "user"]
+        if earlier:
+            same_topic = continues(earlier[-1], question)
+            if same_topic:
+                query = f"{earlier[-1]}\n{question}"
+    if attachment.strip():
+        query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
+    return query, same_topic
 
 
 def answer_cache(rag: CodeRag, provider: Provider, conversation_id: int | None,

@@ -99,8 +99,7 @@ def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callab
     across the same repositories. Never raises: errors are events."""
     from coderag_tui.answering import Answerer
     from coderag_tui.errors import CoderagError
-    from coderag_tui.retrieval.followup import continues
-    from coderag_tui.service_ask import ATTACHMENT_QUERY_CHARS, answer_budgets
+    from coderag_tui.service_ask import answer_budgets, retrieval_query
     from coderag_tui.tokens import counter_for
 
     conv = conversation_id or 0
@@ -119,15 +118,7 @@ def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callab
             answerer = Answerer(provider, primary.db, max_tokens=primary.settings.llm.max_tokens,
                                 temperature=primary.settings.llm.temperature,
                                 tiny_max_tokens=primary.settings.llm.tiny_max_tokens)
-            query, same_topic = question, True
-            if conversation_id:
-                earlier = [m.content for m in answerer.load_conversation(conversation_id) if m.role == "user"]
-                if earlier:
-                    same_topic = continues(earlier[-1], question)
-                    if same_topic:
-                        query = f"{earlier[-1]}\n{question}"
-            if attachment.strip():
-                query = f"{query}\n{attachment.strip()[-ATTACHMENT_QUERY_CHARS:]}"
+            query, same_topic = retrieval_query(answerer, question, conversation_id, attachment)
             budget, _ = answer_budgets(primary, provider)
             context = compose_across(chosen, query, budget, top(query), counter_for(provider))
             opening = opening_across(context)
