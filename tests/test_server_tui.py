@@ -39,7 +39,8 @@ async def test_the_app_through_the_server(served: dict[str, Any], monkeypatch: p
         screen = main(app)
         turn = screen.chat.turns[-1]
         assert turn.done and turn.answer.endswith("".join(ANSWER))  # below the index's opening
-        assert "- function tax_for (shop/tax.py:1-3): The sales tax owed on an amount." in turn.answer
+        # the opening, as Markdown (its names escaped, so `_` is not emphasis)
+        assert "- function tax\\_for (shop/tax.py:1-3): The sales tax owed on an amount." in turn.answer
         assert "adds the tax" in screen.chat.query(Markdown).last().source
         sources = str(screen.chat.query(".sources").last().render())
         assert "[1] shop/tax.py:1-3" in sources

@@ -14,7 +14,7 @@ import re
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -114,6 +114,13 @@ class CodeView(ScrollView, can_focus=True):
         height = self.scrollable_content_region.height
         self.scroll_to(0, max(0, self.cursor_row - height // 3), animate=False, immediate=True)
         self._follow()
+        self._centered_row = self.cursor_row
+
+    def on_resize(self, event: events.Resize) -> None:
+        # the notes above the code take their height after a document opens: a line that was
+        # just centred stays at a third of the new height (the cursor has not moved since)
+        if self.document is not None and getattr(self, "_centered_row", None) == self.cursor_row:
+            self._center()
 
     def set_dark(self, dark: bool) -> None:
         if self.document is not None and self.document.dark != dark:
