@@ -114,3 +114,19 @@ def smollm() -> Any:
     provider = LlamaProvider(ProviderSettings(n_ctx=2048), ProviderOptions(models_dir=None))
     provider.load()
     return provider
+
+
+@pytest.fixture
+def servers() -> Iterator[Callable[[Callable[[Any, int], None]], Any]]:
+    """Start scripted loopback model servers (`servers(respond)`); all are closed afterwards."""
+    from tests.test_providers_remote import Loopback
+
+    started: list[Loopback] = []
+
+    def start(respond: Callable[[Any, int], None]) -> Loopback:
+        started.append(Loopback(respond))
+        return started[-1]
+
+    yield start
+    for s in started:
+        s.close()

@@ -4,7 +4,7 @@ HTTP servers on loopback that script the model's turns; and the plain path for o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,19 +32,6 @@ FILES = {
     "node_modules/dep/key.js": "module.exports = 'do-not-send'\n",  # excluded from the index
 }
 ANSWER = "tax_for multiplies the amount by TAX_RATE (shop/tax.py:4-6). Unlike docs/greeting.py:1-2."
-
-
-@pytest.fixture
-def servers() -> Iterator[Callable[[Callable[[_Handler, int], None]], Loopback]]:
-    started: list[Loopback] = []
-
-    def start(respond: Callable[[_Handler, int], None]) -> Loopback:
-        started.append(Loopback(respond))
-        return started[-1]
-
-    yield start
-    for s in started:
-        s.close()
 
 
 @pytest.fixture

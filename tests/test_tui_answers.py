@@ -4,7 +4,7 @@ server on loopback that scripts its turns (tool calls, then the answer)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from coderag_tui.config import EmbedSettings, LLMSettings, Settings, WatchSettin
 from coderag_tui.service import CodeRag
 from coderag_tui.tui import chatlog
 from coderag_tui.tui.widgets.chat import TurnView
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
+from tests.test_providers_remote import openai_sse
 from tests.test_tool_use import FILES, openai_script
 from tests.test_tui import app_for, main, settle, type_text, until
 
@@ -33,19 +33,6 @@ def anyio_backend() -> str:
 def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
     monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
-def server() -> Iterator[Callable[[Callable[[_Handler, int], None]], Loopback]]:
-    started: list[Loopback] = []
-
-    def start(respond: Callable[[_Handler, int], None]) -> Loopback:
-        started.append(Loopback(respond))
-        return started[-1]
-
-    yield start
-    for s in started:
-        s.close()
 
 
 def service_for(url: str, make_repo: Callable[..., Path], tmp_path: Path, **llm: Any) -> CodeRag:
@@ -69,9 +56,9 @@ def tools_text(view: TurnView) -> str:
 
 
 async def test_tool_calls_are_collapsed_entries_that_a_key_expands(
-    server: Any, make_repo: Callable[..., Path], tmp_path: Path
+    servers: Any, make_repo: Callable[..., Path], tmp_path: Path
 ) -> None:
-    model = server(openai_script)
+    model = servers(openai_script)
     app = app_for(service_for(model.url, make_repo, tmp_path), auto_index=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -100,9 +87,9 @@ async def test_tool_calls_are_collapsed_entries_that_a_key_expands(
 
 
 async def test_an_answer_from_the_cache_can_be_asked_again(
-    server: Any, make_repo: Callable[..., Path], tmp_path: Path
+    servers: Any, make_repo: Callable[..., Path], tmp_path: Path
 ) -> None:
-    model = server(lambda h, n: openai_sse(h, [f"Answer {n}: tax_for returns amount * TAX_RATE (shop/tax.py:4-6)."]))
+    model = servers(lambda h, n: openai_sse(h, [f"Answer {n}: tax_for returns amount * TAX_RATE (shop/tax.py:4-6)."]))
     app = app_for(service_for(model.url, make_repo, tmp_path, tools="off"), auto_index=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
