@@ -32,8 +32,8 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 @dataclass(frozen=True)
 class ChunkHit:
-    """A chunk found by a keyword or vector search; `score`: higher is better (BM25 or
-    ts_rank_cd for keywords, 1 - cosine distance for vectors)."""
+    """A chunk found by a keyword or vector search; `score`: higher is better (BM25 for
+    keywords on both backends, 1 - cosine distance for vectors)."""
 
     chunk_id: int
     path: str

@@ -6,6 +6,8 @@ lock, each in its own transaction.
 
 from __future__ import annotations
 
+from coderag_tui.store.postgres.keywords import POSTINGS_SELECT
+
 MIGRATIONS: list[str] = [
     # 1: files, units, chunks with weighted keyword columns, edges, imports, skips, vectors
     """
@@ -114,6 +116,18 @@ MIGRATIONS: list[str] = [
     # most chunks hold, whose ranking would read every chunk's keywords
     """
     CREATE TABLE keyword_df(word text PRIMARY KEY, ndoc integer NOT NULL);
+    """,
+    # 3: keywords as BM25 impacts in postings ordered by impact (store/postgres/keywords.py),
+    # in place of the tsvector column ranked by ts_rank_cd (no IDF; it read every matching
+    # chunk). Chunks already written get theirs here; keyword_df now counts postings
+    f"""
+    CREATE TABLE keyword_postings(term text NOT NULL, impact real NOT NULL, chunk_id bigint NOT NULL);
+    INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT};
+    CREATE INDEX keyword_postings_term ON keyword_postings(term, impact DESC, chunk_id);
+    CREATE INDEX keyword_postings_chunk ON keyword_postings(chunk_id);
+    ALTER TABLE chunks DROP COLUMN keywords;
+    DELETE FROM keyword_df;
+    INSERT INTO keyword_df SELECT term, count(*) FROM keyword_postings GROUP BY term;
     """,
 ]
 

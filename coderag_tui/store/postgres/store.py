@@ -1,10 +1,9 @@
 """The PostgreSQL backend of `StoreBackend`: rows by COPY in one transaction per file, keyword
-search with weighted tsvector columns ranked by ts_rank_cd, vector KNN with pgvector's HNSW."""
+search with BM25 impacts in ordered postings (`keywords.py`), vector KNN with pgvector's HNSW."""
 
 from __future__ import annotations
 
 import functools
-import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -16,32 +15,21 @@ import psycopg
 
 from coderag_tui.errors import StoreError
 from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
-from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
-from coderag_tui.store.postgres import lookups
+from coderag_tui.store.backend import ChunkHit, redact
+from coderag_tui.store.postgres import keywords, lookups
 from coderag_tui.store.postgres.connect import connect, schema_version
 from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
 from coderag_tui.store.write import FileMeta, FileRows
 
-_WORD = re.compile(r"[^\W_]+")  # the words FTS5's unicode61 indexes, split the same way here
-# a tsvector holds at most 1 MB: a chunk's code column keeps its first words up to this
+# a chunk's code column keeps its first words up to this
 _MAX_KEYWORD_CHARS = 400_000
-# ts_rank_cd's weights are {D, C, B, A}: code (C), path/signature/doc (B), names (A), scaled
-# like the SQLite backend's bm25 weights
-_RANK_WEIGHTS = (f"{{0.1, {KEYWORD_WEIGHTS['code'] / KEYWORD_WEIGHTS['names']:.3f}, "
-                 f"{KEYWORD_WEIGHTS['signature'] / KEYWORD_WEIGHTS['names']:.3f}, 1.0}}")
-
 
 VECTOR_DIM = 384  # the `vector(384)` column of migration 1
-# a word in more than this share of the chunks, or in more chunks than MAX_DF, is left out of a
-# keyword search; the rarest words are kept up to MAX_POSTINGS matches (retrieval/lexical.py's)
-COMMON_SHARE = 0.25
-MAX_DF = 15_000
-MAX_POSTINGS = 20_000
 
 
 def words(*texts: str) -> str:
     """Lower-cased words of the texts, space-separated (what the keyword columns hold)."""
-    return " ".join(_WORD.findall(" ".join(texts).lower()))[:_MAX_KEYWORD_CHARS]
+    return " ".join(keywords.WORD.findall(" ".join(texts).lower()))[:_MAX_KEYWORD_CHARS]
 
 
 def _clean(value: Any) -> Any:
@@ -139,6 +127,8 @@ class PostgresStore:
                    "kw_names, kw_meta, kw_code",
                    ((cid, file_id, ids[c[0]], *c[1:], words(names), words(path, sig, doc), words(c[7], extra))
                     for cid, c, (names, path, sig, doc, extra) in zip(chunk_ids, rows.chunks, rows.fts, strict=True)))
+        if chunk_ids:
+            self.conn.execute(keywords.INSERT_POSTINGS, (file_id,))
 
     def _remove_rows(self, file_id: int, path: str) -> None:
         """Delete a file's rows; edges from other files into its definitions lose their target
@@ -150,6 +140,7 @@ class PostgresStore:
             "THEN u.qualname || ' (' || %s || ':' || u.start_line || ')' ELSE e.orphan END "
             "FROM units u WHERE u.id = e.dst AND u.file_id = %s AND u.kind <> 'file' AND e.src_file <> %s",
             (_clean(path), file_id, file_id))
+        self.conn.execute(keywords.DELETE_POSTINGS, (file_id,))
         for table in ("edges", "chunks", "imports", "units"):
             column = "src_file" if table == "edges" else "file_id"
             self.conn.execute(f"DELETE FROM {table} WHERE {column} = %s", (file_id,))
@@ -195,57 +186,17 @@ class PostgresStore:
         guesses the share of chunks a word matches and may scan them all."""
         with self.conn.transaction():
             linked = sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
-        self.conn.execute("ANALYZE files, units, chunks, edges")
+        self.conn.execute("ANALYZE files, units, chunks, edges, keyword_postings")
         self._refresh_keyword_df()
         return linked
 
     def _refresh_keyword_df(self) -> None:
-        """Count the chunks of each keyword again when the chunks changed by more than 5%."""
-        row = self._one("SELECT count(*) FROM chunks")
-        total = int(row[0]) if row else 0
-        last = int(self.get_meta("keyword_df_chunks") or 0)
-        if total and last and abs(total - last) <= 0.05 * last:
-            return
-        with self.conn.transaction():
-            self.conn.execute("DELETE FROM keyword_df")
-            self.conn.execute("INSERT INTO keyword_df SELECT word, ndoc FROM ts_stat('SELECT keywords FROM chunks')")
-            self.set_meta("keyword_df_chunks", str(total))
-
-    def _informative(self, words: list[str]) -> list[str]:
-        """The words without those in most chunks, rarest first up to MAX_POSTINGS postings (as
-        the SQLite searcher chooses them, retrieval/lexical.py). A word counted after the last
-        refresh is kept."""
-        total = int(self.get_meta("keyword_df_chunks") or 0)
-        if total < 50:
-            return words
-        df = {str(w): int(n) for w, n in self._rows("SELECT word, ndoc FROM keyword_df WHERE word = ANY(%s)",
-                                                    (words,))}
-        kept = [w for w in words if df.get(w, 0) <= min(COMMON_SHARE * total, MAX_DF)]
-        out: list[str] = []
-        postings = 0
-        for w in sorted(kept, key=lambda w: df.get(w, 0)):
-            if out and postings + df.get(w, 0) > MAX_POSTINGS:
-                break
-            out.append(w)
-            postings += df.get(w, 0)
-        return [w for w in kept if w in out]
+        keywords.refresh_counts(self.conn, self.get_meta, self.set_meta)
 
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
-        # (a word past tsvector's 2,047 bytes is never indexed, and to_tsquery refuses it)
-        found = [w for w in dict.fromkeys(_WORD.findall(" ".join(terms).lower())) if len(w.encode()) < 2048]
-        if found and limit > 0:
-            found = self._informative(found)
-        if not found or limit <= 0:
-            return []
-        # pure letters and digits joined by '|': no query text can be read as tsquery syntax
-        rows = self._rows(
-            "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, "
-            "ts_rank_cd(%s::float4[], c.keywords, q.q, 1) AS r "
-            "FROM (SELECT to_tsquery('simple', %s) AS q) q, chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE c.keywords @@ q.q ORDER BY r DESC, c.id LIMIT %s",
-            (_RANK_WEIGHTS, " | ".join(found), limit))
-        return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r)) for i, p, s, e, u, r in rows]
+        return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r))
+                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit)]
 
     def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
         if limit <= 0:

@@ -1,0 +1,111 @@
+"""Keyword search of the PostgreSQL backend: BM25 (FTS5's formula, the same column weights)
+read from an impact-ordered postings table.
+
+Each word of a chunk is one row of `keyword_postings(term, impact, chunk_id)`; its impact is
+BM25's term-frequency part: the word's count weighted by column (names, path/signature/doc,
+code), saturated by K1 and normalised by the chunk's length (B) against a fixed average
+(AVG_TOKENS; a written chunk's impacts never change when others are written). The writer fills
+them in SQL from the chunk's keyword columns, one statement per file. A B-tree on
+(term, impact DESC, chunk_id) lets a search read, for each query word, its PER_TERM best
+postings and no more (an index range scan); they are weighted by the word's IDF and summed per
+chunk. A word's IDF scales all its postings alike, so its best postings are its best
+contributions: the cut loses only chunks that are in no word's top PER_TERM.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from coderag_tui.store.backend import KEYWORD_WEIGHTS
+
+Rows = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+WORD = re.compile(r"[^\W_]+")  # the words FTS5's unicode61 indexes, split the same way here
+K1, B = 1.2, 0.75  # FTS5's bm25 constants
+AVG_TOKENS = 100  # a chunk's words, on average (Django 5.1: mean 101, median 98)
+PER_TERM = 1000  # postings read per query word
+MAX_TERM_CHARS = 100  # longer words are not indexed (nobody searches them; B-tree rows are bounded)
+MAX_DF_COUNT = 100_000  # a word missing from keyword_df is counted live up to this many chunks
+
+# term, impact and chunk id of every word of the chunks chosen by WHERE (the writer: one file);
+# D (the chunk's words, all columns) is a window sum over the grouped words
+_W_NAMES = KEYWORD_WEIGHTS["names"]
+_W_META = KEYWORD_WEIGHTS["signature"]  # path and signature weigh 3, a docstring 2: one column here
+_W_CODE = KEYWORD_WEIGHTS["code"]
+POSTINGS_SELECT = f"""
+    SELECT t.term, (t.f * {K1 + 1} / (t.f + {K1} * ({1 - B} + {B} * t.d / {AVG_TOKENS}.0)))::real, c.id
+    FROM chunks c CROSS JOIN LATERAL (
+        SELECT w.term, sum(w.weight) AS f, sum(count(*)) OVER () AS d FROM (
+            SELECT unnest(string_to_array(c.kw_names, ' ')) AS term, {_W_NAMES} AS weight
+            UNION ALL SELECT unnest(string_to_array(c.kw_meta, ' ')), {_W_META}
+            UNION ALL SELECT unnest(string_to_array(c.kw_code, ' ')), {_W_CODE}) w
+        WHERE w.term <> '' AND length(w.term) <= {MAX_TERM_CHARS} GROUP BY w.term) t"""
+
+INSERT_POSTINGS = f"INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT} WHERE c.file_id = %s"
+DELETE_POSTINGS = "DELETE FROM keyword_postings WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = %s)"
+
+_SEARCH = """
+    SELECT s.chunk_id, f.path, c.start_line, c.end_line, c.unit_id, s.score FROM (
+        SELECT p.chunk_id, sum(p.impact * q.idf) AS score
+        FROM unnest(%s::text[], %s::float8[]) AS q(term, idf) CROSS JOIN LATERAL (
+            SELECT k.chunk_id, k.impact FROM keyword_postings k WHERE k.term = q.term
+            ORDER BY k.impact DESC LIMIT %s) p
+        GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s) s
+    JOIN chunks c ON c.id = s.chunk_id JOIN files f ON f.id = c.file_id
+    ORDER BY s.score DESC, s.chunk_id"""
+
+
+def query_words(terms: Sequence[str]) -> list[str]:
+    """The distinct lower-cased words of the search terms, as the writer splits them."""
+    return [w for w in dict.fromkeys(WORD.findall(" ".join(terms).lower())) if len(w) <= MAX_TERM_CHARS]
+
+
+def idf(df: int, total: int) -> float:
+    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least 1e-6 (a word in most chunks)."""
+    value = math.log((total - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def frequencies(rows: Rows, words: list[str]) -> tuple[dict[str, int], int]:
+    """Chunks holding each word (keyword_df, else counted now up to MAX_DF_COUNT) and all chunks."""
+    counted = rows("SELECT value FROM meta WHERE key = 'keyword_df_chunks'", ())
+    total = int(counted[0][0]) if counted else 0
+    df = {str(w): int(n) for w, n in rows("SELECT word, ndoc FROM keyword_df WHERE word = ANY(%s)", (words,))}
+    for w in words:
+        if w not in df:  # written after the last count: its postings, bounded
+            found = rows("SELECT count(*) FROM (SELECT 1 FROM keyword_postings WHERE term = %s LIMIT %s) p",
+                         (w, MAX_DF_COUNT))
+            df[w] = int(found[0][0])
+    if not total or max(df.values(), default=0) > total:  # nothing counted yet, or much written since
+        found = rows("SELECT count(*) FROM chunks", ())
+        total = int(found[0][0])
+    return df, total
+
+
+def search(rows: Rows, terms: Sequence[str], limit: int, per_term: int = PER_TERM) -> list[tuple[Any, ...]]:
+    """(chunk id, path, start, end, unit id, score) of the best chunks for any of the words."""
+    words = query_words(terms)
+    if not words or limit <= 0:
+        return []
+    df, total = frequencies(rows, words)
+    present = [w for w in words if df.get(w)]
+    if not present:
+        return []
+    weights = [idf(df[w], max(total, df[w])) for w in present]
+    return rows(_SEARCH, (present, weights, per_term, limit))
+
+
+def refresh_counts(conn: Any, get_meta: Callable[[str], str], set_meta: Callable[[str, str], None]) -> None:
+    """Count the chunks of each word again when the chunks changed by more than 5% since."""
+    row = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    total = int(row[0]) if row else 0
+    last = int(get_meta("keyword_df_chunks") or 0)
+    if total and last and abs(total - last) <= 0.05 * last:
+        return
+    with conn.transaction():
+        conn.execute("DELETE FROM keyword_df")
+        conn.execute("INSERT INTO keyword_df SELECT term, count(*) FROM keyword_postings GROUP BY term")
+        set_meta("keyword_df_chunks", str(total))
