@@ -1,7 +1,7 @@
 """The HTTP server's cost over the service it wraps, and its behaviour under concurrent clients.
 
     .venv/bin/python bench/bench_server.py [--repo /path/to/checkout] [--rounds 3] [--clients 16]
-                                           [--requests 10] [--embed]
+                                           [--requests 10] [--embed] [--db FILE | --store URL]
 
 Serves one real repository (default: Flask, checked out from /work/.mirror/pallets+flask) with
 `coderag serve` in a process of its own on loopback, its index built first in a temporary
@@ -13,7 +13,9 @@ folder. Then, in one run:
   requests per second, p50 and p95 latency and the errors, and, for the ratio, the same
   requests sent by one client one after another.
 
-Vectors are off unless `--embed` (then the bundled embedding model answers the query vectors
+`--db FILE` serves an index built before (kept; `bench_scale.py`'s size: index the folder of
+repositories once with `coderag index --db FILE DATA`), `--store URL` one in PostgreSQL (the
+server then reads it; the in-process comparison is left out). Vectors are off unless `--embed` (then the bundled embedding model answers the query vectors
 on both sides). Wall times on a shared machine are noisy: compare the ratios of one run.
 """
 
@@ -69,33 +71,39 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--requests", type=int, default=10)
     ap.add_argument("--embed", action="store_true")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--db", type=Path, help="an index file to serve (built before, kept)")
+    where.add_argument("--store", help="a PostgreSQL URL holding the index to serve")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         repo = args.repo or checkout(work)
         config = work / "config.toml"
         config.write_text(f"[embed]\nenabled = {'true' if args.embed else 'false'}\n[llm]\ndiscover = false\n")
-        db = work / "index.db"
+        db = args.db.resolve() if args.db else work / "index.db"
+        index = ["--store", args.store] if args.store else ["--db", str(db)]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(work / "cache"),
                "XDG_CONFIG_HOME": str(work / "config")}
         os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME")})
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "coderag_tui", "serve", "--json", "--port", "0",
-                                 "--config", str(config), "--db", str(db), str(repo)],
+                                 "--config", str(config), *index, str(repo)],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             assert proc.stdout is not None
             url = json.loads(proc.stdout.readline())["url"]
             print(f"server up (indexed) in {time.perf_counter() - started:.1f} s: {url}")
-            service = CodeRag(repo, load_settings(repo, config), db)
+            service = None if args.store else CodeRag(repo, load_settings(repo, config), db)
             local: list[float] = []
             remote: list[float] = []
             with httpx.Client(base_url=url, timeout=120) as http:
                 for q in QUERIES:  # warm both sides (the searcher, the connection, the OS cache)
-                    service.search(q, 10)
+                    if service is not None:
+                        service.search(q, 10)
                     http.post("/search", json={"query": q, "limit": 10}).raise_for_status()
-                for _ in range(args.rounds):
+                for _ in range(args.rounds if service is not None else 0):
                     for q in QUERIES:
+                        assert service is not None
                         t = time.perf_counter()
                         service.search(q, 10)
                         local.append(time.perf_counter() - t)
@@ -107,10 +115,11 @@ def main() -> int:
                 for i in range(total):
                     http.post("/search", json={"query": QUERIES[i % len(QUERIES)], "limit": 10}).raise_for_status()
                 serial_rps = total / (time.perf_counter() - t)
-            service.close()
-            lm, rm = statistics.median(local), statistics.median(remote)
-            print(f"search, {len(local)} queries each: in-process median {lm * 1000:.1f} ms, "
-                  f"HTTP median {rm * 1000:.1f} ms, ratio HTTP/in-process {rm / lm:.2f}")
+            if service is not None:
+                service.close()
+                lm, rm = statistics.median(local), statistics.median(remote)
+                print(f"search, {len(local)} queries each: in-process median {lm * 1000:.1f} ms, "
+                      f"HTTP median {rm * 1000:.1f} ms, ratio HTTP/in-process {rm / lm:.2f}")
 
             latencies: list[float] = []
             errors: list[str] = []
