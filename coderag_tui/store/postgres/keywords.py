@@ -14,7 +14,6 @@ contributions: the cut loses only chunks that are in no word's top PER_TERM.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -47,11 +46,23 @@ POSTINGS_SELECT = f"""
 INSERT_POSTINGS = f"INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT} WHERE c.file_id = %s"
 DELETE_POSTINGS = "DELETE FROM keyword_postings WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = %s)"
 
-_SEARCH = """
+# one statement (a round trip costs more than the search on a busy machine): each word's chunk
+# count (keyword_df, else its postings counted now, bounded), the number of chunks (counted at
+# the last refresh, else now), FTS5's IDF, then the best postings of each word, summed per chunk
+_SEARCH = f"""
+    WITH q AS (
+        SELECT t.term, coalesce(d.ndoc, (SELECT count(*) FROM (SELECT 1 FROM keyword_postings k
+            WHERE k.term = t.term LIMIT {MAX_DF_COUNT}) x)) AS n
+        FROM unnest(%s::text[]) AS t(term) LEFT JOIN keyword_df d ON d.word = t.term),
+    total AS (
+        SELECT greatest(coalesce((SELECT value::bigint FROM meta WHERE key = 'keyword_df_chunks'),
+                                 (SELECT count(*) FROM chunks)), (SELECT max(n) FROM q)) AS n),
+    w AS MATERIALIZED (  -- (once per word, in float8: numeric's ln per posting costs ~10 us)
+        SELECT q.term, greatest(ln((total.n - q.n + 0.5)::float8 / (q.n + 0.5)), 1e-6) AS idf
+        FROM q, total WHERE q.n > 0)
     SELECT s.chunk_id, f.path, c.start_line, c.end_line, c.unit_id, s.score FROM (
-        SELECT p.chunk_id, sum(p.impact * q.idf) AS score
-        FROM unnest(%s::text[], %s::float8[]) AS q(term, idf) CROSS JOIN LATERAL (
-            SELECT k.chunk_id, k.impact FROM keyword_postings k WHERE k.term = q.term
+        SELECT p.chunk_id, sum(p.impact * w.idf) AS score FROM w CROSS JOIN LATERAL (
+            SELECT k.chunk_id, k.impact FROM keyword_postings k WHERE k.term = w.term
             ORDER BY k.impact DESC LIMIT %s) p
         GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s) s
     JOIN chunks c ON c.id = s.chunk_id JOIN files f ON f.id = c.file_id
@@ -63,39 +74,12 @@ def query_words(terms: Sequence[str]) -> list[str]:
     return [w for w in dict.fromkeys(WORD.findall(" ".join(terms).lower())) if len(w) <= MAX_TERM_CHARS]
 
 
-def idf(df: int, total: int) -> float:
-    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least 1e-6 (a word in most chunks)."""
-    value = math.log((total - df + 0.5) / (df + 0.5))
-    return value if value > 0 else 1e-6
-
-
-def frequencies(rows: Rows, words: list[str]) -> tuple[dict[str, int], int]:
-    """Chunks holding each word (keyword_df, else counted now up to MAX_DF_COUNT) and all chunks."""
-    counted = rows("SELECT value FROM meta WHERE key = 'keyword_df_chunks'", ())
-    total = int(counted[0][0]) if counted else 0
-    df = {str(w): int(n) for w, n in rows("SELECT word, ndoc FROM keyword_df WHERE word = ANY(%s)", (words,))}
-    for w in words:
-        if w not in df:  # written after the last count: its postings, bounded
-            found = rows("SELECT count(*) FROM (SELECT 1 FROM keyword_postings WHERE term = %s LIMIT %s) p",
-                         (w, MAX_DF_COUNT))
-            df[w] = int(found[0][0])
-    if not total or max(df.values(), default=0) > total:  # nothing counted yet, or much written since
-        found = rows("SELECT count(*) FROM chunks", ())
-        total = int(found[0][0])
-    return df, total
-
-
 def search(rows: Rows, terms: Sequence[str], limit: int, per_term: int = PER_TERM) -> list[tuple[Any, ...]]:
     """(chunk id, path, start, end, unit id, score) of the best chunks for any of the words."""
     words = query_words(terms)
     if not words or limit <= 0:
         return []
-    df, total = frequencies(rows, words)
-    present = [w for w in words if df.get(w)]
-    if not present:
-        return []
-    weights = [idf(df[w], max(total, df[w])) for w in present]
-    return rows(_SEARCH, (present, weights, per_term, limit))
+    return rows(_SEARCH, (words, per_term, limit))
 
 
 def refresh_counts(conn: Any, get_meta: Callable[[str], str], set_meta: Callable[[str, str], None]) -> None:
