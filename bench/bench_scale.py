@@ -218,7 +218,7 @@ def stage_vectors(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, samp
 
 
 def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: int, nvec: int, noise: float,
-                 sample: int) -> None:
+                 sample: int, master: int) -> None:
     _, texts, names, docs = corpus(parsed, limit)
     pick = random.Random(1)
     keyword = [pick.choice(names) for _ in range(n // 2)]
@@ -227,6 +227,12 @@ def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: in
     stores = {"sqlite": open_store(str(sqlite_path)), "postgresql": open_store(pg_url)}
     for label, s in stores.items():
         log(f"{label}: {s.counts()}")
+    sizes = stores["postgresql"].conn.execute(  # type: ignore[attr-defined]
+        "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
+        "('keyword_postings', 'chunks', 'vectors', 'units', 'edges') ORDER BY 1").fetchall()
+    log("postgresql sizes (with indexes): " + ", ".join(f"{r} {b / 2**20:.0f} MiB" for r, b in sizes)
+        + f"; database {sum(b for _, b in sizes) / 2**20:.0f} MiB in these; SQLite file "
+        f"{sqlite_path.stat().st_size / 2**20:.0f} MiB")
     model, qvecs = None, np.zeros((0, 384))
     if all(s.counts().vectors for s in stores.values()):  # else keywords (and symbols) alone
         model, base = base_vectors(texts, sample)
@@ -238,6 +244,7 @@ def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: in
     for q in keyword[:10]:  # warm both (caches, plans)
         for s in stores.values():
             s.keyword_search(q.split(), 60)
+    server = server_cpu(master)
     for q in keyword:
         got = {}
         for label, s in stores.items():
@@ -247,6 +254,7 @@ def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: in
             got[label] = {h.chunk_id for h in hits[:10]}
         if got["sqlite"]:
             overlaps.append(len(got["sqlite"] & got["postgresql"]) / len(got["sqlite"]))
+    log(f"postgresql: server CPU {(server_cpu(master) - server) / len(keyword) * 1000:.1f} ms per keyword search")
     for v in qvecs:
         for label, s in stores.items():
             t = time.perf_counter()
@@ -292,7 +300,8 @@ def main() -> int:
     if "vectors" in stages:
         stage_vectors(args.parsed, args.limit, sqlite_path, pg_url, args.sample, args.noise)
     if "search" in stages:
-        stage_search(args.parsed, args.limit, sqlite_path, pg_url, args.queries, args.vector_queries, args.noise, args.sample)
+        stage_search(args.parsed, args.limit, sqlite_path, pg_url, args.queries, args.vector_queries, args.noise, args.sample,
+                     master)
     log(f"done; this process's CPU {cpu():.0f} s; the PostgreSQL URL: {pg_url}")
     return 0
 
