@@ -275,6 +275,32 @@ def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: in
         s.close()
 
 
+def stage_one(parsed: Path, limit: int, target: str, n: int) -> None:
+    """Keyword and hybrid (keywords + symbols) search times of one index alone (e.g. the index
+    `coderag index` built of the whole data folder, larger than what the write stage reached)."""
+    _, _, names, docs = corpus(parsed, limit)
+    pick = random.Random(1)
+    keyword = [pick.choice(names) for _ in range(n // 2)]
+    keyword += [f"{pick.choice(names)} {pick.choice(names)}" for _ in range(n - len(keyword))]
+    hybrid = [pick.choice(docs) for _ in range(n // 4)] + [pick.choice(names) for _ in range(n // 4)]
+    store = open_store(target)
+    log(f"{target}: {store.counts()}")
+    times: dict[str, list[float]] = {"keyword": [], "hybrid": []}
+    for q in keyword[:10]:
+        store.keyword_search(q.split(), 60)
+    for q in keyword:
+        t = time.perf_counter()
+        store.keyword_search(q.split(), 60)
+        times["keyword"].append(time.perf_counter() - t)
+    for q in hybrid:
+        t = time.perf_counter()
+        store_search.search(store, q, 10, None)
+        times["hybrid"].append(time.perf_counter() - t)
+    log(f"{store.backend}: keyword ({n}) {ms(times['keyword'])} | hybrid, keywords + symbols "
+        f"({len(hybrid)}) {ms(times['hybrid'])}")
+    store.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parsed", type=Path)
@@ -282,6 +308,7 @@ def main() -> int:
     ap.add_argument("--store", help="a PostgreSQL URL whose server may create databases (default: start one)")
     ap.add_argument("--stages", default="write,vectors,search")
     ap.add_argument("--limit", type=int, default=0, help="stop reading repositories past this many chunks")
+    ap.add_argument("--one", help="stage `one`: the index (a file or a PostgreSQL URL) to search alone")
     ap.add_argument("--until", help="local HH:MM: write no repository after this (then link and search)")
     ap.add_argument("--sample", type=int, default=2000)
     ap.add_argument("--noise", type=float, default=0.05)
@@ -290,9 +317,9 @@ def main() -> int:
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     log(f"cpu count {os.cpu_count()}")
-    pg_url, master = postgres(args.work, args.store)
-    sqlite_path = args.work / "scale.db"
     stages = args.stages.split(",")
+    pg_url, master = postgres(args.work, args.store) if {"write", "vectors", "search"} & set(stages) else ("", 0)
+    sqlite_path = args.work / "scale.db"
     if "write" in stages:
         until = time.mktime(time.strptime(time.strftime("%Y-%m-%d ") + args.until, "%Y-%m-%d %H:%M")) \
             if args.until else float("inf")
@@ -302,6 +329,8 @@ def main() -> int:
     if "search" in stages:
         stage_search(args.parsed, args.limit, sqlite_path, pg_url, args.queries, args.vector_queries, args.noise, args.sample,
                      master)
+    if "one" in stages:
+        stage_one(args.parsed, args.limit, args.one, args.queries)
     log(f"done; this process's CPU {cpu():.0f} s; the PostgreSQL URL: {pg_url}")
     return 0
 
