@@ -11,9 +11,8 @@ wheel (a dev dependency) in a temporary folder, on its unix socket.
 
 Vectors are random unit vectors (the same for both; search time does not depend on what they
 mean), so no embedding model runs. Keyword queries are the repository's own unit names and
-pairs of them (PostgreSQL's `keyword_search` leaves out words most chunks hold, as the SQLite
-searcher does before it asks FTS5; the SQLite backend's `keyword_search` keeps them); vector
-queries are random unit vectors. SQLite searches vectors with
+pairs of them (both backends' `keyword_search` keep every word: FTS5 reads each word's whole
+posting list, PostgreSQL its best 1,000 postings); vector queries are random unit vectors. SQLite searches vectors with
 sqlite-vec's exact scan, PostgreSQL with an HNSW index (approximate).
 """
 
