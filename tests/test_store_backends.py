@@ -290,3 +290,30 @@ def test_postgres_ranks_real_code_as_sqlite_fts5_does(request: pytest.FixtureReq
     finally:
         for b in backends:
             b.close()
+
+
+def test_postgres_bulk_vectors_build_the_hnsw_index_after_the_load(request: pytest.FixtureRequest) -> None:
+    from coderag_tui.store.postgres.bulk import vectors_without_index
+
+    store = open_store(request.getfixturevalue("pg_url"))
+    try:
+        rng = np.random.default_rng(3)
+        hashes = []
+        for n in range(40):
+            rows, meta = rows_of(f"v{n}.py", f"def f{n}():\n    return {n}\n")
+            hashes.append(rows.chunks[0][5])
+            store.write_file(rows, meta)
+        vectors = rng.normal(size=(40, 384)).astype(np.float32)
+        conn = store.conn  # type: ignore[attr-defined]
+        indexed = "SELECT count(*) FROM pg_indexes WHERE indexname = 'vectors_hnsw'"
+        with vectors_without_index(conn):
+            assert conn.execute(indexed).fetchone()[0] == 0
+            assert store.set_vectors("m", hashes, vectors) == 40
+        assert conn.execute(indexed).fetchone()[0] == 1
+        found = store.vector_search(vectors[17] + rng.normal(scale=0.05, size=384).astype(np.float32), "m", 3)
+        assert found[0].path == "v17.py"
+        with pytest.raises(StoreError), vectors_without_index(conn):  # an error: the index comes back
+            store.set_vectors("m", hashes[:1], vectors[:1, :10])
+        assert conn.execute(indexed).fetchone()[0] == 1
+    finally:
+        store.close()
