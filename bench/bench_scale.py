@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -61,20 +60,27 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _stat(pid: str) -> list[str]:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()  # fields after the command name
+
+
 def server_cpu(pid: int) -> float:
-    """CPU seconds of the PostgreSQL server's processes now running (postmaster and children)."""
-    try:
-        master = psutil.Process(pid)
-        procs = [master, *master.children(recursive=True)]
-    except psutil.Error:
+    """CPU seconds of the PostgreSQL server's processes now running (postmaster and children;
+    Linux /proc, 0 elsewhere or when the server is on another machine)."""
+    if not pid:
         return 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
     total = 0.0
-    for p in procs:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
+            fields = _stat(entry)
+        except OSError:
+            continue
+        if int(entry) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
     return total
 
 
@@ -113,7 +119,10 @@ def postgres(work: Path, url: str | None) -> tuple[str, int]:
         if not exists:
             conn.execute("CREATE DATABASE coderag_scale")
         backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-    master = psutil.Process(backend).ppid() if psutil.pid_exists(backend) else 0
+    try:
+        master = int(_stat(str(backend))[1])
+    except OSError:  # a server on another machine: its CPU is not counted
+        master = 0
     head, _, query = url.partition("?")
     return head.rsplit("/", 1)[0] + "/coderag_scale" + ("?" + query if query else ""), master
 
