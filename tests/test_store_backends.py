@@ -317,3 +317,27 @@ def test_postgres_bulk_vectors_build_the_hnsw_index_after_the_load(request: pyte
         assert conn.execute(indexed).fetchone()[0] == 1
     finally:
         store.close()
+
+
+def test_postgres_migration_gives_chunks_written_before_their_postings(
+        request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    from coderag_tui.store.postgres import connect
+
+    url = request.getfixturevalue("pg_url")
+    monkeypatch.setattr(connect, "SCHEMA_VERSION", 2)  # a database of the tsvector keywords
+    old = open_store(url)
+    conn = old.conn  # type: ignore[attr-defined]
+    conn.execute("INSERT INTO files(id, path, language, hash, size, mtime_ns, indexed_at) "
+                 "VALUES(1, 'a.py', 'python', 'h', 1, 0, 0)")
+    for n, (names, code) in enumerate([("parse_amount", "parse amount text"), ("wallet", "deposit total")]):
+        conn.execute("INSERT INTO chunks(id, file_id, start_line, end_line, hash, text, kw_names, kw_code) "
+                     "VALUES(%s, 1, 1, 2, %s, '', %s, %s)", (n + 1, f"h{n}", names, code))
+    old.close()
+    monkeypatch.undo()
+    store = open_store(url)
+    try:
+        assert store.schema_version >= 3
+        assert [h.chunk_id for h in store.keyword_search(["deposit"])] == [2]
+        assert [h.chunk_id for h in store.keyword_search(["amount", "wallet"])][:2] in ([1, 2], [2, 1])
+    finally:
+        store.close()
