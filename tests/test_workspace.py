@@ -6,6 +6,7 @@ repositories: a shared library, a backend that imports it, an unrelated frontend
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +236,31 @@ def test_what_a_repository_defines_is_read_warily(tmp_path: Path) -> None:
     [_, kit] = packages(root)
     assert (kit.name, kit.main, kit.files_for("@acme/kit/lib/x")[1]) == ("@acme/kit", "lib/index.js", "lib/x.js")
     assert kit.files_for("@acme/kitten") is None
+
+
+def test_the_workspace_watches_each_repository(repos: dict[str, Any]) -> None:
+    """A file saved in one repository is re-indexed into its own index; the event names it as
+    the app's tree does, and a file named `repo/path` is indexed in its repository alone."""
+    from coderag_tui.workspace import Workspace
+    from coderag_tui.workspace.local import WorkspaceService
+
+    services = [CodeRag.open(repos[n], config=repos["config"]) for n in ("shared-lib", "backend", "frontend")]
+    service = WorkspaceService(Workspace(services), tree_paths=True)
+    first = service.index()
+    assert first.files_indexed == 6 and first.errors == ()
+    events: list[Any] = []
+    with service.watch(events.append) as watcher:
+        (repos["backend"] / "app" / "invoices.py").write_text("def issue_invoice(order):\n    return order.total\n")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+                e.phase == "indexed" and "backend/app/invoices.py" in e.paths for e in events):
+            time.sleep(0.1)
+        assert watcher.wait_idle(30)
+    assert any(e.phase == "indexed" and e.paths == ("backend/app/invoices.py",) for e in events), events
+    assert [(u.repo, u.path) for u in service.symbols("issue_invoice")] == [("backend", "backend/app/invoices.py")]
+
+    (repos["frontend"] / "src" / "banner.js").write_text("function renderFooter() { return 1; }\n")
+    again = service.index(only=["frontend/src/banner.js"])
+    assert again.files_indexed == 1 and again.files_seen == 2  # the frontend alone was walked
+    assert [u.repo for u in service.symbols("renderFooter")] == ["frontend"]
+    assert services[1].status().files == 2  # backend untouched by the frontend's run

@@ -208,12 +208,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if len(paths) > 1 or args.workspace or (args.repo and "," in args.repo and not args.server):
         service = open_workspace(args, paths if len(paths) > 1 else (args.repo or "").split(","), tree_paths=True)
         bar = progress_printer("index")
-        for name, one in service.chosen:  # the app shows them; it neither indexes nor watches several
+        for name, one in service.chosen:  # a first index before the tree can show them
             if not one.has_index():
                 bar.repo = name
                 one.index(progress=bar)
         bar.close()
-        return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
+        return int(run_app(service) or 0)  # then, as for one repository, catch up and watch
     service = open_service(args)
     if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
         return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
