@@ -264,3 +264,41 @@ def test_the_workspace_watches_each_repository(repos: dict[str, Any]) -> None:
     assert again.files_indexed == 1 and again.files_seen == 2  # the frontend alone was walked
     assert [u.repo for u in service.symbols("renderFooter")] == ["frontend"]
     assert services[1].status().files == 2  # backend untouched by the frontend's run
+
+
+def test_an_answer_across_repositories_calls_their_tools(repos: dict[str, Any], tmp_path: Path) -> None:
+    """A model with tools, answering across two repositories, reads a file of one of them: the
+    tool's result cites `repo:path` as the context does, so what it showed verifies."""
+    from tests.test_tool_use import openai_tool_call
+
+    def respond(h: _Handler, n: int) -> None:
+        if n == 0:
+            openai_tool_call(h, "c1", "read_lines", {"path": "shared-lib:shared_lib/pricing.py", "start": 1,
+                                                     "end": 3})
+        else:
+            openai_sse(h, ["Prices are shared (shared-lib:shared_lib/pricing.py:1-3), and the total is ",
+                           "computed at checkout (backend:app/checkout.py:6-9)."])
+
+    model = Loopback(respond)
+    try:
+        config = tmp_path / "tools.toml"
+        config.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model.url}/v1"\n'
+                          'model = "scripted"\ndiscover = false\ntools = "on"\ncache_similarity = 0\n'
+                          "timeout_s = 30\n")
+        services = [CodeRag.open(repos[n], config=str(config)) for n in ("shared-lib", "backend", "frontend")]
+        for s in services:
+            s.index()
+        _, answer = Workspace(services).ask(QUESTION, repos=["shared-lib", "backend"])
+        events = list(answer)
+    finally:
+        model.close()
+    [tool] = [e for e in events if e.kind == "tool"]
+    assert "read_lines" in tool.text
+    prompt = json.loads(model.requests[0]["body"])["messages"][-1]["content"]
+    assert "== shared-lib (cite its paths as shared-lib:PATH)" in prompt and "== backend" in prompt
+    result = json.loads(model.requests[1]["body"])["messages"][-1]
+    assert result["role"] == "tool" and result["content"].startswith("shared-lib:shared_lib/pricing.py:1-3\n")
+    [sources] = [e for e in events if e.kind == "sources"]
+    cited = [s.citation for s in sources.sources if s.cited]
+    assert "shared-lib:shared_lib/pricing.py:1-3" in cited and "backend:app/checkout.py:6-9" in cited
+    assert sources.invalid_citations == ()

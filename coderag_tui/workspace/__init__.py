@@ -239,13 +239,24 @@ class Workspace:
 
                 return ",".join(n for n, _ in chosen), ask_across(
                     chosen, question, lambda q: self.top_hits(q, chosen), conversation_id, model=model,
-                    should_stop=should_stop, attachment=attachment)
+                    should_stop=should_stop, attachment=attachment,
+                    tools=lambda: self.tools([n for n, _ in chosen]))
             repo = chosen[0][0]
         if conversation_id and not repo and len(self.services) > 1:
             raise RepoError("a conversation belongs to one repository", "name it (repo)")
         name, service = self.one(repo, question)
         return name, service.ask(question, conversation_id, should_stop=should_stop, fresh=fresh,
                                  attachment=attachment, model=model)
+
+    def tools(self, repos: Sequence[str]) -> Any:
+        """A model's tools over these repositories, citing `repo:path` as an answer across
+        them does; they never wait for a first index (asking needs one already)."""
+        from coderag_tui.workspace.local import WorkspaceService
+        from coderag_tui.workspace.tools import WorkspaceTools
+
+        tools = WorkspaceTools(WorkspaceService(self, repos, tree_paths=True), sep=":")
+        tools.ready.set()
+        return tools
 
     # ------------------------------------------------------------------ indexing
     def build(self, repos: Sequence[str] | None = None, *, rebuild: bool = False,

@@ -17,14 +17,38 @@ _PATHLIKE = re.compile(r"(?<![\w./-])([\w.-]+(?:/[\w.-]+)*\.\w+|[\w.-]+(?:/[\w.-
 
 
 class WorkspaceTools(CodeRagTools):
-    """`service`: a WorkspaceService made with `tree_paths=True`."""
+    """`service`: a WorkspaceService made with `tree_paths=True`. `sep`: between a repository
+    and a path in what the tools write: "/" (the MCP server, like the app's tree) or ":" (an
+    answer across repositories, whose context cites `repo:path`)."""
 
     service: WorkspaceService
 
-    def __init__(self, service: WorkspaceService) -> None:
+    def __init__(self, service: WorkspaceService, sep: str = "/") -> None:
         if not service.tree_paths:
             raise ValueError("the workspace tools need tree paths (repo/path)")
+        if sep not in ("/", ":"):
+            raise ValueError("sep is '/' or ':'")
         super().__init__(service)
+        self.sep = sep
+
+    def _out(self, text: str) -> str:
+        """`text` with each `repo/path` or `repo:path` citation written with `sep`."""
+        names = "|".join(re.escape(n) for n in self.service.repos)
+        other = ":" if self.sep == "/" else "/"
+        return re.sub(rf"(?<![\w./-])({names}){re.escape(other)}(?=[^\s:]+:\d)", rf"\1{self.sep}", text)
+
+    def search_codebase(self, query: str, limit: int = 10, language: str | None = None,
+                        path_prefix: str | None = None, kind: str | None = None) -> str:
+        return self._out(super().search_codebase(query, limit, language, path_prefix, kind))
+
+    def lookup_symbol(self, name: str, limit: int = 10) -> str:
+        return self._out(super().lookup_symbol(name, limit))
+
+    def find_callers(self, name: str, limit: int = 50) -> str:
+        return self._out(super().find_callers(name, limit))
+
+    def find_callees(self, name: str, limit: int = 50) -> str:
+        return self._out(super().find_callees(name, limit))
 
     def _index_is_empty(self) -> bool:
         try:
@@ -50,23 +74,19 @@ class WorkspaceTools(CodeRagTools):
         return name, service, tools, rest
 
     def get_context(self, task: str, max_tokens: int = 6000, strategy: str = "relevance") -> str:
-        """As over one index; a context across repositories cites `repo:path`, written here
-        `repo/path` like every other tool's paths."""
-        text = super().get_context(task, max_tokens, strategy)
-        names = "|".join(re.escape(n) for n in self.service.repos)
-        return re.sub(rf"(?<![\w./-])({names}):(?=[^\s:]+:\d)", r"\1/", text)
+        return self._out(super().get_context(task, max_tokens, strategy))
 
     def get_file_summary(self, path: str) -> str:
         self._wait()
         name, service, tools, rest = self._one(path)
-        return _tag_paths(tools.get_file_summary(rest), name, service)
+        return _tag_paths(tools.get_file_summary(rest), name, service, self.sep)
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> str:
         self._wait()
         name, service, tools, rest = self._one(path)
         text = tools.read_lines(rest, start, end)
         head, _, body = text.partition("\n")
-        return f"{name}/{head}\n{body}"
+        return f"{name}{self.sep}{head}\n{body}"
 
     def repo_map(self, max_tokens: int = 1024) -> str:
         """Each chosen repository's map, under its name, sharing the budget."""
@@ -76,16 +96,16 @@ class WorkspaceTools(CodeRagTools):
         parts = []
         for name, service in chosen:
             text = service.repo_map(share)
-            parts.append(f"== {name} (paths below are relative to {name}/)\n{text or 'The index is empty.'}")
+            parts.append(f"== {name} (paths below are relative to {name}{self.sep})\n{text or 'The index is empty.'}")
         return "\n\n".join(parts)
 
 
-def _tag_paths(text: str, name: str, service: Any) -> str:
-    """`text` with every path of the repository's index written `name/path`."""
+def _tag_paths(text: str, name: str, service: Any, sep: str) -> str:
+    """`text` with every path of the repository's index written `name{sep}path`."""
     db = service.db
 
     def tag(m: re.Match[str]) -> str:
         word = m.group(1)
-        return f"{name}/{word}" if read.has_file(db, word) else word
+        return f"{name}{sep}{word}" if read.has_file(db, word) else word
 
     return _PATHLIKE.sub(tag, text)
