@@ -127,13 +127,14 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     client = server_client(args, target)
     if client is not None:
         return client
-    if getattr(args, "workspace", False) or (target and "," in target and not os.path.exists(target)):
-        return open_workspace(args, target.split(",") if target else [])
-    store = store_url(args, target)
+    # a store given by URL holds several repositories: `a,b` names some of them there
+    store = "" if getattr(args, "workspace", False) else store_url(args, target)
     if store:
         from coderag_tui.store_service import StoreService
 
         return StoreService.open(store, target, args.config)
+    if getattr(args, "workspace", False) or (target and "," in target and not os.path.exists(target)):
+        return open_workspace(args, target.split(",") if target else [])
     service = CodeRag.open_any(target, config=args.config, db_path=args.db,
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                                progress=progress_printer("clone"))

@@ -13,7 +13,7 @@ definition of the name.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,19 @@ class CrossImport:
     language: str
 
 
+def candidates(by_repo: Mapping[str, Sequence[Package]], module: str,
+               importer: str) -> Iterator[tuple[str, str, Package]]:
+    """(repository, path, package) that `module`, imported in the repository `importer`, may be in
+    another repository, in order: the first that holds its file is the one."""
+    for name, pkgs in by_repo.items():
+        if name == importer:
+            continue
+        for pkg in pkgs:
+            for path in pkg.files_for(module) or []:
+                if path:
+                    yield name, path, pkg
+
+
 def _tag(unit: UnitRef, repo: str) -> UnitRef:
     return dataclasses.replace(unit, repo=repo)
 
@@ -58,17 +71,9 @@ class Links:
 
     def target(self, module: str, importer: str) -> tuple[str, str, Package] | None:
         """(repository, file, package) a module resolves to in another repository."""
-        for name, pkgs in self.packages.items():
-            if name == importer:
-                continue
-            for pkg in pkgs:
-                candidates = pkg.files_for(module)
-                if candidates is None:
-                    continue
-                db = self.services[name].db
-                for path in candidates:
-                    if path and read.has_file(db, path):
-                        return name, path, pkg
+        for name, path, pkg in candidates(self.packages, module, importer):
+            if read.has_file(self.services[name].db, path):
+                return name, path, pkg
         return None
 
     def imports(self, repo: str | None = None) -> list[CrossImport]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,6 +210,11 @@ class RepoViews:
         repo_id = add(self.conn, name, source) if source is not None else ids_of(self.conn, [name])[0]
         return self._view(repo_id, None)
 
+    def repository_at(self, source: str) -> Any:
+        """A store on the repository indexed from `source`, or None when none was."""
+        row = self.conn.execute("SELECT id FROM repos WHERE source = %s AND name <> ''", (source,)).fetchone()
+        return None if row is None else self._view(int(row[0]), None)
+
     def across(self, chosen: Sequence[str] | None = None) -> Any:
         """A read-only view searching the named repositories together (None: every one); each
         unit names its repository. It shares this store's connection."""
@@ -225,15 +230,14 @@ class RepoViews:
         """Record what this repository defines for others to import (workspace/packages.py)."""
         set_packages(self.conn, self._writing(), packages)
 
-    def link_across(self, resolve: Any) -> int:
-        """Link the open imports of every repository of the database: `resolve(repo id, module,
-        repositories)` gives the (repository id, path) candidates the module may be, in order.
-        Returns the edges changed."""
-        stored = {r.id: r for r in listing(self.conn)}
+    def link_across(self, resolve: Callable[[int, str], Iterable[tuple[int, str]]]) -> int:
+        """Link the open imports of every repository of the database: `resolve(repository id,
+        module)` gives the (repository id, path) the module may be, in order; the first file there
+        is the target. Returns the edges changed."""
         links: list[tuple[int, str, int | None]] = []
         for repo_id, module, pointing in open_imports(self.conn):
             target: int | None = None
-            for other, path in resolve(repo_id, module, stored):
+            for other, path in resolve(repo_id, module):
                 found = file_units(self.conn, other, [path])
                 if path in found:
                     target = found[path]

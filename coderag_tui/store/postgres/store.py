@@ -192,7 +192,8 @@ class PostgresStore(repos.RepoViews):
 
     def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
         rows = self._rows(
-            "SELECT c.hash, min(c.header || c.text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+            "SELECT c.hash, min(c.header || c.text) FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE {self._in_scope('f')} AND NOT EXISTS (SELECT 1 FROM vectors v "
             "WHERE v.hash = c.hash AND v.model = %s) GROUP BY c.hash LIMIT %s", (model, limit))
         return [(str(h), str(t)) for h, t in rows]
 
@@ -317,7 +318,8 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
 
 for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
               "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
-              "file_hashes", "counts", "edge_count", "repository", "across", "repositories", "link_across"):
+              "file_hashes", "counts", "edge_count", "repository", "repository_at", "across",
+              "repositories", "link_across"):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
 
