@@ -217,6 +217,10 @@ def test_imports_of_another_repositorys_package_link_into_it(
         pricing = shared.find_symbols("shared_lib/pricing.py")[0]
         importers = {(e.unit.repo, e.unit.path) for e in shared.callers([pricing.id], ("IMPORTS",))}
         assert ("backend", "app/checkout.py") in importers, importers
+        # calls through those imports reach the definition there: `callers` shows them
+        discount = [u for u in shared.find_symbols("apply_discount") if u.kind == "function"][0]
+        callers = {(e.unit.repo, e.unit.qualname, e.line) for e in shared.callers([discount.id])}
+        assert {("backend", "checkout_total", 9), ("backend", "refund", 13)} <= callers, callers
         # the library's own import of its own module is not another repository's
         init = shared.find_symbols("shared_lib/__init__.py")[0]
         own = [e for e in shared.callees([init.id], ("IMPORTS",)) if e.unit is not None]
@@ -233,6 +237,8 @@ def test_imports_of_another_repositorys_package_link_into_it(
         checkout = backend.find_symbols("app/checkout.py")[0]
         imports = {e.name: e.unit for e in backend.callees([checkout.id], ("IMPORTS",))}
         assert imports["shared_lib.pricing"] is None and imports["shared_lib"].repo == "shared-lib"
+        assert all(e.unit is None for e in backend.callees([backend.find_symbols("checkout_total")[0].id])
+                   if e.name == "apply_discount")  # its definition left with the module
     finally:
         backend.close()
 

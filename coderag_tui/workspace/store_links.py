@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.workspace.links import candidates
+from coderag_tui.models import UnitRef
+from coderag_tui.workspace.links import CrossImport, candidates, resolve_call, through
 from coderag_tui.workspace.packages import Package, packages
 
 _FIELDS = {f.name for f in dataclasses.fields(Package)}
@@ -47,4 +48,36 @@ def link(store: Any) -> int:
         for name, path, _ in candidates(by_name, module, importer):
             yield ids[name], path
 
-    return int(store.link_across(resolve))
+    return int(store.link_across(resolve)) + link_calls(store)
+
+
+def link_calls(store: Any) -> int:
+    """Resolve the open calls that go through an import linked into another repository to that
+    name's definition there (the imported module's first), as links.py does at query time.
+    Returns the calls resolved."""
+    by_file: dict[int, list[CrossImport]] = {}
+    for fid, repo, path, unit_id, module, imported, line, target_repo, target_path, lang in store.cross_imports():
+        by_file.setdefault(fid, []).append(CrossImport(repo, path, unit_id, module, imported, line, target_repo,
+                                                       target_path, "python" if lang == "python" else "js"))
+    calls = store.open_calls(list(by_file)) if by_file else []
+    wanted: dict[str, set[str]] = {}
+    for _, fid, name, receiver in calls:
+        for imp in by_file[fid]:
+            if through(imp, name, receiver):
+                wanted.setdefault(imp.target_repo, set()).add(name)
+    found: dict[tuple[str, str], list[UnitRef]] = {}
+    for repo, names in wanted.items():
+        for unit in store.definitions(repo, sorted(names)):
+            found.setdefault((repo, unit.name), []).append(unit)
+
+    def definition(imp: CrossImport, name: str) -> UnitRef | None:
+        units = found.get((imp.target_repo, name), [])
+        best = [u for u in units if u.path == imp.target_path] or units
+        return best[0] if best else None
+
+    targets = []
+    for edge_id, fid, name, receiver in calls:
+        hit = resolve_call(by_file[fid], name, receiver, definition)
+        if hit is not None:
+            targets.append((edge_id, hit[1].id))
+    return int(store.set_call_targets(targets))

@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 
 from coderag_tui.errors import StoreError
+from coderag_tui.models import UnitRef
 
 DEFAULT_REPO_ID = 1  # named '': a database used without repository names
 MAX_NAME = 200
@@ -248,3 +249,38 @@ class RepoViews:
             if target is not None or pointing:
                 links.append((repo_id, module, target))
         return link_imports(self.conn, links)
+
+    def cross_imports(self) -> list[tuple[int, str, str, int, str, str, int, str, str, str]]:
+        """(importing file id, its repository, its path, its unit, module, imported name, line,
+        target repository, target path, target language) of every import linked across."""
+        return [(int(fid), str(r), str(p), int(u), str(m), str(n or ""), int(ln), str(tr), str(tp), str(lang))
+                for fid, r, p, u, m, n, ln, tr, tp, lang in self.conn.execute(
+                    "SELECT f.id, r.name, f.path, e.src, e.name, e.receiver, e.line, tr.name, tf.path, tf.language "
+                    "FROM edges e JOIN files f ON f.id = e.src_file JOIN repos r ON r.id = f.repo_id "
+                    "JOIN units t ON t.id = e.dst JOIN files tf ON tf.id = t.file_id JOIN repos tr ON tr.id = tf.repo_id "
+                    "WHERE e.kind = 'IMPORTS' AND tf.repo_id <> f.repo_id ORDER BY f.id, e.line").fetchall()]
+
+    def open_calls(self, file_ids: Sequence[int]) -> list[tuple[int, int, str, str]]:
+        """(edge id, file id, called name, receiver) of the unresolved calls of the files."""
+        return [(int(i), int(f), str(n), str(r or "")) for i, f, n, r in self.conn.execute(
+            "SELECT id, src_file, name, receiver FROM edges WHERE src_file = ANY(%s) AND kind = 'CALLS' "
+            "AND dst IS NULL ORDER BY id", ([int(i) for i in file_ids],)).fetchall()]
+
+    def definitions(self, repo: str, wanted: Sequence[str]) -> list[UnitRef]:
+        """The definitions of the names in the repository `repo`, by path and line."""
+        from coderag_tui.store.postgres.lookups import units_where
+
+        scope = scope_sql(ids_of(self.conn, [repo]))
+        return units_where(lambda sql, params: self.conn.execute(sql, params).fetchall(),
+                           "u.name = ANY(%s) AND u.kind <> 'file' ORDER BY f.path, u.start_line, u.id",
+                           (list(wanted),), scope)
+
+    def set_call_targets(self, targets: Sequence[tuple[int, int]]) -> int:
+        """Resolve the calls (edge id, definition's unit id) still unresolved."""
+        if not targets:
+            return 0
+        with self.conn.transaction():
+            cur = self.conn.execute(
+                "UPDATE edges e SET dst = v.dst FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, dst) "
+                "WHERE e.id = v.id AND e.dst IS NULL", ([i for i, _ in targets], [d for _, d in targets]))
+            return max(cur.rowcount, 0)

@@ -319,7 +319,7 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
 for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
               "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
               "file_hashes", "counts", "edge_count", "repository", "repository_at", "across",
-              "repositories", "link_across"):
+              "repositories", "link_across", "cross_imports", "open_calls", "definitions", "set_call_targets"):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
 
