@@ -228,8 +228,18 @@ def test_imports_of_another_repositorys_package_link_into_it(
     finally:
         backend.close()
         shared.close()
-    # the module leaves the library: the import is open again, the others stay
+    # the library changes: its definitions are new rows, the calls into them are linked again
     lib = Path(repos["shared-lib"])
+    (lib / "shared_lib/pricing.py").write_text("# moved down a line\n" + SHARED["shared_lib/pricing.py"])
+    assert run(capsys, "index", repos["shared-lib"], "--store", url, "--config", repos["config"])[0] == 0
+    shared = open_store(url, repo="shared-lib")
+    try:
+        discount = [u for u in shared.find_symbols("apply_discount") if u.kind == "function"][0]
+        assert discount.start_line == 5
+        assert {e.unit.qualname for e in shared.callers([discount.id])} >= {"checkout_total", "refund"}
+    finally:
+        shared.close()
+    # the module leaves the library: the import is open again, the others stay
     (lib / "shared_lib/pricing.py").unlink()
     assert run(capsys, "index", repos["shared-lib"], "--store", url, "--config", repos["config"])[0] == 0
     backend = open_store(url, repo="backend")

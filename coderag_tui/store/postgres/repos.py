@@ -44,7 +44,14 @@ def scope_sql(scope: Sequence[int] | None, alias: str = "f") -> str:
     return f"{alias}.repo_id IN ({', '.join(str(int(i)) for i in scope) or 'NULL'})"
 
 
-# a call left unresolved by the same file's definitions resolves to the repository's only one
+# a call of the repository resolves to a definition in its own file, else to the repository's
+# only one (the SQLite backend's LINK_SAME_FILE / LINK_UNIQUE, kept to one repository)
+LINK_SAME_FILE_IN_REPO = (
+    "UPDATE edges e SET dst = (SELECT min(u.id) FROM units u WHERE u.file_id = e.src_file "
+    "AND u.name = e.name AND u.kind <> 'file') FROM files sf WHERE sf.id = e.src_file AND sf.repo_id = %s "
+    "AND e.kind = 'CALLS' AND e.dst IS NULL AND EXISTS (SELECT 1 FROM units u WHERE u.file_id = e.src_file "
+    "AND u.name = e.name AND u.kind <> 'file')"
+)
 LINK_UNIQUE_IN_REPO = (
     "UPDATE edges e SET dst = (SELECT min(u.id) FROM units u JOIN files uf ON uf.id = u.file_id "
     "WHERE uf.repo_id = sf.repo_id AND u.name = e.name AND u.kind <> 'file') FROM files sf "

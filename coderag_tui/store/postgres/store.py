@@ -19,7 +19,6 @@ from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
 from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
 from coderag_tui.store.postgres import lookups, repos
 from coderag_tui.store.postgres.connect import connect, schema_version
-from coderag_tui.store.sqlite_backend import LINK_SAME_FILE
 from coderag_tui.store.write import FileMeta, FileRows
 
 _WORD = re.compile(r"[^\W_]+")  # the words FTS5's unicode61 indexes, split the same way here
@@ -201,8 +200,8 @@ class PostgresStore(repos.RepoViews):
         """(Run once after a build:) also refreshes the planner's statistics, without which it
         guesses the share of chunks a word matches and may scan them all."""
         with self.conn.transaction():
-            linked = max(self.conn.execute(LINK_SAME_FILE).rowcount, 0)
-            linked += max(self.conn.execute(repos.LINK_UNIQUE_IN_REPO, (self._writing(),)).rowcount, 0)
+            linked = sum(max(self.conn.execute(sql, (self._writing(),)).rowcount, 0)
+                         for sql in (repos.LINK_SAME_FILE_IN_REPO, repos.LINK_UNIQUE_IN_REPO))
         self.conn.execute("ANALYZE files, units, chunks, edges")
         self._refresh_keyword_df()
         return linked
