@@ -274,13 +274,14 @@ class RepoViews:
             "AND dst IS NULL ORDER BY id", ([int(i) for i in file_ids],)).fetchall()]
 
     def definitions(self, repo: str, wanted: Sequence[str]) -> list[UnitRef]:
-        """The definitions of the names in the repository `repo`, by path and line."""
-        from coderag_tui.store.postgres.lookups import units_where
+        """The definitions of the names in the repository `repo`, each name's in the order symbol
+        lookup ranks them (a function before a method of the same name)."""
+        from coderag_tui.store.postgres.lookups import find_symbols
 
         scope = scope_sql(ids_of(self.conn, [repo]))
-        return units_where(lambda sql, params: self.conn.execute(sql, params).fetchall(),
-                           "u.name = ANY(%s) AND u.kind <> 'file' ORDER BY f.path, u.start_line, u.id",
-                           (list(wanted),), scope)
+        rows = lambda sql, params: self.conn.execute(sql, params).fetchall()  # noqa: E731
+        return [u for name in dict.fromkeys(wanted) for u in find_symbols(rows, name, 50, scope=scope)
+                if u.name == name and u.kind != "file"]
 
     def set_call_targets(self, targets: Sequence[tuple[int, int]]) -> int:
         """Resolve the calls (edge id, definition's unit id) still unresolved."""
