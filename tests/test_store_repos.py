@@ -95,6 +95,22 @@ def test_three_repositories_in_one_database_searched_across_all_or_some(
     assert len(err.strip().splitlines()) <= 2, err
 
 
+def test_the_configured_workspace_is_indexed_into_and_searched_in_the_database(
+        url: str, repos: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    listed = ", ".join(f'"{repos[n]}"' for n in ("shared-lib", "backend"))
+    Path(repos["config"]).write_text(f"[embed]\nenabled = false\n[server]\nrepositories = [{listed}]\n")
+    code, out, err = run(capsys, "index", "--workspace", "--store", url, "--config", repos["config"])
+    assert code == 0 and "== shared-lib" in out and "== backend" in out, out + err
+    index_all(repos, url, capsys)  # the frontend too: in the database, not in the workspace
+    found = hits(capsys, url, repos["config"], QUESTION, "--workspace")
+    assert {h["repository"] for h in found} == {"backend", "shared-lib"}, found
+    some = hits(capsys, url, repos["config"], QUESTION, "--workspace", "--repo", "backend")
+    assert {h["repository"] for h in some} == {"backend"}, some
+    code, _, err = run(capsys, "search", "x", "--workspace", "--repo", "frontend", "--store", url,
+                       "--config", repos["config"])
+    assert code != 0 and "no repository 'frontend'" in err, err
+
+
 def test_a_question_whose_code_spans_two_repositories_finds_both(
         url: str, repos: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     index_all(repos, url, capsys)

@@ -57,7 +57,7 @@ def open_service(cls: type[StoreService], url: str, target: str | Path | None,
             service = cls(None, load_settings(None, config), _at(base, source), url, source)
             service.display_name = repo_name(source)
             return service
-        folder = Path(text or ".").resolve()
+        folder = Path(text or ".").expanduser().resolve()
         if folder.is_dir():
             reading = _at(base, str(folder)) if text else _across(base, None)
             return cls(folder, load_settings(folder, config), reading, url, str(folder))
@@ -74,6 +74,36 @@ def open_service(cls: type[StoreService], url: str, target: str | Path | None,
     except BaseException:
         base.close()
         raise
+
+
+def open_listed(url: str, chosen: str | None, config: str | Path | None, indexing: bool) -> Any:
+    """`--workspace` on a store: the repositories of `[server] repositories` in the user's config,
+    each indexed into the database (`indexing`), else read together (`chosen`, `a,b`: some of them
+    by name)."""
+    from coderag_tui.store_service import StoreService
+
+    listed = [str(t) for t in load_settings(None, config).server.repositories]
+    if not listed:
+        raise RepoError("no workspace is configured", "list its folders and git URLs in [server] repositories "
+                        "of the user's config, or give them: --repo A,B")
+    if indexing:
+        return StoreRepos.open(url, listed, config)
+    sources = {_source(t) if _remote(t) else str(Path(t).expanduser().resolve()) for t in listed}
+    base: Any = open_store(url)
+    try:
+        names = [r.name for r in base.repositories() if r.source in sources]
+        wanted = [n.strip() for n in (chosen or "").split(",") if n.strip()]
+        missing = [n for n in wanted if n not in names]
+        if missing or not names:
+            raise StoreError(f"the workspace has no repository {missing[0]!r} in this database" if missing else
+                             "no repository of the workspace is in this database yet",
+                             "index them: coderag index --workspace --store URL")
+        service = StoreService(None, load_settings(None, config), base.across(wanted or names), url)
+    except BaseException:
+        base.close()
+        raise
+    service.display_name = ",".join(wanted or names)
+    return service
 
 
 def _at(base: Any, source: str) -> Any:
