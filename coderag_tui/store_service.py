@@ -25,7 +25,7 @@ class StoreService:
         self.root = root  # None: repositories named in the database, not indexed from here
         self.settings = settings
         self.store = store
-        self.source = source  # a folder, or a git URL (cloned when indexed)
+        self.source = source  # a folder, or a git URL as given (the database keeps it without credentials)
         self.display_name = root.name if root is not None else ""
         self.where = redact(url)
         self._model: EmbeddingModel | None = None

@@ -281,6 +281,12 @@ def test_a_git_url_is_cloned_into_its_own_repository_named_without_secrets(
     finally:
         store.close()
     assert "s3cret" not in _source("https://user:s3cret@github.com/acme/web.git")
+    # a URL's credentials clone, and never reach the database
+    service = StoreService.open(url, "https://user:s3cret@github.com/acme/web.git", repos["config"])
+    try:
+        assert service.display_name == "web" and not service.has_index()
+    finally:
+        service.close()
 
 
 def test_a_database_written_before_repositories_had_names_is_adopted(

@@ -53,9 +53,9 @@ def open_service(cls: type[StoreService], url: str, target: str | Path | None,
     base: Any = open_store(url)
     try:
         if text and _remote(text):
-            source = _source(text)
-            service = cls(None, load_settings(None, config), _at(base, source), url, source)
-            service.display_name = repo_name(source)
+            # the URL as given clones (its credentials stay in memory); the database keeps it without
+            service = cls(None, load_settings(None, config), _at(base, _source(text)), url, text)
+            service.display_name = repo_name(_source(text))
             return service
         folder = Path(text or ".").expanduser().resolve()
         if folder.is_dir():
@@ -120,7 +120,8 @@ def claim(service: StoreService) -> Any:
     """The service's own repository of the database (created when new), which it then reads."""
     store = service.store
     if hasattr(store, "repository") and service.source:
-        store = store.repository(service.display_name or repo_name(service.source), source=service.source)
+        source = _source(service.source)
+        store = store.repository(service.display_name or repo_name(source), source=source)
         service.store = store
         service.display_name = store.repo or service.display_name
     return store
