@@ -311,3 +311,28 @@ def test_a_database_written_before_repositories_had_names_is_adopted(
         assert store.repository("backend").files() == ["app/checkout.py"]
     finally:
         store.close()
+
+
+def test_a_js_package_of_another_repository_links_its_require_and_calls(
+        url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kit = write_tree(tmp_path / "ui-kit", {
+        "package.json": '{"name": "@acme/ui-kit", "main": "lib/index.js"}\n',
+        "lib/index.js": "function formatPrice(cents) {\n  return '$' + (cents / 100).toFixed(2);\n}\n"
+                        "module.exports = { formatPrice };\n"})
+    web = write_tree(tmp_path / "web", {
+        "package.json": '{"name": "@acme/web"}\n',
+        "src/cart.js": "const { formatPrice } = require('@acme/ui-kit');\n\nfunction cartLabel(cart) {\n"
+                       "  return 'Total: ' + formatPrice(cart.total);\n}\nmodule.exports = { cartLabel };\n"})
+    config = tmp_path / "config.toml"
+    config.write_text("[embed]\nenabled = false\n")
+    for root in (kit, web):
+        git_init(root)
+    assert run(capsys, "index", str(web), str(kit), "--store", url, "--config", str(config))[0] == 0
+    store: Any = open_store(url, repo="ui-kit")
+    try:
+        module = store.find_symbols("lib/index.js")[0]
+        assert {(e.unit.repo, e.unit.path) for e in store.callers([module.id], ("IMPORTS",))} == {("web", "src/cart.js")}
+        price = [u for u in store.find_symbols("formatPrice") if u.kind == "function"][0]
+        assert [(e.unit.repo, e.unit.name) for e in store.callers([price.id])] == [("web", "cartLabel")]
+    finally:
+        store.close()
