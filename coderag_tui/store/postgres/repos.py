@@ -4,7 +4,9 @@ store reads in, and imports that resolve into another repository of the database
 Every file belongs to one repository; a store opened on one (`open_store(url, repo=NAME)`)
 writes and reads its files only, a view across several (`store.across(names)`) searches them
 together and names each unit's repository. Repository 1, named '', is what a database used
-without names holds. Call resolution stays within a repository (`LINK_UNIQUE_IN_REPO`).
+without names holds. Calls resolve within their repository (`LINK_*_IN_REPO`); imports of
+another repository's package, and the calls through them, are linked by `link_across` and
+`set_call_targets` (what to link: workspace/store_links.py).
 """
 
 from __future__ import annotations
