@@ -7,39 +7,39 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from coderag_tui.config import Settings, load_settings
-from coderag_tui.errors import RepoError, StoreError
+from coderag_tui.config import Settings
+from coderag_tui.errors import StoreError
 from coderag_tui.indexing import store_build
 from coderag_tui.indexing.embedder import EmbeddingModel, EmbedSummary, load_model
 from coderag_tui.models import IndexCounts, IndexSummary, SearchFilters, SearchHit, UnitRef
 from coderag_tui.retrieval import store_search
-from coderag_tui.store.backend import StoreBackend, open_store, redact
+from coderag_tui.store.backend import StoreBackend, redact
 
 
 class StoreService:
-    """One repository indexed into a store opened by URL."""
+    """A repository indexed into a store opened by URL, or (reading) several of its database's
+    repositories together (workspace/store_repos.py)."""
 
-    def __init__(self, root: Path, settings: Settings, store: StoreBackend, url: str) -> None:
-        self.root = root
+    def __init__(self, root: Path | None, settings: Settings, store: StoreBackend, url: str,
+                 source: str = "") -> None:
+        self.root = root  # None: repositories named in the database, not indexed from here
         self.settings = settings
         self.store = store
-        self.display_name = root.name
+        self.source = source  # a folder, or a git URL as given (the database keeps it without credentials)
+        self.display_name = root.name if root is not None else ""
         self.where = redact(url)
         self._model: EmbeddingModel | None = None
 
     @classmethod
     def open(cls, url: str, repo: str | Path | None, config: str | Path | None = None) -> StoreService:
-        root = Path(repo or ".").resolve()
-        if not root.is_dir():
-            raise RepoError(f"{root} is not a folder", "with --store, give a local repository folder")
-        settings = load_settings(root, config)
-        return cls(root, settings, open_store(url), url)
+        from coderag_tui.workspace.store_repos import open_service
+
+        return open_service(cls, url, repo, config)
 
     def index(self, rebuild: bool = False, progress: store_build.ProgressFn | None = None) -> IndexSummary:
-        if rebuild:
-            for path in self.store.files():
-                self.store.delete_file(path)
-        return store_build.build(self.store, self.root, self.settings, progress)
+        from coderag_tui.workspace.store_repos import index_into
+
+        return index_into(self, rebuild, progress)
 
     def model(self) -> EmbeddingModel:
         if self._model is None:

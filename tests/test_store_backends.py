@@ -223,7 +223,7 @@ def test_the_cli_indexes_and_searches_a_postgres_store(request: pytest.FixtureRe
     assert "0 parsed, 2 unchanged, 1 deleted" in capsys.readouterr().out
     assert main(["status", "--repo", str(repo), "--store", url]) == 2
     assert "index, search and symbol do" in capsys.readouterr().err
-    opened = open_store(url)
+    opened = open_store(url, repo="repo")  # the CLI indexes a folder into a repository named after it
     try:
         assert opened.files() == ["shop/money.py", "tests/test_cart.py"]
     finally:

@@ -20,6 +20,7 @@ from coderag_tui.cli.base import (
     print_json,
     progress_printer,
     repo_target,
+    store_url,
     width,
 )
 from coderag_tui.models import to_dict
@@ -42,7 +43,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     args.repo_path = paths[0] if len(paths) == 1 else None
     if len(paths) > 1 and (args.repo or args.workspace):
         raise UsageError("give the repositories either as PATH|URL ... or with --repo/--workspace")
-    service = open_workspace(args, paths) if len(paths) > 1 else open_service(args)
+    if len(paths) > 1 and store_url(args, paths[0]):  # each into its own repository of one database
+        from coderag_tui.workspace.store_repos import StoreRepos
+
+        service: Any = StoreRepos.open(store_url(args, paths[0]), paths, args.config)
+    else:
+        service = open_workspace(args, paths) if len(paths) > 1 else open_service(args)
     if hasattr(service, "workspace"):
         return _index_several(args, service)
     if hasattr(service, "statuses"):  # a server's: it indexes and embeds, this waits for the job

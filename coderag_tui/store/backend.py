@@ -128,15 +128,19 @@ def is_postgres_url(target: str | Path) -> bool:
     return str(target).startswith(POSTGRES_SCHEMES)
 
 
-def open_store(target: str | Path) -> StoreBackend:
-    """The store at `target`: a PostgreSQL connection URL (`postgresql://...`) or an index file."""
+def open_store(target: str | Path, repo: str | None = None) -> StoreBackend:
+    """The store at `target`: a PostgreSQL connection URL (`postgresql://...`) or an index file.
+    A database holds several repositories: `repo` names one (store/postgres/repos.py); an index
+    file holds one."""
+    if repo is not None and not is_postgres_url(target):
+        raise StoreError("an index file holds one repository", "leave out the repository's name")
     if is_postgres_url(target):
         try:
             from coderag_tui.store.postgres import open_postgres
         except ImportError as exc:  # psycopg is an optional extra
             raise StoreError("the PostgreSQL backend needs psycopg",
                              "pip install 'coderag-tui[postgres]'") from exc
-        return open_postgres(str(target))
+        return open_postgres(str(target), repo)
     from coderag_tui.store.sqlite_backend import SqliteStore
 
     return SqliteStore.open(Path(target))

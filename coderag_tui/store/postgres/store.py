@@ -17,9 +17,8 @@ import psycopg
 from coderag_tui.errors import StoreError
 from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
 from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
-from coderag_tui.store.postgres import lookups
+from coderag_tui.store.postgres import lookups, repos
 from coderag_tui.store.postgres.connect import connect, schema_version
-from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
 from coderag_tui.store.write import FileMeta, FileRows
 
 _WORD = re.compile(r"[^\W_]+")  # the words FTS5's unicode61 indexes, split the same way here
@@ -53,14 +52,18 @@ def vector_literal(vec: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
 
 
-class PostgresStore:
-    """`StoreBackend` over one PostgreSQL database (with the pgvector extension)."""
+class PostgresStore(repos.RepoViews):
+    """`StoreBackend` over one repository of a PostgreSQL database (with the pgvector extension),
+    or a read-only view across several (`across`; repos.py)."""
 
     backend = "postgresql"
 
-    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], url: str, repo_id: int | None = repos.DEFAULT_REPO_ID,
+                 scope: Sequence[int] | None = None) -> None:
         self.conn = conn
         self.url = redact(url)
+        self.repo_id = repo_id  # the repository written (None: a view, read-only)
+        self.scope = (repo_id,) if repo_id is not None else None if scope is None else tuple(scope)
 
     @property
     def schema_version(self) -> int:
@@ -94,7 +97,8 @@ class PostgresStore:
     def write_file(self, rows: FileRows, meta: FileMeta) -> int:
         now = time.time()
         with self.conn.transaction():
-            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (meta.path,))
+            found = self._one("SELECT id FROM files WHERE repo_id = %s AND path = %s FOR UPDATE",
+                              (self._writing(), meta.path))
             file_unit_id = None
             fields = (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, bool(rows.structured),
                       bool(rows.has_errors), _clean(meta.error), now)
@@ -108,9 +112,9 @@ class PostgresStore:
                                   (*fields, file_id))
             else:
                 self.set_meta("files_generation", secrets.token_hex(8))
-                new = self._one("INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, "
-                                "has_errors, error, indexed_at) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                                (_clean(meta.path), *fields))
+                new = self._one("INSERT INTO files(repo_id, path, language, hash, size, mtime_ns, lines, structured, "
+                                "has_errors, error, indexed_at) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                                (self._writing(), _clean(meta.path), *fields))
                 assert new is not None
                 file_id = int(new[0])
             self._insert_rows(file_id, rows, file_unit_id)
@@ -156,7 +160,8 @@ class PostgresStore:
 
     def delete_file(self, path: str) -> bool:
         with self.conn.transaction():
-            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (_clean(path),))
+            found = self._one("SELECT id FROM files WHERE repo_id = %s AND path = %s FOR UPDATE",
+                              (self._writing(), _clean(path)))
             if found is None:
                 return False
             file_id = int(found[0])
@@ -186,7 +191,8 @@ class PostgresStore:
 
     def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
         rows = self._rows(
-            "SELECT c.hash, min(c.header || c.text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+            "SELECT c.hash, min(c.header || c.text) FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE {self._in_scope('f')} AND NOT EXISTS (SELECT 1 FROM vectors v "
             "WHERE v.hash = c.hash AND v.model = %s) GROUP BY c.hash LIMIT %s", (model, limit))
         return [(str(h), str(t)) for h, t in rows]
 
@@ -194,7 +200,8 @@ class PostgresStore:
         """(Run once after a build:) also refreshes the planner's statistics, without which it
         guesses the share of chunks a word matches and may scan them all."""
         with self.conn.transaction():
-            linked = sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
+            linked = sum(max(self.conn.execute(sql, (self._writing(),)).rowcount, 0)
+                         for sql in (repos.LINK_SAME_FILE_IN_REPO, repos.LINK_UNIQUE_IN_REPO))
         self.conn.execute("ANALYZE files, units, chunks, edges")
         self._refresh_keyword_df()
         return linked
@@ -243,7 +250,7 @@ class PostgresStore:
             "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, "
             "ts_rank_cd(%s::float4[], c.keywords, q.q, 1) AS r "
             "FROM (SELECT to_tsquery('simple', %s) AS q) q, chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE c.keywords @@ q.q ORDER BY r DESC, c.id LIMIT %s",
+            f"WHERE c.keywords @@ q.q AND {self._in_scope('f')} ORDER BY r DESC, c.id LIMIT %s",
             (_RANK_WEIGHTS, " | ".join(found), limit))
         return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r)) for i, p, s, e, u, r in rows]
 
@@ -255,13 +262,14 @@ class PostgresStore:
             self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(limit, 1000))),))
             rows = self._rows(
                 "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, n.d FROM (SELECT hash, "
-                "embedding <=> %s::vector AS d FROM vectors WHERE model = %s ORDER BY embedding <=> %s::vector "
+                "embedding <=> %s::vector AS d FROM vectors v WHERE model = %s AND "
+                f"{self._vector_in_scope()} ORDER BY embedding <=> %s::vector "
                 "LIMIT %s) n JOIN chunks c ON c.hash = n.hash JOIN files f ON f.id = c.file_id "
-                "ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
+                f"WHERE {self._in_scope('f')} ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
         return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
 
     def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
-        return lookups.find_symbols(self._rows, query, limit, kinds)
+        return lookups.find_symbols(self._rows, query, limit, kinds, scope=self._in_scope("f"))
 
     # ---------------------------------------------------------------- graph and rows
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
@@ -274,20 +282,21 @@ class PostgresStore:
         return lookups.get_units(self._rows, [unit_id]).get(unit_id)
 
     def file_outline(self, path: str) -> list[UnitRef]:
-        return lookups.units_where(self._rows, "f.path = %s ORDER BY u.start_line, u.id", (path,))
+        return lookups.units_where(self._rows, f"f.path = %s AND {self._in_scope('f')} ORDER BY u.start_line, u.id",
+                                   (path,))
 
     def files(self) -> list[str]:
-        return [str(p) for (p,) in self._rows("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+        return self._paths()  # repos.py: `repo:path` in a view across several
 
     def file_hashes(self) -> dict[str, str]:
-        return {str(p): str(h) for p, h in self._rows("SELECT path, hash FROM files")}
+        return {str(p): str(h) for p, h in self._rows(f"SELECT path, hash FROM files f WHERE {self._in_scope('f')}")}
 
     def edge_count(self) -> int:
-        row = self._one("SELECT count(*) FROM edges")
+        row = self._one(f"SELECT count(*) FROM edges e JOIN files f ON f.id = e.src_file WHERE {self._in_scope('f')}")
         return int(row[0]) if row else 0
 
     def counts(self) -> IndexCounts:
-        return lookups.counts(self._rows, self.get_meta("embed_model"))
+        return lookups.counts(self._rows, self.get_meta("embed_model"), self._in_scope("f"))
 
     def close(self) -> None:
         self.conn.close()
@@ -308,10 +317,19 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
 
 for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
               "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
-              "file_hashes", "counts", "edge_count"):
+              "file_hashes", "counts", "edge_count", "repository", "repository_at", "across",
+              "repositories", "link_across", "cross_imports", "open_calls", "definitions", "set_call_targets"):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
 
-def open_postgres(url: str) -> PostgresStore:
-    """The index in the PostgreSQL database at `url` (created and migrated when needed)."""
-    return PostgresStore(connect(url), url)
+def open_postgres(url: str, repo: str | None = None) -> PostgresStore:
+    """The index in the PostgreSQL database at `url` (created and migrated when needed): its
+    repository `repo` (which must be there), else the one a database used without names holds."""
+    store = PostgresStore(connect(url), url)
+    if repo is None:
+        return store
+    try:
+        return store.repository(repo)
+    except BaseException:
+        store.close()
+        raise
