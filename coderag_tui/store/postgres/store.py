@@ -19,6 +19,7 @@ from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
 from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
 from coderag_tui.store.postgres import lookups
 from coderag_tui.store.postgres.connect import connect, schema_version
+from coderag_tui.store.postgres.reads import READS, PostgresReads
 from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
 from coderag_tui.store.write import FileMeta, FileRows
 
@@ -53,7 +54,7 @@ def vector_literal(vec: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
 
 
-class PostgresStore:
+class PostgresStore(PostgresReads):
     """`StoreBackend` over one PostgreSQL database (with the pgvector extension)."""
 
     backend = "postgresql"
@@ -308,7 +309,7 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
 
 for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
               "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
-              "file_hashes", "counts", "edge_count"):
+              "file_hashes", "counts", "edge_count", *READS):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
 
