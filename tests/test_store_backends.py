@@ -221,8 +221,8 @@ def test_the_cli_indexes_and_searches_a_postgres_store(request: pytest.FixtureRe
     (repo / "shop/cart.py").unlink()  # an update drops the file that is gone, keeps the others
     assert main(["index", str(repo), "--store", url, "--no-embed"]) == 0
     assert "0 parsed, 2 unchanged, 1 deleted" in capsys.readouterr().out
-    assert main(["status", "--repo", str(repo), "--store", url]) == 2
-    assert "index, search and symbol do" in capsys.readouterr().err
+    assert main(["map", "--repo", str(repo), "--store", url]) == 2
+    assert "does not run on a store given by URL yet" in capsys.readouterr().err
     opened = open_store(url)
     try:
         assert opened.files() == ["shop/money.py", "tests/test_cart.py"]
