@@ -258,3 +258,25 @@ def test_postgres_keyword_search_leaves_out_words_most_chunks_hold(request: pyte
         assert [h.path for h in store.keyword_search(["zebra"])] == ["new.py"]  # counted later: kept
     finally:
         store.close()
+
+
+def test_context_reads_answer_alike(shop: StoreBackend) -> None:
+    """The reads context composition and the server make (ContextReads and the rows around)."""
+    shop.write_file(*rows_of("shop/euro.py", "RATE = 1.1\n\n\nclass Euro(Wallet, Base):\n    pass\n"))
+    wallet = unit(shop, "Wallet")
+    assert [u.name for u in shop.children(wallet.id)] == ["__init__", "deposit"]
+    assert shop.file_imports("shop/cart.py") == ["shop.money"]
+    assert shop.file_constants("shop/euro.py") == ["RATE"]
+    assert shop.unit_bases(unit(shop, "Euro").id) == ["Wallet", "Base"]
+    assert shop.unit_bases(wallet.id) == []
+    texts = shop.file_chunk_texts("shop/money.py")
+    assert texts[0][0] == 1 and "def parse_amount(text):" in "".join(t for _, t in texts)
+    assert shop.file_hash("shop/money.py") == content_hash(FILES["shop/money.py"].encode())
+    assert shop.file_hash("nowhere.py") is None
+    assert [u.name for u in shop.units_at("shop/money.py", 14)][:2] == ["deposit", "Wallet"]
+    assert shop.file_facts("shop/money.py") == ("python", 15, False)
+    assert shop.summary_texts([(wallet.id, wallet.path, wallet.kind, wallet.qualname)]) == {}
+    assert shop.unit_summaries("shop/money.py") == {}
+    status = shop.status("/repo")
+    assert (status.repo_root, status.files, status.units, status.edges) == ("/repo", 4, 9, shop.edge_count())
+    assert [(lang.language, lang.files) for lang in status.languages] == [("python", 4)]
