@@ -11,6 +11,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -218,6 +219,18 @@ def test_the_api_over_postgres(served: dict[str, Any]) -> None:
         status = c.get("/index/status").json()
         assert [r["name"] for r in status["repositories"]] == ["shop"]
         assert status["files_count"] == 3 and status["index_health"] == "ok"
+        missing = c.get("/files")  # the app's file tree does not come from a store yet: one line
+        assert missing.status_code == 400 and "does not run on a store" in missing.json()["error"]
+
+    # concurrent requests: each of the server's threads reads through a connection of its own
+    def ask_search(i: int) -> tuple[int, list[str]]:
+        with http(served) as c:
+            r = c.post("/search", json={"query": ["tax", "cart total", "items"][i % 3], "limit": 3})
+            return r.status_code, [h["path"] for h in r.json()["results"]]
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(ask_search, range(16)))
+    assert all(code == 200 and paths for code, paths in answers), answers
 
 
 def test_ask_streams_from_postgres(served: dict[str, Any]) -> None:
