@@ -25,6 +25,7 @@ from coderag_tui.models import (
     AnswerEvent,
     ComposedContext,
     EdgeRef,
+    FileState,
     IndexCounts,
     IndexStatus,
     IndexSummary,
@@ -167,6 +168,12 @@ class StoreService:
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
         return read_repo_lines(self.root, path, start, end)
+
+    def files(self) -> list[FileState]:
+        """Every file discovery finds, with its state in the store (the app's tree)."""
+        from coderag_tui.indexing.filestates import file_states
+
+        return file_states(self.store, self.root, None, self.settings.index)
 
     def context(self, query: str, max_tokens: int | None = None,
                 count_tokens: Callable[[str], int] | None = None, strategy: str = "relevance") -> ComposedContext:

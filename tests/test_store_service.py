@@ -219,8 +219,12 @@ def test_the_api_over_postgres(served: dict[str, Any]) -> None:
         status = c.get("/index/status").json()
         assert [r["name"] for r in status["repositories"]] == ["shop"]
         assert status["files_count"] == 3 and status["index_health"] == "ok"
-        missing = c.get("/files")  # the app's file tree does not come from a store yet: one line
-        assert missing.status_code == 400 and "does not run on a store" in missing.json()["error"]
+        files = {f["path"]: f["state"] for f in c.get("/files").json()["files"]}  # the app's tree
+        assert files["shop/tax.py"] == "indexed" and files["tests/test_tax.py"] == "indexed", files
+        outline = c.get("/outline", params={"path": "shop/cart.py"}).json()
+        assert [u["qualname"] for u in outline["units"]] == ["shop/cart.py", "Cart", "Cart.__init__", "Cart.total"]
+        refused = c.post("/search", json={"query": "tax", "filters": {"language": "python"}})
+        assert refused.status_code == 400 and "filters" in refused.json()["error"]
 
     # concurrent requests: each of the server's threads reads through a connection of its own
     def ask_search(i: int) -> tuple[int, list[str]]:
@@ -242,6 +246,36 @@ def test_ask_streams_from_postgres(served: dict[str, Any]) -> None:
     assert "".join(d["text"] for k, d in events if k == "token") == "".join(ANSWER)
     [sources] = [d for k, d in events if k == "sources"]
     assert [s["path"] for s in sources["sources"] if s["cited"]] == ["shop/tax.py"]
+
+
+def test_the_cli_through_the_server_prints_what_the_store_does(
+        served: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CODERAG_TOKEN", READ)
+    remote = ["--server", served["url"]]
+    local = ["--repo", str(served["repo"]), "--store", served["store"], "--config", str(served["config"])]
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(list(args))
+        return code, capsys.readouterr().out
+
+    for command in (["search", "cart total tax", "--json"], ["symbol", "total", "--json"],
+                    ["callers", "tax_for", "--json"], ["callees", "Cart.total", "--json"],
+                    ["context", "cart total", "--json"]):
+        code_local, out_local = run(*command, *local)
+        code_remote, out_remote = run(*command, *remote)
+        assert code_local == code_remote == 0, command
+        assert _without_repo(json.loads(out_local)) == _without_repo(json.loads(out_remote)), command
+    code, out = run("ask", "How is the tax of a cart computed?", *remote)
+    assert code == 0 and "".join(ANSWER) in out and "[1]* shop/tax.py:1-3" in out, out
+
+
+def _without_repo(doc: Any) -> Any:
+    """A server's results name their repository; a local store's do not."""
+    if isinstance(doc, list):
+        return [_without_repo(d) for d in doc]
+    if isinstance(doc, dict):
+        return {k: _without_repo(v) for k, v in doc.items() if k not in ("repository", "repo", "of_repository")}
+    return doc
 
 
 def test_tokens_and_a_build_job_on_postgres(served: dict[str, Any]) -> None:

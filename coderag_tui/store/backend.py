@@ -163,6 +163,15 @@ class StoreBackend(ContextReads, Protocol):
         """Stored model summaries of one file's units, by unit id."""
         ...
 
+    def file_index_states(self) -> dict[str, tuple[str, int, int]]:
+        """Every indexed file: path -> (language, chunks, chunks with a vector of the index's
+        embedding model)."""
+        ...
+
+    def skip_reasons(self) -> dict[str, str]:
+        """Files the last index run skipped: path -> why."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -193,6 +193,12 @@ class SqliteStore:
     def unit_summaries(self, path: str) -> dict[int, str]:
         return read.file_summaries(self.db, path)
 
+    def file_index_states(self) -> dict[str, tuple[str, int, int]]:
+        return read.file_index_states(self.db, self.db.get_meta("embed_model"))
+
+    def skip_reasons(self) -> dict[str, str]:
+        return read.skip_reasons(self.db)
+
     def close(self) -> None:
         self.db.close()
 

@@ -17,7 +17,7 @@ from coderag_tui.store.sqlite_backend import bases_of
 
 # the reads below, each turned into one line on a server's failure (store.py's `_one_line`)
 READS = ("children", "file_imports", "file_constants", "unit_bases", "file_chunk_texts", "file_hash", "units_at",
-         "importers", "file_facts", "status")
+         "importers", "file_facts", "file_index_states", "skip_reasons", "status")
 MAX_PROBLEMS = 50  # files that failed to parse, listed by `status` (as on SQLite)
 
 
@@ -81,6 +81,15 @@ class PostgresReads:
     def file_facts(self: _Base, path: str) -> tuple[str, int, bool] | None:
         found = self._rows("SELECT language, lines, has_errors FROM files WHERE path = %s", (path,))
         return (str(found[0][0]), int(found[0][1]), bool(found[0][2])) if found else None
+
+    def file_index_states(self: _Base) -> dict[str, tuple[str, int, int]]:
+        return {str(p): (str(lang), int(c), int(v)) for p, lang, c, v in self._rows(
+            "SELECT f.path, f.language, count(c.id), count(c.id) FILTER (WHERE EXISTS (SELECT 1 FROM vectors v "
+            "WHERE v.hash = c.hash AND v.model = %s)) FROM files f LEFT JOIN chunks c ON c.file_id = f.id "
+            "GROUP BY f.id", (self.get_meta("embed_model"),))}
+
+    def skip_reasons(self: _Base) -> dict[str, str]:
+        return {str(p): str(r) for p, r in self._rows("SELECT path, reason FROM skips")}
 
     def status(self: _Base, repo_root: str) -> IndexStatus:
         units = dict(self._rows("SELECT f.language, count(*) FROM units u JOIN files f ON f.id = u.file_id "
