@@ -7,7 +7,7 @@ from pathlib import Path
 
 from coderag_tui.config import ContextSettings
 from coderag_tui.models import ComposedContext, ContextPiece, SearchHit
-from coderag_tui.retrieval.expansion import SimilarFn, expand
+from coderag_tui.retrieval.expansion import MemoReads, SimilarFn, expand
 from coderag_tui.retrieval.file_context import file_pieces
 from coderag_tui.retrieval.focus import question_stems
 from coderag_tui.retrieval.intent import is_file_question
@@ -18,6 +18,7 @@ from coderag_tui.retrieval.source import CodeReader
 from coderag_tui.retrieval.strategies import select
 from coderag_tui.store.backend import ContextReads
 from coderag_tui.store.db import Database
+from coderag_tui.store.sqlite_backend import context_reads
 
 
 def compose(
@@ -60,8 +61,9 @@ def assemble(
     """The context around `hits` (already in the strategy's order) on any store: expansion,
     then packing into `budget` tokens for the kind of question; `files(budget, paths shown)`,
     when given, gives file outlines that lead it."""
-    reader = CodeReader(source, root)
-    candidates = expand(source, reader, hits, settings, similar, question_stems(query))
+    reads = MemoReads(context_reads(source))
+    reader = CodeReader(reads, root)
+    candidates = expand(reads, reader, hits, settings, similar, question_stems(query))
     kind = question_kind(query)
     shares = shares_for(kind, settings)
     pieces = pack(candidates, budget, shares, count)

@@ -28,6 +28,56 @@ ABOUT_FULL = 400  # characters of a primary's summary (seed 002's full format)
 ABOUT_BRIEF = 200  # of a caller's or callee's (the brief format: its first sentence)
 
 
+class MemoReads:
+    """A store's context reads, each edge list read once per composition: the metadata of a
+    primary asks again for the callers and callees its neighbours were read from (one query
+    each on SQLite, a round trip each to a PostgreSQL server)."""
+
+    def __init__(self, reads: ContextReads) -> None:
+        self.reads = reads
+        self._edges: dict[tuple[bool, tuple[int, ...], tuple[str, ...]], list[EdgeRef]] = {}
+
+    def _memo(self, inbound: bool, unit_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeRef]:
+        key = (inbound, tuple(unit_ids), tuple(kinds))
+        found = self._edges.get(key)
+        if found is None:
+            found = self._edges[key] = (self.reads.callers if inbound else self.reads.callees)(unit_ids, kinds)
+        return list(found)
+
+    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return self._memo(True, unit_ids, kinds)
+
+    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return self._memo(False, unit_ids, kinds)
+
+    def get_unit(self, unit_id: int) -> UnitRef | None:
+        return self.reads.get_unit(unit_id)
+
+    def file_outline(self, path: str) -> list[UnitRef]:
+        return self.reads.file_outline(path)
+
+    def children(self, unit_id: int) -> list[UnitRef]:
+        return self.reads.children(unit_id)
+
+    def file_imports(self, path: str) -> list[str]:
+        return self.reads.file_imports(path)
+
+    def file_constants(self, path: str, limit: int = 20) -> list[str]:
+        return self.reads.file_constants(path, limit)
+
+    def unit_bases(self, unit_id: int) -> list[str]:
+        return self.reads.unit_bases(unit_id)
+
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+        return self.reads.summary_texts(units)
+
+    def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:
+        return self.reads.file_chunk_texts(path)
+
+    def file_hash(self, path: str) -> str | None:
+        return self.reads.file_hash(path)
+
+
 def head_lines(lines: Sequence[tuple[int, str]]) -> int:
     """How many leading lines make up the signature (decorators and multi-line parameters)."""
     for i, (_, text) in enumerate(lines[:12]):
@@ -140,7 +190,7 @@ def expand(
     """Candidates for the context of the top hits, in priority order within each tier; a
     primary that must shrink keeps the lines holding `terms` (the question's words) first.
     `source`: any store's context reads (or a SQLite index's connection)."""
-    reads = context_reads(source)
+    reads = source if isinstance(source, MemoReads) else MemoReads(context_reads(source))
     primaries = list(hits[: settings.primary_results])
     primary_ids = {h.unit.id for h in primaries}
     primary_spans = {(h.unit.path, h.unit.start_line, h.unit.end_line) for h in primaries}
