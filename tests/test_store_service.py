@@ -104,6 +104,8 @@ def test_status_callers_callees_on_a_store(indexed: dict[str, Any], capsys: pyte
 
     assert main(cli(indexed, "map")) == 2  # what a store does not serve yet says so in one line
     assert "does not run on a store given by URL yet" in capsys.readouterr().err
+    assert main(cli(indexed, "mcp")) == 2  # through a server on the store instead
+    assert "coderag mcp --server URL" in capsys.readouterr().err
 
 
 def test_context_on_a_store_expands_the_graph(indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from coderag_tui.cli.base import add_path, arguments, command, open_service
+from coderag_tui.cli.base import add_path, arguments, command, open_service, refuse_store
 
 
 def _mcp_args(p: argparse.ArgumentParser) -> None:
@@ -21,4 +21,5 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     default_log_setup(args.verbose)
     service = open_service(args)
+    refuse_store(service, "coderag mcp", "serve it (coderag serve --store URL PATH), then coderag mcp --server URL")
     return serve(service, watch=args.watch)
