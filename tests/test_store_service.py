@@ -26,7 +26,7 @@ from coderag_tui.retrieval.compose import assemble
 from coderag_tui.store.backend import open_store
 from tests.conftest import git_init, write_tree
 from tests.test_providers_remote import Loopback, _Handler, openai_sse
-from tests.test_server import ADMIN, READ, SHOP, Server, sse_events
+from tests.test_server import ADMIN, READ, SHOP, Server, _mcp_calls, sse_events
 
 from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
 
@@ -174,7 +174,7 @@ def served(indexed: dict[str, Any]) -> Iterator[dict[str, Any]]:
     try:
         assert server.info["repositories"] == ["shop"] and server.info["tokens_required"]
         assert server.url.startswith("http://0.0.0.0:")
-        yield {**indexed, "url": server.url.replace("0.0.0.0", "127.0.0.1"), "store": indexed["url"]}
+        yield {**indexed, "url": server.url.replace("0.0.0.0", "127.0.0.1"), "store": indexed["url"], "env": env}
     finally:
         log = server.close()
         assert ADMIN not in log and READ not in log and "Traceback" not in log, log
@@ -269,6 +269,19 @@ def test_the_cli_through_the_server_prints_what_the_store_does(
         assert _without_repo(json.loads(out_local)) == _without_repo(json.loads(out_remote)), command
     code, out = run("ask", "How is the tax of a cart computed?", *remote)
     assert code == 0 and "".join(ANSWER) in out and "[1]* shop/tax.py:1-3" in out, out
+
+
+def test_the_mcp_tools_through_a_postgres_backed_server(served: dict[str, Any]) -> None:
+    import anyio
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("lookup_symbol", {"name": "tax_for"}), ("find_callers", {"name": "tax_for"}),
+        ("search_codebase", {"query": "sales tax"}), ("get_context", {"task": "how is the cart's tax computed"})]
+    out = anyio.run(_mcp_calls, served, calls)
+    assert "shop/tax.py:1-3  function tax_for" in out["0:lookup_symbol"], out
+    assert "- shop/cart.py:10  in method Cart.total (shop/cart.py:8-10)" in out["1:find_callers"], out
+    assert "1. shop/tax.py:1-3  function tax_for" in out["2:search_codebase"], out
+    assert "return amount * 0.2" in out["3:get_context"], out
 
 
 def _without_repo(doc: Any) -> Any:
