@@ -38,8 +38,8 @@ def check_strategy(name: str | None) -> str:
 def importance(db: Database | ContextReads, unit_ids: Sequence[int]) -> dict[int, float]:
     """A unit's importance from its profile: its file's role, then connectivity (log-scaled, so a
     role outweighs a few more callers). Profiles are the SQLite index's: elsewhere all are equal."""
-    has = isinstance(db, Database) and db.has_table("profiles")
-    rows = descriptions.importance_rows(db, unit_ids) if isinstance(db, Database) and has else {}
+    rows = (descriptions.importance_rows(db, unit_ids)
+            if isinstance(db, Database) and db.has_table("profiles") else {})
     out: dict[int, float] = {}
     for uid in unit_ids:
         fan_in, role, file_fan_in = rows.get(uid, (0, "module", 0))
