@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -105,6 +106,7 @@ def main() -> int:
     finally:
         if server is not None:
             server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
