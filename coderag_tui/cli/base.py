@@ -146,6 +146,14 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     return service
 
 
+def refuse_store(service: Any, what: str, hint: str) -> None:
+    """One line for a command that does not run on a store given by URL (it may through a
+    server serving that store)."""
+    module = sys.modules.get("coderag_tui.store_service")  # loaded when the service is one
+    if module is not None and isinstance(service, module.StoreService):
+        raise UsageError(f"{what} does not run on a store given by URL yet", hint)
+
+
 def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: bool = False) -> Any:
     """Several repositories on this machine as one service: `targets` (folders or git URLs), or
     with --workspace the configured list, of which `targets` then names some (by name)."""

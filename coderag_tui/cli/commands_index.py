@@ -19,6 +19,7 @@ from coderag_tui.cli.base import (
     open_workspace,
     print_json,
     progress_printer,
+    refuse_store,
     repo_target,
     store_url,
     width,
@@ -221,6 +222,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         bar.close()
         return int(run_app(service) or 0)  # then, as for one repository, catch up and watch
     service = open_service(args)
+    refuse_store(service, "the app", "serve it (coderag serve --store URL PATH), then open coderag --server URL")
     if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
         return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
     return int(run_app(service) or 0)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from coderag_tui.errors import StoreError
-from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
+from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, UnitRef
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +44,50 @@ class ChunkHit:
 
 
 @runtime_checkable
-class StoreBackend(Protocol):
+class ContextReads(Protocol):
+    """The reads that compose a question's context around its hits (graph expansion, outlines,
+    metadata, code lines) and open an answer: `retrieval/expansion.py`, `retrieval/source.py`
+    and `answering/opening.py` run on either backend through these."""
+
+    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]: ...
+
+    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]: ...
+
+    def get_unit(self, unit_id: int) -> UnitRef | None: ...
+
+    def file_outline(self, path: str) -> list[UnitRef]: ...
+
+    def children(self, unit_id: int) -> list[UnitRef]:
+        """The units whose parent is `unit_id`, by line."""
+        ...
+
+    def file_imports(self, path: str) -> list[str]:
+        """The modules a file imports, in the order of their lines."""
+        ...
+
+    def file_constants(self, path: str, limit: int = 20) -> list[str]:
+        """The names of a file's first `limit` constants, by line."""
+        ...
+
+    def unit_bases(self, unit_id: int) -> list[str]:
+        """A class's base classes as written ([] when none)."""
+        ...
+
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+        """Unit id -> its model summary, for (id, path, kind, qualname) of units ({} when none)."""
+        ...
+
+    def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:
+        """(start line, text) of a file's chunks, by start line."""
+        ...
+
+    def file_hash(self, path: str) -> str | None:
+        """The content hash a file had when it was indexed (None: not indexed)."""
+        ...
+
+
+@runtime_checkable
+class StoreBackend(ContextReads, Protocol):
     """One index. A connection is used from one thread; open one store per thread."""
 
     backend: str  # "sqlite" or "postgresql"
@@ -91,15 +134,7 @@ class StoreBackend(Protocol):
         """Definitions matching a name: exact, qualified, case-insensitive, prefix, part, fuzzy."""
         ...
 
-    # ---------------------------------------------------------------- graph and rows
-    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]: ...
-
-    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]: ...
-
-    def get_unit(self, unit_id: int) -> UnitRef | None: ...
-
-    def file_outline(self, path: str) -> list[UnitRef]: ...
-
+    # ---------------------------------------------------------------- rows (graph: ContextReads)
     def files(self) -> list[str]: ...
 
     def file_hashes(self) -> dict[str, str]: ...  # path -> content hash (what an update compares)
@@ -107,6 +142,35 @@ class StoreBackend(Protocol):
     def counts(self) -> IndexCounts: ...
 
     def edge_count(self) -> int: ...
+
+    def status(self, repo_root: str) -> IndexStatus:
+        """What the index holds, as `coderag status` and `GET /index/status` show it."""
+        ...
+
+    def units_at(self, path: str, line: int) -> list[UnitRef]:
+        """Units of a file that contain a line, innermost first."""
+        ...
+
+    def importers(self, path: str) -> list[UnitRef]:
+        """File units that import the file at `path`."""
+        ...
+
+    def file_facts(self, path: str) -> tuple[str, int, bool] | None:
+        """(language, lines, has syntax errors) of an indexed file."""
+        ...
+
+    def unit_summaries(self, path: str) -> dict[int, str]:
+        """Stored model summaries of one file's units, by unit id."""
+        ...
+
+    def file_index_states(self) -> dict[str, tuple[str, int, int]]:
+        """Every indexed file: path -> (language, chunks, chunks with a vector of the index's
+        embedding model)."""
+        ...
+
+    def skip_reasons(self) -> dict[str, str]:
+        """Files the last index run skipped: path -> why."""
+        ...
 
     def close(self) -> None: ...
 

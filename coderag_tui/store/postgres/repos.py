@@ -185,6 +185,13 @@ class RepoViews:
     def _view(self, repo_id: int | None, scope: Sequence[int] | None) -> Any:
         return type(self)(self.conn, self.url, repo_id, scope)  # type: ignore[call-arg]
 
+    def reopen(self, url: str) -> Any:
+        """The same repository (or view) on a connection of its own: one per thread. `url`: the
+        one given (this store keeps it without the password)."""
+        from coderag_tui.store.postgres.connect import connect
+
+        return type(self)(connect(url), url, self.repo_id, self.scope)  # type: ignore[call-arg]
+
     def _in_scope(self, alias: str = "f") -> str:
         return scope_sql(self.scope, alias)
 

@@ -19,6 +19,7 @@ from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
 from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
 from coderag_tui.store.postgres import lookups, repos
 from coderag_tui.store.postgres.connect import connect, schema_version
+from coderag_tui.store.postgres.reads import READS, PostgresReads
 from coderag_tui.store.write import FileMeta, FileRows
 
 _WORD = re.compile(r"[^\W_]+")  # the words FTS5's unicode61 indexes, split the same way here
@@ -52,7 +53,7 @@ def vector_literal(vec: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
 
 
-class PostgresStore(repos.RepoViews):
+class PostgresStore(repos.RepoViews, PostgresReads):
     """`StoreBackend` over one repository of a PostgreSQL database (with the pgvector extension),
     or a read-only view across several (`across`; repos.py)."""
 
@@ -318,7 +319,8 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
 for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
               "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
               "file_hashes", "counts", "edge_count", "repository", "repository_at", "across",
-              "repositories", "link_across", "cross_imports", "open_calls", "definitions", "set_call_targets"):
+              "repositories", "link_across", "cross_imports", "open_calls", "definitions", "set_call_targets",
+              *READS):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
 
