@@ -124,6 +124,28 @@ def test_a_question_whose_code_spans_two_repositories_finds_both(
         service.close()
 
 
+def test_context_and_callers_across_two_repositories_of_the_database(
+        url: str, repos: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """The context of a question whose code spans two repositories holds both, read through
+    connections of other threads too (each keeps the chosen repositories)."""
+    import threading
+
+    index_all(repos, url, capsys)
+    service = StoreService.open(url, "shared-lib,backend", repos["config"])
+    try:
+        context = service.context(QUESTION, max_tokens=2000)
+        paths = {p.path for p in context.pieces}
+        assert "app/checkout.py" in paths and "shared_lib/pricing.py" in paths, paths
+        seen: list[set[str | None]] = []
+        worker = threading.Thread(target=lambda: seen.append({h.unit.repo for h in service.search(QUESTION, 10)}))
+        worker.start()
+        worker.join()
+        assert seen == [{"backend", "shared-lib"}]  # the other thread's connection: the same two
+        assert [e.unit.repo for e in service.callers("apply_discount") if e.unit] == ["backend"] * 2
+    finally:
+        service.close()
+
+
 def test_reindexing_one_repository_keeps_the_others(
         url: str, repos: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     index_all(repos, url, capsys)
