@@ -16,9 +16,11 @@ import psycopg
 
 from coderag_tui.errors import StoreError
 from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
+from coderag_tui.store import confidence
 from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
 from coderag_tui.store.postgres import lookups
 from coderag_tui.store.postgres.connect import connect, schema_version
+from coderag_tui.store.postgres.graph import PgGraph
 from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
 from coderag_tui.store.write import FileMeta, FileRows
 
@@ -191,13 +193,30 @@ class PostgresStore:
         return [(str(h), str(t)) for h, t in rows]
 
     def link_calls(self) -> int:
-        """(Run once after a build:) also refreshes the planner's statistics, without which it
-        guesses the share of chunks a word matches and may scan them all."""
+        """(Also refreshes the statistics, as `refresh_statistics`.)"""
         with self.conn.transaction():
             linked = sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
+        self.refresh_statistics()
+        return linked
+
+    def graph(self) -> PgGraph:
+        return PgGraph(self.conn)
+
+    def refresh_statistics(self) -> None:
+        """(Run once after a build:) the planner's statistics, without which it guesses the
+        share of chunks a word matches and may scan them all, and the keyword counts."""
         self.conn.execute("ANALYZE files, units, chunks, edges")
         self._refresh_keyword_df()
-        return linked
+
+    def skips(self) -> dict[str, tuple[str, int, int]]:
+        return {str(p): (str(r), int(s), int(m)) for p, r, s, m in
+                self._rows("SELECT path, reason, size, mtime_ns FROM skips")}
+
+    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
+        with self.conn.transaction():
+            self.conn.execute("DELETE FROM skips")
+            self._copy("skips", "path, reason, size, mtime_ns",
+                       ((p, r, s, m) for p, (r, s, m) in sorted(skipped.items())))
 
     def _refresh_keyword_df(self) -> None:
         """Count the chunks of each keyword again when the chunks changed by more than 5%."""
@@ -265,10 +284,13 @@ class PostgresStore:
 
     # ---------------------------------------------------------------- graph and rows
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=True)
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=True, sure=self._sureness)
 
     def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=False)
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=False, sure=self._sureness)
+
+    def _sureness(self, rows: Sequence[Sequence[Any]]) -> list[tuple[str, float]]:
+        return confidence.sureness(self.graph(), rows)
 
     def get_unit(self, unit_id: int) -> UnitRef | None:
         return lookups.get_units(self._rows, [unit_id]).get(unit_id)
@@ -306,8 +328,8 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
-              "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
+for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "refresh_statistics",
+              "skips", "replace_skips", "keyword_search", "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
               "file_hashes", "counts", "edge_count"):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
