@@ -39,6 +39,7 @@ class StoreService:
         if rebuild:
             for path in self.store.files():
                 self.store.delete_file(path)
+            self.store.replace_skips({})  # every file is read again
         return store_build.build(self.store, self.root, self.settings, progress)
 
     def model(self) -> EmbeddingModel:

@@ -19,8 +19,9 @@ Row = tuple[Any, ...]
 class PgGraph:
     """`GraphRows` over one PostgreSQL connection (writes in the caller's transaction)."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
         self.conn = conn
+        self.url = url  # without its password: failures name it
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self.conn.execute(sql, params).fetchall()

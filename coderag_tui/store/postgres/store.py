@@ -200,7 +200,7 @@ class PostgresStore:
         return linked
 
     def graph(self) -> PgGraph:
-        return PgGraph(self.conn)
+        return PgGraph(self.conn, self.url)
 
     def refresh_statistics(self) -> None:
         """(Run once after a build:) the planner's statistics, without which it guesses the
@@ -318,7 +318,7 @@ class PostgresStore:
 def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
     """The method with a server's failure (gone, out of space, a lost connection) as one line."""
     @functools.wraps(method)
-    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: PostgresStore | PgGraph, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except psycopg.Error as exc:
@@ -329,9 +329,16 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "refresh_statistics",
-              "skips", "replace_skips", "keyword_search", "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
+              "get_meta", "set_meta", "skips", "replace_skips", "keyword_search", "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
               "file_hashes", "counts", "edge_count"):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
+
+
+# the graph rows answer a server's failure in one line too (`url` is redacted already)
+for _name in ("all_units", "file_paths", "import_edges", "base_edges", "call_edges", "set_targets",
+              "set_base_targets", "clear_orphans", "delete_tests_edges", "insert_tests_edges", "unit_places",
+              "imported_files", "definitions_named", "bases_of"):
+    setattr(PgGraph, _name, _one_line(getattr(PgGraph, _name)))
 
 
 def open_postgres(url: str) -> PostgresStore:
