@@ -176,3 +176,32 @@ def test_callers_rank_by_confidence_on_postgres(tmp_path: Path, request: pytest.
         assert {e.how for e in ranked if e.kind == "CALLS"} >= {"import", "same file"}
     finally:
         pg.close()
+
+
+def test_a_build_killed_before_its_resolve_is_resolved_by_the_next(tmp_path: Path,
+                                                                   request: pytest.FixtureRequest) -> None:
+    """A run that wrote a file and died before resolving (its mark committed, the file's new
+    calls unresolved): the next run finds nothing to parse but resolves the whole graph."""
+    from coderag_tui.indexing.workers import Job, process_file
+    from coderag_tui.store.write import FileMeta
+
+    url = request.getfixturevalue("pg_url")
+    root = make_repo(tmp_path / "repo")
+    pg = open_store(url)
+    try:
+        store_build.build(pg, root, settings())
+        report = root / "src/shop/report.py"
+        report.write_text(report.read_text() + "\n\ndef again(prices):\n    return report(prices)\n")
+        st = report.stat()
+        out = process_file(Job("src/shop/report.py", str(report), st.st_size, st.st_mtime_ns, ""),
+                           settings().index, settings().chunk)
+        assert out.rows is not None
+        pg.set_meta("resolve_pending", "1")  # what the dead run had committed first
+        pg.write_file(out.rows, FileMeta("src/shop/report.py", out.hash, st.st_size, st.st_mtime_ns))
+        again = [e for e in edges(pg) if e[1] == "again" and e[2] == "CALLS"]
+        assert again and again[0][5] is None  # written, not resolved
+        summary = store_build.build(pg, root, settings())
+        assert summary.files_indexed == 0 and pg.get_meta("resolve_pending") == "0"
+        assert edges(pg) == sqlite_index(root, tmp_path / "index.db", settings())
+    finally:
+        pg.close()
