@@ -86,6 +86,8 @@ def main() -> int:
                 times[name].append((wall, cpu))
         lite, pg = edges(stores["sqlite"]), edges(stores["postgresql"])
         print(f"edges read back: SQLite {len(lite)}, PostgreSQL {len(pg)}, differing {len(lite ^ pg)}")
+        for edge in sorted(lite ^ pg, key=repr)[:20]:
+            print("  only in", "SQLite    " if edge in lite else "PostgreSQL", edge)
     finally:
         for store in stores.values():
             store.close()

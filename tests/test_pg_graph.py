@@ -43,6 +43,12 @@ REPO = {
         "from shop.cart import cart_total\n\n\n"
         "def report(prices):\n    return str(cart_total(prices, set()))\n"
     ),
+    # two bases whose names sort the other way round: `self.run()` is the first declared base's
+    "src/shop/mixins.py": (
+        "class Zeta:\n    def run(self):\n        return 'z'\n\n\n"
+        "class Alpha:\n    def run(self):\n        return 'a'\n\n\n"
+        "class Mixed(Zeta, Alpha):\n    def go(self):\n        return self.run()\n"
+    ),
     "tests/test_money.py": (
         "from shop.money import Wallet, parse_amount\n\n\n"
         "def test_deposit():\n    w = Wallet()\n    assert w.deposit('2') == 2\n    assert parse_amount('1') == 1\n"
@@ -123,6 +129,7 @@ def test_postgres_holds_the_sqlite_indexers_graph(tmp_path: Path, request: pytes
     assert by[("Savings.deposit", "CALLS", "deposit")] == (("src/shop/money.py", "Wallet.deposit"), "scope")
     assert by[("Wallet.deposit", "CALLS", "_check")] == (("src/shop/money.py", "Wallet._check"), "scope")
     assert by[("cart_total", "CALLS", "update")][1] in ("guess", "")  # `seen.update`: never certain
+    assert by[("Mixed.go", "CALLS", "run")] == (("src/shop/mixins.py", "Zeta.run"), "scope")
     assert by[("Circle", "IMPLEMENTS", "Shape")][0] == ("web/util.ts", "Shape")
     assert by[("test_deposit", "TESTS", "parse_amount")][0] == ("src/shop/money.py", "parse_amount")
     assert by[("tests/test_money.py", "TESTS", "src/shop/money.py")][0] == ("src/shop/money.py", "src/shop/money.py")

@@ -89,8 +89,10 @@ def import_edges_of(db: Database, fids: Sequence[int]) -> list[Row]:
 
 
 def base_edges(db: Database) -> list[Row]:
-    """Every INHERITS/IMPLEMENTS edge as (id, src, src_file, base text, dst, kind)."""
-    return db.rows(_BASE)
+    """Every INHERITS/IMPLEMENTS edge as (id, src, src_file, base text, dst, kind), by id: a
+    type's bases in the order they are declared, which is the order `self.m()` searches them
+    (the covering index would give them by name)."""
+    return db.rows(_BASE + " ORDER BY id")
 
 
 def base_edges_touching(db: Database, files: Iterable[int], names: Iterable[str], ids: Iterable[int]) -> list[Row]:
