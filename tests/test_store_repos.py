@@ -214,6 +214,36 @@ def test_calls_resolve_within_their_repository(url: str) -> None:
         base.close()
 
 
+def test_the_graph_resolver_keeps_to_the_repository_it_indexes(
+        url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`index --store` resolves each repository's graph within it: a name another repository
+    defines is not this one's call, and re-indexing one keeps the other's TESTS edges."""
+    lib = write_tree(tmp_path / "lib", {
+        "lib/tools.py": "def only_in_lib():\n    return 1\n",
+        "tests/test_tools.py": "from lib.tools import only_in_lib\n\n\ndef test_only():\n"
+                               "    assert only_in_lib() == 1\n"})
+    app = write_tree(tmp_path / "app", {
+        "app/main.py": "from app.local import local\n\n\ndef main():\n    return only_in_lib() + local()\n",
+        "app/local.py": "def local():\n    return 2\n"})
+    config = tmp_path / "config.toml"
+    config.write_text("[embed]\nenabled = false\n")
+    assert run(capsys, "index", str(lib), str(app), "--store", url, "--config", str(config))[0] == 0
+    base: Any = open_store(url)
+    try:
+        in_lib, in_app = base.repository("lib"), base.repository("app")
+        main_unit = in_app.find_symbols("main")[0]
+        called = {e.name: e.unit for e in in_app.callees([main_unit.id])}
+        assert called["local"] is not None and called["local"].repo == "app"
+        assert called["only_in_lib"] is None  # another repository's definition is not this one's call
+        target = in_lib.find_symbols("only_in_lib")[0]
+        assert [e.unit.name for e in in_lib.callers([target.id], kinds=("TESTS",)) if e.unit] == ["test_only"]
+        (app / "app" / "local.py").write_text("def local():\n    return 3\n")
+        assert run(capsys, "index", str(app), "--store", url, "--config", str(config))[0] == 0
+        assert [e.unit.name for e in in_lib.callers([target.id], kinds=("TESTS",)) if e.unit] == ["test_only"]
+    finally:
+        base.close()
+
+
 def test_keyword_and_vector_searches_keep_to_the_chosen_repositories(url: str) -> None:
     base: Any = open_store(url)
     a, b = base.repository("a", source="/src/a"), base.repository("b", source="/src/b")

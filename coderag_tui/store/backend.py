@@ -8,11 +8,11 @@ frozen dataclasses of `models.py`, so nothing above the store sees a backend's S
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from coderag_tui.errors import StoreError
@@ -41,6 +41,71 @@ class ChunkHit:
     end_line: int
     unit_id: int | None
     score: float
+
+
+Row = tuple[Any, ...]
+
+
+class GraphRows(Protocol):
+    """What graph resolution (`indexing/graph.py`) and call confidence (`store/confidence.py`)
+    read and write, on either backend: rows as plain tuples in the column order each names, so
+    one resolver runs over both (SQLite: `graph_edges.SqliteGraph`; PostgreSQL:
+    `postgres/graph.py`). Writes run in the caller's transaction."""
+
+    def all_units(self) -> Iterable[Row]:
+        """Every unit as (id, file_id, parent_id, kind, name, is_test), by id."""
+        ...
+
+    def file_paths(self) -> Iterable[Row]:
+        """(file id, path) of every file, by id."""
+        ...
+
+    def import_edges(self) -> Iterable[Row]:
+        """Every IMPORTS edge as (id, src_file, module, names csv, dst)."""
+        ...
+
+    def base_edges(self) -> list[Row]:
+        """Every INHERITS/IMPLEMENTS edge as (id, src, src_file, base text, dst, kind)."""
+        ...
+
+    def call_edges(self) -> Iterable[Row]:
+        """Every CALLS edge as (id, src, src_file, name, receiver, dst, line)."""
+        ...
+
+    def set_targets(self, updates: Iterable[tuple[int | None, int]]) -> None:
+        """Point edges at new targets: (dst, edge id) pairs."""
+        ...
+
+    def set_base_targets(self, updates: Iterable[tuple[int | None, str, int]]) -> None:
+        """Point base edges at new targets with their kind: (dst, INHERITS or IMPLEMENTS, edge id)."""
+        ...
+
+    def clear_orphans(self) -> None:
+        """An edge that resolves is no orphan: clear the mark of every resolved edge."""
+        ...
+
+    def delete_tests_edges(self) -> None: ...
+
+    def insert_tests_edges(self, rows: Iterable[tuple[int, int, int, str, int]]) -> None:
+        """Insert TESTS edges: (src, src_file, dst, name, line)."""
+        ...
+
+    # ---------------------------------------------------------------- what confidence reads
+    def unit_places(self, ids: Sequence[int]) -> dict[int, tuple[int, int | None, str]]:
+        """id -> (file id, parent id, kind) of these units."""
+        ...
+
+    def imported_files(self, file_id: int) -> set[int]:
+        """The files a file's resolved imports point at."""
+        ...
+
+    def definitions_named(self, name: str) -> int:
+        """How many units (not files) have exactly this name."""
+        ...
+
+    def bases_of(self, type_ids: Iterable[int]) -> set[int]:
+        """The units these types' resolved INHERITS/IMPLEMENTS edges point at."""
+        ...
 
 
 @runtime_checkable
@@ -97,6 +162,10 @@ class StoreBackend(ContextReads, Protocol):
 
     def transaction(self) -> AbstractContextManager[object]: ...
 
+    def get_meta(self, key: str, default: str = "") -> str: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...  # (committed at once outside `transaction()`)
+
     # ---------------------------------------------------------------- writes
     def write_file(self, rows: FileRows, meta: FileMeta) -> int:
         """Replace one file's units, chunks, keyword rows, imports and outgoing edges in one
@@ -116,9 +185,27 @@ class StoreBackend(ContextReads, Protocol):
         ...
 
     def link_calls(self) -> int:
-        """Resolve unresolved calls by name: a definition of the called name in the same file,
-        else the only one in the index. Returns the edges resolved. (Indexes built through this
-        interface; the SQLite indexer resolves imports, receivers and bases in indexing/graph.py.)"""
+        """Resolve unresolved calls by name only: a definition of the called name in the same
+        file, else the only one in the index. Returns the edges resolved. (A quick link for rows
+        written by hand; an index build runs the full resolver, `indexing/graph.py`, over
+        `graph()`.)"""
+        ...
+
+    def graph(self) -> GraphRows:
+        """The rows graph resolution and call confidence read and write."""
+        ...
+
+    def refresh_statistics(self) -> None:
+        """After a build: whatever the backend's searches need counted again (PostgreSQL: the
+        planner's statistics and the keyword counts; SQLite: nothing)."""
+        ...
+
+    def skips(self) -> dict[str, tuple[str, int, int]]:
+        """path -> (reason, size, mtime_ns) of every file the last build skipped."""
+        ...
+
+    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
+        """Record the files a build skipped, and why (replacing the last build's)."""
         ...
 
     # ---------------------------------------------------------------- searches

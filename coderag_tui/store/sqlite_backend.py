@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, UnitRef
-from coderag_tui.store import descriptions, read, retrieval_reads, write
+from coderag_tui.store import descriptions, read, retrieval_reads, tracked, write
 from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, ContextReads
 from coderag_tui.store.db import Database, open_database
+from coderag_tui.store.graph_edges import SqliteGraph
 from coderag_tui.store.write import FileMeta, FileRows
 
 VEC_TABLE = "vec_chunks"  # the embedder's sqlite-vec table (rowid = vectors.id)
@@ -55,6 +56,13 @@ class SqliteStore:
 
     def transaction(self) -> AbstractContextManager[object]:
         return self.db.transaction()
+
+    def get_meta(self, key: str, default: str = "") -> str:
+        return self.db.get_meta(key, default)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db.transaction():
+            self.db.set_meta(key, value)
 
     # ---------------------------------------------------------------- writes
     def write_file(self, rows: FileRows, meta: FileMeta) -> int:
@@ -103,6 +111,19 @@ class SqliteStore:
             n = self.db.conn.changes()
             self.db.execute(LINK_UNIQUE)
             return n + self.db.conn.changes()
+
+    def graph(self) -> SqliteGraph:
+        return SqliteGraph(self.db)
+
+    def refresh_statistics(self) -> None:
+        """Nothing: FTS5 and SQLite's planner need no counts refreshed after a build."""
+
+    def skips(self) -> dict[str, tuple[str, int, int]]:
+        return tracked.skips(self.db)
+
+    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
+        with self.db.transaction():
+            tracked.replace_skips(self.db, skipped)
 
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:

@@ -142,6 +142,7 @@ def index_into(service: StoreService, rebuild: bool, progress: store_build.Progr
     if rebuild:
         for path in store.files():
             store.delete_file(path)
+        store.replace_skips({})  # every file is read again
     summary = store_build.build(store, root, service.settings, progress)
     if hasattr(store, "set_packages"):
         store.set_packages(store_links.package_rows(root))

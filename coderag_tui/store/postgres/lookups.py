@@ -94,23 +94,27 @@ def find_symbols(rows: Rows, query: str, limit: int = 20, kinds: Sequence[str] |
     return [u for _, u in ranked[:limit]]
 
 
-def edges(rows: Rows, unit_ids: Sequence[int], kinds: Sequence[str], *, inbound: bool) -> list[EdgeRef]:
-    """Edges into (`inbound`: callers, tests, subclasses) or out of the units. A resolved edge is
-    certain here (confidence 1): the call classification of `store/confidence.py` is SQLite's."""
+def edges(rows: Rows, unit_ids: Sequence[int], kinds: Sequence[str], *, inbound: bool,
+          sure: Callable[[Sequence[Sequence[Any]]], list[tuple[str, float]]]) -> list[EdgeRef]:
+    """Edges into (`inbound`: callers, tests, subclasses, surest first) or out of the units, as
+    `store.read.callers` / `callees` give them; `sure` says how sure each is
+    (`confidence.sureness`)."""
     if not unit_ids:
         return []
     ids = [int(i) for i in unit_ids]
     found = rows(
-        "SELECT e.src, e.dst, e.kind, e.name, e.line FROM edges e "
+        "SELECT e.src, e.dst, e.kind, e.name, e.line, e.receiver, e.src_file FROM edges e "
         f"WHERE e.{'dst' if inbound else 'src'} = ANY(%s) AND e.kind = ANY(%s) "
         f"ORDER BY {'e.src_file, e.line' if inbound else 'e.line, e.id'}", (ids, list(kinds)))
     units = get_units(rows, [r[0] for r in found] + [r[1] for r in found if r[1] is not None])
+    how = sure(found)
     if inbound:
-        return [EdgeRef(kind, units[src], name, line, source=units.get(dst))
-                for src, dst, kind, name, line in found if src in units]
+        out = [EdgeRef(kind, units[src], name, line, source=units.get(dst), how=h, confidence=c)
+               for (src, dst, kind, name, line, _, _), (h, c) in zip(found, how, strict=True) if src in units]
+        return sorted(out, key=lambda e: -e.confidence)  # stable: file and line order within a level
     return [EdgeRef(kind, units.get(dst) if dst is not None else None, name, line, source=units.get(src),
-                    confidence=1.0 if dst is not None else 0.0)
-            for src, dst, kind, name, line in found]
+                    how=h, confidence=c)
+            for (src, dst, kind, name, line, _, _), (h, c) in zip(found, how, strict=True)]
 
 
 def counts(rows: Rows, embed_model: str, scope: str = "TRUE") -> IndexCounts:

@@ -38,6 +38,9 @@ class StoredRepo:
     files: int = 0
 
 
+PER_REPOSITORY_META = frozenset({"resolve_pending"})  # indexing/store_build.py's mark
+
+
 def scope_sql(scope: Sequence[int] | None, alias: str = "f") -> str:
     """A condition on `alias.repo_id` keeping the scope's repositories (ids are the database's own
     integers, formatted as such: no text reaches the SQL). None: every repository."""
@@ -184,6 +187,13 @@ class RepoViews:
 
     def _view(self, repo_id: int | None, scope: Sequence[int] | None) -> Any:
         return type(self)(self.conn, self.url, repo_id, scope)  # type: ignore[call-arg]
+
+    def _meta_key(self, key: str) -> str:
+        """A meta key of one repository's state (a build's marks) is kept per repository; the
+        database's own (the embedding model, the schema) are shared."""
+        if key in PER_REPOSITORY_META and self.repo_id is not None and self.repo_id != DEFAULT_REPO_ID:
+            return f"{key}@{int(self.repo_id)}"
+        return key
 
     def reopen(self, url: str) -> Any:
         """The same repository (or view) on a connection of its own: one per thread. `url`: the

@@ -16,9 +16,11 @@ import psycopg
 
 from coderag_tui.errors import StoreError
 from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
+from coderag_tui.store import confidence
 from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, redact
 from coderag_tui.store.postgres import lookups, repos
 from coderag_tui.store.postgres.connect import connect, schema_version
+from coderag_tui.store.postgres.graph import PgGraph
 from coderag_tui.store.postgres.reads import READS, PostgresReads
 from coderag_tui.store.write import FileMeta, FileRows
 
@@ -87,12 +89,12 @@ class PostgresStore(repos.RepoViews, PostgresReads):
                 copy.write_row([_clean(v) for v in row])
 
     def get_meta(self, key: str, default: str = "") -> str:
-        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        row = self._one("SELECT value FROM meta WHERE key = %s", (self._meta_key(key),))
         return default if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT INTO meta(key, value) VALUES(%s, %s) "
-                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (self._meta_key(key), value))
 
     # ---------------------------------------------------------------- writes
     def write_file(self, rows: FileRows, meta: FileMeta) -> int:
@@ -198,14 +200,33 @@ class PostgresStore(repos.RepoViews, PostgresReads):
         return [(str(h), str(t)) for h, t in rows]
 
     def link_calls(self) -> int:
-        """(Run once after a build:) also refreshes the planner's statistics, without which it
-        guesses the share of chunks a word matches and may scan them all."""
+        """(Also refreshes the statistics, as `refresh_statistics`.)"""
         with self.conn.transaction():
             linked = sum(max(self.conn.execute(sql, (self._writing(),)).rowcount, 0)
                          for sql in (repos.LINK_SAME_FILE_IN_REPO, repos.LINK_UNIQUE_IN_REPO))
+        self.refresh_statistics()
+        return linked
+
+    def graph(self) -> PgGraph:
+        """The graph rows of this store's repositories (resolution keeps to them)."""
+        return PgGraph(self.conn, self.url, self._in_scope("f"))
+
+    def refresh_statistics(self) -> None:
+        """(Run once after a build:) the planner's statistics, without which it guesses the
+        share of chunks a word matches and may scan them all, and the keyword counts."""
         self.conn.execute("ANALYZE files, units, chunks, edges")
         self._refresh_keyword_df()
-        return linked
+
+    def skips(self) -> dict[str, tuple[str, int, int]]:
+        return {str(p): (str(r), int(s), int(m)) for p, r, s, m in
+                self._rows(f"SELECT path, reason, size, mtime_ns FROM skips s WHERE {self._in_scope('s')}")}
+
+    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
+        repo_id = self._writing()
+        with self.conn.transaction():
+            self.conn.execute("DELETE FROM skips WHERE repo_id = %s", (repo_id,))
+            self._copy("skips", "repo_id, path, reason, size, mtime_ns",
+                       ((repo_id, p, r, s, m) for p, (r, s, m) in sorted(skipped.items())))
 
     def _refresh_keyword_df(self) -> None:
         """Count the chunks of each keyword again when the chunks changed by more than 5%."""
@@ -274,10 +295,13 @@ class PostgresStore(repos.RepoViews, PostgresReads):
 
     # ---------------------------------------------------------------- graph and rows
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=True)
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=True, sure=self._sureness)
 
     def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=False)
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=False, sure=self._sureness)
+
+    def _sureness(self, rows: Sequence[Sequence[Any]]) -> list[tuple[str, float]]:
+        return confidence.sureness(self.graph(), rows)
 
     def get_unit(self, unit_id: int) -> UnitRef | None:
         return lookups.get_units(self._rows, [unit_id]).get(unit_id)
@@ -306,7 +330,7 @@ class PostgresStore(repos.RepoViews, PostgresReads):
 def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
     """The method with a server's failure (gone, out of space, a lost connection) as one line."""
     @functools.wraps(method)
-    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: PostgresStore | PgGraph, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except psycopg.Error as exc:
@@ -316,12 +340,19 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
-              "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
-              "file_hashes", "counts", "edge_count", "repository", "repository_at", "across",
-              "repositories", "link_across", "cross_imports", "open_calls", "definitions", "set_call_targets",
-              *READS):
+for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "refresh_statistics",
+              "get_meta", "set_meta", "skips", "replace_skips", "keyword_search", "vector_search", "find_symbols",
+              "callers", "callees", "get_unit", "file_outline", "files", "file_hashes", "counts", "edge_count",
+              "repository", "repository_at", "across", "repositories", "link_across", "cross_imports", "open_calls",
+              "definitions", "set_call_targets", *READS):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
+
+
+# the graph rows answer a server's failure in one line too (`url` is redacted already)
+for _name in ("all_units", "file_paths", "import_edges", "base_edges", "call_edges", "set_targets",
+              "set_base_targets", "clear_orphans", "delete_tests_edges", "insert_tests_edges", "unit_places",
+              "imported_files", "definitions_named", "bases_of"):
+    setattr(PgGraph, _name, _one_line(getattr(PgGraph, _name)))
 
 
 def open_postgres(url: str, repo: str | None = None) -> PostgresStore:
