@@ -7,9 +7,13 @@ file-level figures of a whole-file BM25 baseline; per set and overall.
         --repos /work/evalrepos --work /tmp/swe-eval [--include '*.py'] [--phase all|index|eval]
 
 Each case is `{instance_id, query, gold_files, gold_hunks}`; its repository is REPOS/<instance_id>/.
-One index per checkout lives in WORK/<instance_id>.db (reused on later runs). Vectors are shared
-between checkouts of the same project through WORK/vector_cache.sqlite (keyed by chunk hash, so a
-chunk that is the same at two commits is embedded once). Nothing is written into the repository.
+One index per checkout lives in WORK/<instance_id>.db (reused on later runs). `--checkouts MAP.json`
+(`{instance_id: {"checkout": DIR}}`, DIR under REPOS) points cases at a shared checkout instead, indexed
+once as WORK/<DIR>.db: a release sdist standing in for `base_commit`. Such cases are scored at file level
+only (approximate): their hunks' line numbers are `base_commit`'s and cannot be placed in another version.
+Vectors are shared between checkouts of the same project through WORK/vector_cache.sqlite (keyed by
+chunk hash, so a chunk that is the same at two commits is embedded once). Nothing is written into the
+repository.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from coderag_tui.config import Settings  # noqa: E402
 from coderag_tui.indexing.embedder import model_identity  # noqa: E402
 from coderag_tui.retrieval.evaluate import (  # noqa: E402
     KS,
+    SHOWN,
     Case,
     CaseResult,
     accuracy,
@@ -85,12 +90,44 @@ class VectorCache:
         self.conn.commit()
 
 
-def open_service(case: Case, args: argparse.Namespace) -> CodeRag:
+def load_checkouts(path: Path) -> dict[str, str]:
+    """instance id -> checkout folder name (under --repos), from `{id: {"checkout": DIR, ...}}`."""
+    rows = json.loads(path.read_text())
+    out: dict[str, str] = {}
+    for case_id, row in rows.items():
+        name = row["checkout"] if isinstance(row, dict) else row
+        if not isinstance(name, str) or not name or Path(name).name != name:
+            raise SystemExit(f"{path}: {case_id}: checkout must be one folder name, got {name!r}")
+        out[case_id] = name
+    return out
+
+
+def checkout_of(case: Case, checkouts: dict[str, str]) -> str:
+    return checkouts.get(case.id, case.id)
+
+
+def approximate(case: Case) -> Case:
+    """The case without its hunks: their line numbers belong to a commit the checkout is not at."""
+    return dataclasses.replace(case, gold_hunks=())
+
+
+def open_service(case: Case, args: argparse.Namespace, checkouts: dict[str, str]) -> CodeRag:
     settings = Settings()
     include = tuple(args.include) if args.include else ()
     settings = dataclasses.replace(settings, index=dataclasses.replace(settings.index, include=include))
-    root = Path(args.repos) / case.id
-    return CodeRag(root, settings, Path(args.work) / f"{case.id}.db")
+    name = checkout_of(case, checkouts)
+    return CodeRag(Path(args.repos) / name, settings, Path(args.work) / f"{name}.db")
+
+
+def missing_gold(case: Case, root: Path) -> list[str]:
+    return [f for f in case.gold_files if not (root / f).is_file()]
+
+
+def without_func(lines: list[str], modes: list[str]) -> list[str]:
+    """A table's mode rows with the function columns shown as not measured (no gold units at all)."""
+    width = 15 + 9 * len(KS)  # the mode name, then the file columns
+    shown = {SHOWN.get(m, m) for m in modes}
+    return [f"{line[:width]}" + "      n/a" * len(KS) if line[:15].strip() in shown else line for line in lines]
 
 
 def complete_vectors(service: CodeRag) -> bool:
@@ -121,7 +158,10 @@ def main() -> int:
     p.add_argument("--every", type=int, default=1,
                    help="only every N-th case of each set (in the set's order): a stated, deterministic subsample")
     p.add_argument("--results", help="write per-case ranks as JSON here")
+    p.add_argument("--checkouts", help="JSON {instance_id: {checkout: DIR}}: shared checkouts (not at base_commit; "
+                   "file level only) for these cases")
     args = p.parse_args()
+    checkouts = load_checkouts(Path(args.checkouts)) if args.checkouts else {}
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     set_of: dict[str, str] = {}
@@ -133,14 +173,24 @@ def main() -> int:
             cases.append(c)
     if args.only:
         cases = [c for c in cases if any(part in c.id for part in args.only.split(","))]
-    cases.sort(key=lambda c: (c.repo, c.id))  # checkouts of one project in a row share vectors
+    # checkouts of one project in a row share vectors; cases of one shared checkout in a row share its baseline
+    cases.sort(key=lambda c: (c.repo, checkout_of(c, checkouts), c.id))
     modes = [m for m in args.modes.split(",") if m]
     cache = None
     results: list[CaseResult] = []
+    indexed: set[str] = set()  # shared checkouts already brought up to date in this run
+    baseline: WholeFileBM25 | None = None
+    baseline_of = ""  # the checkout the baseline was built from
     t0 = time.perf_counter()
     for n, case in enumerate(cases, 1):
-        service = open_service(case, args)
-        if args.phase in ("all", "index"):
+        service = open_service(case, args, checkouts)
+        if case.id in checkouts:
+            lost = missing_gold(case, service.root)
+            if lost:
+                log(f"[{n}/{len(cases)}] {case.id}: gold files not in {checkouts[case.id]}: {', '.join(lost)}")
+            case = approximate(case)
+        if args.phase in ("all", "index") and checkout_of(case, checkouts) not in indexed:
+            indexed.add(checkout_of(case, checkouts))
             t = time.perf_counter()
             s = service.index()
             log(f"[{n}/{len(cases)}] {case.id}: indexed {s.files_seen} files, {service.status().chunks} chunks "
@@ -163,23 +213,42 @@ def main() -> int:
             if args.no_embed:  # keywords, symbols and the graph only, even where vectors exist
                 searcher = Searcher(service.db, service.settings.search, None)
             r = evaluate_case(searcher, case, modes)
-            baseline = WholeFileBM25(service)  # the reference point: whole files, no structure
+            if baseline is None or baseline_of != checkout_of(case, checkouts):
+                if baseline is not None:
+                    baseline.close()
+                baseline = WholeFileBM25(service)  # the reference point: whole files, no structure
+                baseline_of = checkout_of(case, checkouts)
             r.file_rank[WHOLEFILE] = wholefile_rank(baseline.rank(case.query), case.gold_files)
-            baseline.close()
             results.append(r)
             log(f"[{n}/{len(cases)}] {case.id}: file ranks {r.file_rank} unit ranks {r.unit_rank} "
                 f"({time.perf_counter() - t:.1f}s)")
         service.close()
+    if baseline is not None:
+        baseline.close()
     sets = list(dict.fromkeys(set_of[r.id] for r in results))
-    for name in [*sets, "overall"] if len(sets) > 1 else sets:
-        part = [r for r in results if name == "overall" or set_of[r.id] == name]
-        print(f"\n== {name}")
+    groups = [(name, [r for r in results if set_of[r.id] == name]) for name in sets]
+    for name in sets:  # per project too where a set runs on shared checkouts: they differ by project
+        projects = sorted({r.id.split("__")[0] for r in results if set_of[r.id] == name})
+        if len(projects) > 1 and any(r.id in checkouts for r in results if set_of[r.id] == name):
+            groups += [(f"{name} / {proj}", [r for r in results if set_of[r.id] == name
+                                              and r.id.split("__")[0] == proj]) for proj in projects]
+    if len(sets) > 1:
+        groups.append(("overall", results))
+    for name, part in groups:
+        shared = sum(1 for r in part if r.id in checkouts)
+        note = ("function level not measured" if shared == len(part)
+                else f"function level over the other {len(part) - shared} only")
+        print(f"\n== {name}" + (f"  ({shared} on release checkouts, not base_commit: file level approximate, "
+                                 f"{note})" if shared else ""))
         lines = table(part, modes).splitlines()
+        if not any(r.has_gold_units for r in part):
+            lines = without_func(lines, modes)
         lines.insert(-1, f"{WHOLEFILE:<15}" + "".join(f"  {accuracy(part, 'file', WHOLEFILE, k):7.1f}" for k in KS)
                      + "  (BM25 over whole files, file level only)")
         print("\n".join(lines))
     if results and args.results:
-        Path(args.results).write_text(json.dumps([{**dataclasses.asdict(r), "set": set_of[r.id]} for r in results],
+        Path(args.results).write_text(json.dumps([{**dataclasses.asdict(r), "set": set_of[r.id],
+                                                   "checkout": checkouts.get(r.id, r.id)} for r in results],
                                                  indent=1))
     log(f"done in {time.perf_counter() - t0:.0f}s")
     return 0

@@ -141,11 +141,16 @@ def serve(service: Any, *, watch: bool = False) -> int:
 
     from coderag_tui.client import RemoteCodeRag
     from coderag_tui.client_tools import RemoteTools
+    from coderag_tui.workspace.local import WorkspaceService
+    from coderag_tui.workspace.tools import WorkspaceTools
 
     # a server's client (`--server`): the same tools, asking the server what a local index holds
     tools: Any
     if isinstance(service, RemoteCodeRag):
         tools = RemoteTools(service)
+    elif isinstance(service, WorkspaceService):  # several repositories: paths are repo/path
+        tools = WorkspaceTools(service)
+        tools.summaries = False  # each repository's summaries are made where it is opened alone
     else:
         tools = CodeRagTools(service)
         tools.summaries = True  # a server keeps running: summaries come in the background

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from coderag_tui.answering import Provider
     from coderag_tui.answering.answer_cache import AnswerCache, CachedAnswer
     from coderag_tui.answering.answerer import Answerer
-    from coderag_tui.models import AnswerEvent
+    from coderag_tui.models import AnswerEvent, AnswerOpening
     from coderag_tui.service import CodeRag
 
 ATTACHMENT_QUERY_CHARS = 1000  # of text given with a question, the end used to retrieve code
@@ -50,7 +50,11 @@ def ask(
             cache = answer_cache(rag, provider, conversation_id, attachment)
             hit = cache.lookup(question) if cache is not None and not fresh else None
             if hit is not None:
-                yield from _cached_answer(rag, provider, question, hit, started)
+                # the opening says what the index knows now, so a cached answer gets it fresh
+                context = rag.context(question, max_tokens=answer_budgets(rag, provider)[0],
+                                      count_tokens=counter_for(provider))
+                opening = build_opening(rag.db, question, context)
+                yield from _cached_answer(rag, provider, question, hit, started, opening)
                 return
             yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
             tools, steps = answer_tools(rag, provider)
@@ -121,12 +125,17 @@ def answer_cache(rag: CodeRag, provider: Provider, conversation_id: int | None,
     return AnswerCache(rag.db, provider.name, threshold, embed, rag.db.get_meta("embed_model") or "")
 
 def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedAnswer,
-                   started: float) -> Iterator[AnswerEvent]:
+                   started: float, opening: AnswerOpening) -> Iterator[AnswerEvent]:
+    from dataclasses import replace
+
     from coderag_tui.answering import Answerer
     from coderag_tui.models import AnswerEvent
 
+    opening = replace(opening, model_note=str(getattr(provider, "tiny_note", "") or ""))
     # stored as a turn of a new conversation, so a follow-up works as after any answer
-    cid = Answerer(provider, rag.db)._save(None, question, hit.answer, hit.sources)
+    cid = Answerer(provider, rag.db)._save(None, question, hit.answer, hit.sources,
+                                           invalid=tuple(hit.invalid), opening=opening)
+    yield AnswerEvent("opening", text=opening.render(), opening=opening, conversation_id=cid, cached=True)
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.created))
     same = "" if hit.similarity >= 1.0 else f" for {hit.question!r} (similarity {hit.similarity:.2f})"
     yield AnswerEvent("status", text=f"answered from the cache{same}", conversation_id=cid, cached=True)

@@ -25,6 +25,19 @@ from coderag_tui.store.db import Database, open_database
 if TYPE_CHECKING:
     from coderag_tui.indexing.indexer import ProgressFn
     from coderag_tui.sources.clone import CloneResult
+    from coderag_tui.store.backend import StoreBackend
+
+
+def read_repo_lines(root: Path, path: str, start: int = 1, end: int | None = None) -> list[str]:
+    """Lines of a file of the repository at `root` (1-based, inclusive), decoded leniently."""
+    full = (root / fs_path(path)).resolve()
+    if root not in full.parents and full != root:
+        raise RepoError(f"{path} is outside the repository")
+    try:
+        text = full.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        raise RepoError(f"cannot read {path}: {exc.strerror}") from exc
+    return text.splitlines()[start - 1 : end]
 
 
 class ServiceCore:
@@ -161,15 +174,14 @@ class ServiceCore:
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
         """Lines of a repository file (1-based, inclusive), decoded leniently."""
-        full = (self.root / fs_path(path)).resolve()
-        if self.root not in full.parents and full != self.root:
-            raise RepoError(f"{path} is outside the repository")
-        try:
-            text = full.read_bytes().decode("utf-8", "replace")
-        except OSError as exc:
-            raise RepoError(f"cannot read {path}: {exc.strerror}") from exc
-        lines = text.splitlines()
-        return lines[start - 1 : end]
+        return read_repo_lines(self.root, path, start, end)
+
+    @property
+    def store(self) -> StoreBackend:
+        """This thread's index behind the store interface (what the workspace reads through)."""
+        from coderag_tui.store.sqlite_backend import SqliteStore
+
+        return SqliteStore(self.db)
 
     # ------------------------------------------------------------------ retrieval
     # Thin wrappers over coderag_tui.retrieval and indexing.embedder; the embedding model and the

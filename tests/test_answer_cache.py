@@ -47,14 +47,18 @@ def test_the_same_question_is_answered_from_the_cache(
 
     events = list(service.ask("how is tax   computed"))  # the same words: a hit without vectors
     assert len(server.requests) == 1  # no model was asked
-    assert [e.kind for e in events if e.cached] == ["status", "token", "sources", "done"]
+    assert [e.kind for e in events if e.cached] == ["opening", "status", "token", "sources", "done"]
     assert not [e for e in events if e.kind == "status" and "retrieving" in e.text]
+    # the opening comes from the index as it is now, and is kept with the turn
+    [opening] = [e.opening for e in events if e.kind == "opening"]
+    assert opening is not None and "tax_for" in [u.qualname for u in opening.units]
     assert "".join(e.text for e in events if e.kind == "token") == ANSWER
     [sources] = [e for e in events if e.kind == "sources"]
     assert "shop/tax.py:4-6" in [s.citation for s in sources.sources if s.cited]
     assert events[-1].stats["cached"] == 1.0 and "--fresh" in events[-1].text
     # the cached answer is a conversation turn like any other
-    assert [m.role for m in service.load_conversation(events[-1].conversation_id)] == ["user", "assistant"]
+    turns = service.load_conversation(events[-1].conversation_id)
+    assert [m.role for m in turns] == ["user", "assistant"] and turns[-1].opening == opening
 
     _, done = answer(service, "How is tax computed?", fresh=True)
     assert not done.cached and len(server.requests) == 2

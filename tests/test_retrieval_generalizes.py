@@ -174,6 +174,13 @@ def test_name_pairs_and_forms() -> None:
 @pytest.mark.parametrize(("query", "docs"), [
     ("how do I install it", True), ("where is the changelog", True), ("what does the documentation say", True),
     ("where is the request context pushed", False), ("how are retries configured", False),
+    # a pasted report is judged by its title: its body mentions installs and docs in passing
+    ("Trailing whitespace in DatasetGroupBy text representation\nWhen displaying a DatasetGroupBy the "
+     "first line of output contains a trailing whitespace. The first example in the documentation shows "
+     "it, and it breaks doctests.\n\nINSTALLED VERSIONS\n pip install xarray==0.18 on Python 3.8, Linux.", False),
+    ("Docs: the tutorial's install section names the wrong extra\nThe tutorial says to run pip install "
+     "with the fast extra, but that extra was renamed two releases ago and the command fails for new "
+     "users who copy it from the page.", True),
 ])
 def test_about_docs(query: str, docs: bool) -> None:
     assert prose.about_docs(query) is docs

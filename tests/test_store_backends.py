@@ -221,9 +221,9 @@ def test_the_cli_indexes_and_searches_a_postgres_store(request: pytest.FixtureRe
     (repo / "shop/cart.py").unlink()  # an update drops the file that is gone, keeps the others
     assert main(["index", str(repo), "--store", url, "--no-embed"]) == 0
     assert "0 parsed, 2 unchanged, 1 deleted" in capsys.readouterr().out
-    assert main(["status", "--repo", str(repo), "--store", url]) == 2
-    assert "index, search and symbol do" in capsys.readouterr().err
-    opened = open_store(url)
+    assert main(["map", "--repo", str(repo), "--store", url]) == 2
+    assert "does not run on a store given by URL yet" in capsys.readouterr().err
+    opened = open_store(url, repo="repo")  # the CLI indexes a folder into a repository named after it
     try:
         assert opened.files() == ["shop/money.py", "tests/test_cart.py"]
     finally:
@@ -336,8 +336,30 @@ def test_postgres_migration_gives_chunks_written_before_their_postings(
     monkeypatch.undo()
     store = open_store(url)
     try:
-        assert store.schema_version >= 3
+        assert store.schema_version >= 4
         assert [h.chunk_id for h in store.keyword_search(["deposit"])] == [2]
         assert [h.chunk_id for h in store.keyword_search(["amount", "wallet"])][:2] in ([1, 2], [2, 1])
     finally:
         store.close()
+
+
+def test_context_reads_answer_alike(shop: StoreBackend) -> None:
+    """The reads context composition and the server make (ContextReads and the rows around)."""
+    shop.write_file(*rows_of("shop/euro.py", "RATE = 1.1\n\n\nclass Euro(Wallet, Base):\n    pass\n"))
+    wallet = unit(shop, "Wallet")
+    assert [u.name for u in shop.children(wallet.id)] == ["__init__", "deposit"]
+    assert shop.file_imports("shop/cart.py") == ["shop.money"]
+    assert shop.file_constants("shop/euro.py") == ["RATE"]
+    assert shop.unit_bases(unit(shop, "Euro").id) == ["Wallet", "Base"]
+    assert shop.unit_bases(wallet.id) == []
+    texts = shop.file_chunk_texts("shop/money.py")
+    assert texts[0][0] == 1 and "def parse_amount(text):" in "".join(t for _, t in texts)
+    assert shop.file_hash("shop/money.py") == content_hash(FILES["shop/money.py"].encode())
+    assert shop.file_hash("nowhere.py") is None
+    assert [u.name for u in shop.units_at("shop/money.py", 14)][:2] == ["deposit", "Wallet"]
+    assert shop.file_facts("shop/money.py") == ("python", 15, False)
+    assert shop.summary_texts([(wallet.id, wallet.path, wallet.kind, wallet.qualname)]) == {}
+    assert shop.unit_summaries("shop/money.py") == {}
+    status = shop.status("/repo")
+    assert (status.repo_root, status.files, status.units, status.edges) == ("/repo", 4, 9, shop.edge_count())
+    assert [(lang.language, lang.files) for lang in status.languages] == [("python", 4)]

@@ -139,3 +139,21 @@ def test_export_and_show_write_profiles_and_summaries(make_repo, open_service, c
     target = tmp_path / "out.md"
     assert main(["export", *common, "-o", str(target)]) == 0
     assert target.read_text().count("## ") == 8
+
+
+PLUGINS = {
+    "plugins/alpha.py": '"""\n$description Global live streaming platform for gamers.\n"""\nimport re\n\n\n'
+                        "class Alpha:\n    def fetch(self):\n        return re.compile('x')\n",
+    "stream/playlist.py": "def reload_playlist(url):\n    return url.strip()\n",
+}
+
+
+def test_a_file_profile_ranks_files_not_the_files_head(make_repo, open_service):
+    service = open_service(make_repo(PLUGINS))
+    query = "which plugin serves the global live streaming platform for gamers"
+    files = service.search_files(query, k=3)
+    assert files and files[0].unit.path == "plugins/alpha.py"
+    assert any(r.startswith("summary") for r in files[0].reasons)  # the profile still ranks files
+    hits = service.search(query, k=5)
+    # ... but in unit search a whole file is no hit for its profile's words alone
+    assert not any(h.unit.kind == "file" and any(r.startswith("summary") for r in h.reasons) for h in hits)

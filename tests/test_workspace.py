@@ -6,6 +6,7 @@ repositories: a shared library, a backend that imports it, an unrelated frontend
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +236,69 @@ def test_what_a_repository_defines_is_read_warily(tmp_path: Path) -> None:
     [_, kit] = packages(root)
     assert (kit.name, kit.main, kit.files_for("@acme/kit/lib/x")[1]) == ("@acme/kit", "lib/index.js", "lib/x.js")
     assert kit.files_for("@acme/kitten") is None
+
+
+def test_the_workspace_watches_each_repository(repos: dict[str, Any]) -> None:
+    """A file saved in one repository is re-indexed into its own index; the event names it as
+    the app's tree does, and a file named `repo/path` is indexed in its repository alone."""
+    from coderag_tui.workspace import Workspace
+    from coderag_tui.workspace.local import WorkspaceService
+
+    services = [CodeRag.open(repos[n], config=repos["config"]) for n in ("shared-lib", "backend", "frontend")]
+    service = WorkspaceService(Workspace(services), tree_paths=True)
+    first = service.index()
+    assert first.files_indexed == 6 and first.errors == ()
+    events: list[Any] = []
+    with service.watch(events.append) as watcher:
+        (repos["backend"] / "app" / "invoices.py").write_text("def issue_invoice(order):\n    return order.total\n")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+                e.phase == "indexed" and "backend/app/invoices.py" in e.paths for e in events):
+            time.sleep(0.1)
+        assert watcher.wait_idle(30)
+    assert any(e.phase == "indexed" and e.paths == ("backend/app/invoices.py",) for e in events), events
+    assert [(u.repo, u.path) for u in service.symbols("issue_invoice")] == [("backend", "backend/app/invoices.py")]
+
+    (repos["frontend"] / "src" / "banner.js").write_text("function renderFooter() { return 1; }\n")
+    again = service.index(only=["frontend/src/banner.js"])
+    assert again.files_indexed == 1 and again.files_seen == 2  # the frontend alone was walked
+    assert [u.repo for u in service.symbols("renderFooter")] == ["frontend"]
+    assert services[1].status().files == 2  # backend untouched by the frontend's run
+
+
+def test_an_answer_across_repositories_calls_their_tools(repos: dict[str, Any], tmp_path: Path) -> None:
+    """A model with tools, answering across two repositories, reads a file of one of them: the
+    tool's result cites `repo:path` as the context does, so what it showed verifies."""
+    from tests.test_tool_use import openai_tool_call
+
+    def respond(h: _Handler, n: int) -> None:
+        if n == 0:
+            openai_tool_call(h, "c1", "read_lines", {"path": "shared-lib:shared_lib/pricing.py", "start": 1,
+                                                     "end": 3})
+        else:
+            openai_sse(h, ["Prices are shared (shared-lib:shared_lib/pricing.py:1-3), and the total is ",
+                           "computed at checkout (backend:app/checkout.py:6-9)."])
+
+    model = Loopback(respond)
+    try:
+        config = tmp_path / "tools.toml"
+        config.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model.url}/v1"\n'
+                          'model = "scripted"\ndiscover = false\ntools = "on"\ncache_similarity = 0\n'
+                          "timeout_s = 30\n")
+        services = [CodeRag.open(repos[n], config=str(config)) for n in ("shared-lib", "backend", "frontend")]
+        for s in services:
+            s.index()
+        _, answer = Workspace(services).ask(QUESTION, repos=["shared-lib", "backend"])
+        events = list(answer)
+    finally:
+        model.close()
+    [tool] = [e for e in events if e.kind == "tool"]
+    assert "read_lines" in tool.text
+    prompt = json.loads(model.requests[0]["body"])["messages"][-1]["content"]
+    assert "== shared-lib (cite its paths as shared-lib:PATH)" in prompt and "== backend" in prompt
+    result = json.loads(model.requests[1]["body"])["messages"][-1]
+    assert result["role"] == "tool" and result["content"].startswith("shared-lib:shared_lib/pricing.py:1-3\n")
+    [sources] = [e for e in events if e.kind == "sources"]
+    cited = [s.citation for s in sources.sources if s.cited]
+    assert "shared-lib:shared_lib/pricing.py:1-3" in cited and "backend:app/checkout.py:6-9" in cited
+    assert sources.invalid_citations == ()

@@ -22,7 +22,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def workspace_app(repos: dict[str, Any], steady: bool = False) -> Any:  # noqa: F811
+def workspace_app(repos: dict[str, Any], steady: bool = False, watch: bool = False) -> Any:  # noqa: F811
     from coderag_tui.models import ModelInfo
     from coderag_tui.tui.app import create_app
 
@@ -32,7 +32,7 @@ def workspace_app(repos: dict[str, Any], steady: bool = False) -> Any:  # noqa: 
     service = WorkspaceService(Workspace(services), tree_paths=True)
     if steady:  # the scripted model's port changes from run to run
         service.model_info = lambda model=None: ModelInfo("scripted", "openai", "http://127.0.0.1", 4096)  # type: ignore[method-assign]
-    return create_app(service, auto_index=False, watch=False, embed=False, local_clipboard=False)
+    return create_app(service, auto_index=watch, watch=watch, embed=False, local_clipboard=False)
 
 
 async def test_the_tree_holds_the_repositories_and_an_answer_cites_two(
@@ -64,6 +64,32 @@ async def test_the_tree_holds_the_repositories_and_an_answer_cites_two(
         view = screen.code
         assert view.document is not None and view.document.path == "shared-lib:shared_lib/pricing.py"
         assert any("loyalty_years * 2" in line for line in viewer_text(app))
+
+
+async def test_the_app_watches_every_repository(repos: dict[str, Any],  # noqa: F811
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """As for one repository, the app catches up and then watches: a file saved in one of the
+    repositories appears in the tree under it and is searchable."""
+    from coderag_tui.tui.widgets.file_tree import FilesPane
+    from tests.test_tui import settle
+
+    monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
+    app = workspace_app(repos, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        files = app.screen.query_one(FilesPane)
+        for _ in range(300):  # the first catch-up run, then the watcher
+            if app.screen.watch_handle is not None:
+                break
+            await pilot.pause(0.1)
+        assert app.screen.watch_handle is not None
+        (repos["frontend"] / "src" / "footer.js").write_text("function renderFooter(year) { return year; }\n")
+        for _ in range(300):
+            if "frontend/src/footer.js" in files.visible_paths:
+                break
+            await pilot.pause(0.1)
+        assert "frontend/src/footer.js" in files.visible_paths
+        assert [u.repo for u in app.screen.service.symbols("renderFooter")] == ["frontend"]
 
 
 def test_the_tree_snapshot(repos: dict[str, Any], snap_compare: Any, monkeypatch: pytest.MonkeyPatch,  # noqa: F811

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from coderag_tui.models import AnswerOpening, AnswerUnit, ComposedContext, UnitRef
-from coderag_tui.store import read
+from coderag_tui.store.backend import ContextReads
 from coderag_tui.store.db import Database
+from coderag_tui.store.sqlite_backend import context_reads
 
 MAX_UNITS = 5
 MAX_DEPTH = 6
@@ -94,7 +95,7 @@ def _mentions(unit: UnitRef, question: str) -> int:
     return sum(1 for w in text if w in words)
 
 
-def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
+def call_path(source: Database | ContextReads, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
               question: str = "") -> list[AnswerUnit]:
     """Entry point -> ... -> one of `targets`, each step calling the next (see module doc).
 
@@ -102,11 +103,12 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
     to whichever was found first); the path kept passes through most of the question's hits,
     from a true entry point, the longest, to the target the question's words name most, the
     best ranked."""
+    reads = context_reads(source)
     targets = [t for t in targets if t.kind != "file" and not is_test(t)]
     hit_ids = {h.id for h in hits} | {t.id for t in targets}
     best: tuple[tuple[int, bool, int, int, int], list[AnswerUnit]] | None = None
     for rank, target in enumerate(targets):
-        found = _path_to(db, target, hit_ids)
+        found = _path_to(reads, target, hit_ids)
         if found is not None:
             key = (*found[0], _mentions(target, question), -rank)
             if best is None or key > best[0]:
@@ -114,7 +116,7 @@ def call_path(db: Database, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
     return best[1] if best is not None else []
 
 
-def _path_to(db: Database, target: UnitRef, hit_ids: set[int]) -> tuple[tuple[int, bool, int], list[AnswerUnit]] | None:
+def _path_to(reads: ContextReads, target: UnitRef, hit_ids: set[int]) -> tuple[tuple[int, bool, int], list[AnswerUnit]] | None:
     """The best path to `target` and its score: (question hits on it, from a true entry point, length)."""
     units: dict[int, UnitRef] = {target.id: target}
     nxt: dict[int, tuple[int, int]] = {}  # caller id -> (the unit it calls on the path, line)
@@ -127,7 +129,7 @@ def _path_to(db: Database, target: UnitRef, hit_ids: set[int]) -> tuple[tuple[in
         frontier = frontier[:MAX_FRONTIER]
         called: set[int] = set()
         new: list[int] = []
-        for edge in read.callers(db, frontier):
+        for edge in reads.callers(frontier):
             caller, callee = edge.unit, edge.source
             if caller is None or callee is None or is_test(caller) or caller.id == callee.id:
                 continue
@@ -159,11 +161,11 @@ def _path_to(db: Database, target: UnitRef, hit_ids: set[int]) -> tuple[tuple[in
     return score(start), [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in steps(start)]
 
 
-def build_opening(db: Database, question: str, context: ComposedContext) -> AnswerOpening:
+def build_opening(source: Database | ContextReads, question: str, context: ComposedContext) -> AnswerOpening:
     """The opening for `question` from the context's hits and the index's call graph."""
     units = answer_units(context)
     flow = is_flow_question(question)
-    path = call_path(db, units, [h.unit for h in context.hits], question) if flow else []
+    path = call_path(source, units, [h.unit for h in context.hits], question) if flow else []
     return AnswerOpening(units=tuple(answer_unit(u) for u in units), call_path=tuple(path), flow=flow)
 
 

@@ -13,7 +13,7 @@ answer's citations of what the tools returned are verified like those of the com
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -127,10 +127,11 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def pieces_from_result(text: str, tool: str) -> list[ContextPiece]:
-    """The `path:start-end` ranges a tool result cites, as context pieces of that text."""
+def pieces_from_result(text: str, tool: str, known_paths: Iterable[str] = ()) -> list[ContextPiece]:
+    """The `path:start-end` ranges a tool result cites, as context pieces of that text.
+    `known_paths`: the paths already given (`repo:path` ones keep a result's repositories)."""
     out: dict[tuple[str, int, int], ContextPiece] = {}
-    for c in parse_citations(text):
+    for c in parse_citations(text, known_paths):
         key = (c.path, c.start, c.end)
         if key not in out:
             out[key] = ContextPiece(c.path, c.start, c.end, "tool", f"from {tool}", text, 0)
@@ -207,7 +208,7 @@ def tool_loop(
             text = _fit(text, provider, min(MAX_RESULT_TOKENS, max(room, 0)))
             room -= provider.count_tokens(text) + 16
             if ok:
-                given.extend(pieces_from_result(text, call.name))
+                given.extend(pieces_from_result(text, call.name, {p.path for p in given}))
             args = call.raw_arguments or json.dumps(call.arguments, sort_keys=True)
             yield ToolCallInfo(call.name, args, _summary(text), ok)
             results.append(text)

@@ -127,18 +127,31 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     client = server_client(args, target)
     if client is not None:
         return client
-    if getattr(args, "workspace", False) or (target and "," in target and not os.path.exists(target)):
-        return open_workspace(args, target.split(",") if target else [])
-    store = store_url(args, target)
+    # a store given by URL holds several repositories: `a,b` names some of them there
+    workspace = getattr(args, "workspace", False)
+    store = store_url(args, None if workspace else target)
     if store:
         from coderag_tui.store_service import StoreService
+        from coderag_tui.workspace.store_repos import open_listed
 
+        if workspace:
+            return open_listed(store, target, args.config, indexing=getattr(args, "command", None) == "index")
         return StoreService.open(store, target, args.config)
+    if getattr(args, "workspace", False) or (target and "," in target and not os.path.exists(target)):
+        return open_workspace(args, target.split(",") if target else [])
     service = CodeRag.open_any(target, config=args.config, db_path=args.db,
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                                progress=progress_printer("clone"))
     service.vectors_in_memory = service.long_lived = getattr(args, "command", None) in LONG_LIVED
     return service
+
+
+def refuse_store(service: Any, what: str, hint: str) -> None:
+    """One line for a command that does not run on a store given by URL (it may through a
+    server serving that store)."""
+    module = sys.modules.get("coderag_tui.store_service")  # loaded when the service is one
+    if module is not None and isinstance(service, module.StoreService):
+        raise UsageError(f"{what} does not run on a store given by URL yet", hint)
 
 
 def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: bool = False) -> Any:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING, cast
 
-from coderag_tui.cli.base import UsageError, arguments, command, progress_printer
+from coderag_tui.cli.base import UsageError, arguments, command, progress_printer, store_url
+
+if TYPE_CHECKING:
+    from coderag_tui.service import CodeRag
 
 
 def _port(text: str) -> int:
@@ -29,12 +33,25 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    '"tokens_required"} on one line (for scripts that start a server)')
 
 
+def _store_service(url: str, targets: list[str | None], args: argparse.Namespace) -> CodeRag:
+    """The one repository indexed into the store at `url`, served like a `CodeRag` (a
+    `StoreService` answers everything the workspace asks of one repository)."""
+    from coderag_tui.store_service import StoreService
+
+    if len(targets) > 1 or args.db:
+        raise UsageError("--store serves one repository from one store", "give one folder, without --db")
+    target = targets[0]
+    if target is not None and "://" in target:
+        raise UsageError("with --store, give a local repository folder", "clone it first")
+    return cast("CodeRag", StoreService.open(url, target, args.config))
+
+
 @command("serve", "serve repositories over HTTP: search, context, symbols, answers (docs/server.md)")
 @arguments(_serve_args)
 def cmd_serve(args: argparse.Namespace) -> int:
     from coderag_tui.config import load_settings
     from coderag_tui.server import Tokens, serve
-    from coderag_tui.service import CodeRag
+    from coderag_tui.service import CodeRag  # noqa: F811 (the one that runs)
     from coderag_tui.workspace import Workspace
 
     settings = load_settings(None, args.config)
@@ -47,9 +64,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("--db names one index file, for one repository", "serve each with its own index")
     if args.branch or args.rev:
         raise UsageError("serve takes no --branch or --rev", "clone the revision first, then serve the folder")
-    services = [CodeRag.open_any(t, config=args.config, db_path=args.db, progress=progress_printer("clone"))
-                for t in targets]
-    workspace = Workspace(services)
+    store = store_url(args, targets[0]) if len(targets) == 1 else getattr(args, "store", None)
+    if store:
+        workspace = Workspace([_store_service(store, targets, args)])
+    else:
+        workspace = Workspace([CodeRag.open_any(t, config=args.config, db_path=args.db,
+                                                progress=progress_printer("clone")) for t in targets])
     bar = progress_printer("index")
     workspace.ensure_indexed(progress=bar)
     bar.close()

@@ -30,6 +30,17 @@ INTERFACE_KINDS = frozenset({"interface", "trait", "protocol"})
 # the units whose definitions are local to them (a closure, a test's helper class)
 LOCAL_SCOPES = frozenset({"function", "method", "constructor"})
 MISS = object()
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyx")
+ROOT_FOLDERS = frozenset({"", "src", "lib", "python"})  # where a repository's own packages start
+
+
+def _module_prefix(path: str, depth: int) -> str:
+    """The folder a Python module's top segment sits in, for a path matched by `depth` segments
+    (`src/flask/__init__.py`, 1 -> `src`; `a/b/c.py`, 2 -> `a`)."""
+    segs = path.rsplit(".", 1)[0].split("/")
+    if segs[-1] == "__init__":
+        segs = segs[:-1]
+    return "/".join(segs[: max(len(segs) - depth, 0)])
 
 
 class Resolver:
@@ -53,6 +64,7 @@ class Resolver:
     _homes: dict[int, int | None]
     _scoped: dict[str, tuple[list[int], list[int]]]
     _preload_parents: Callable[[Iterable[int]], None]
+    _packages: set[str]
     ensure_stems: Callable[[], None]
 
     # ---------------------------------------------------------------- imports
@@ -65,22 +77,62 @@ class Resolver:
         parts = module_parts(module, src)
         if parts is None:
             return None
+        python = src.endswith(PYTHON_SUFFIXES)
         candidates = ([parts + [names[0]]] if names else []) + [parts]
         for cand in candidates:
             files = self.stems.get("/".join(cand))
-            if files:
+            if files and python:
+                hit = self._python_module(files, len(cand), src, absolute=not module.startswith("."))
+                if hit is not None:
+                    return hit
+            elif files:
                 return closest(files, src, self.file_path)
-        # a package that is a directory (Go, Java packages): its files
-        for start in range(len(parts)):
+        # a package that is a directory (Go, Java packages): its files. Not for Python, whose
+        # packages are found above by their `__init__.py`: a folder called `celery` holding a
+        # project's scripts, or one of templates called `flask`, is not the package imported
+        for start in range(len(parts) if not python else 0):
             files = self.dir_stems.get("/".join(parts[start:]))
             if files:
                 return closest(files, src, self.file_path)
         # a symbol imported from a module: drop trailing segments (Java static imports, Rust paths)
         for length in range(len(parts) - 1, 0, -1):
-            files = self.stems.get("/".join(parts[:length]))
+            files = self._of_language(self.stems.get("/".join(parts[:length])), python)
             if files:
                 return closest(files, src, self.file_path)
         return None
+
+    def _of_language(self, files: list[int] | None, python: bool) -> list[int] | None:
+        if not files or not python:
+            return files
+        return [f for f in files if self.file_path[f].endswith(PYTHON_SUFFIXES)]
+
+    def _python_module(self, files: list[int], depth: int, src: str, *, absolute: bool) -> int | None:
+        """Of the files whose path ends with a Python import's `depth` segments, the module it
+        names: a Python file; for an absolute import, one whose top segment is not inside a
+        package (`tests/apps/inner/flask.py` in a package `inner` is `inner.flask`, not
+        `flask`; `src/flask/logging.py` is not `logging`, even for its neighbours: Python 3 has
+        no implicit relative imports), preferring one whose top sits where Python would look:
+        the importer's folder or one above it (a script's siblings, the repository's top) or
+        src/ or lib/, so an example's own flask.py is not the flask a test imports."""
+        found = [f for f in files if self.file_path[f].endswith(PYTHON_SUFFIXES)]
+        if not found or not absolute:
+            return closest(found, src, self.file_path) if found else None
+        packages = self._package_dirs()
+        folders = src.split("/")[:-1]
+        rooted = [f for f in found if _module_prefix(self.file_path[f], depth) not in packages]
+        visible = ROOT_FOLDERS | {"/".join(folders[:i]) for i in range(len(folders) + 1)}
+        seen = [f for f in rooted if _module_prefix(self.file_path[f], depth) in visible]
+        # none rooted: a module of a package is not what `import logging` names (the stdlib's is)
+        return closest(seen or rooted, src, self.file_path) if rooted else None
+
+    def _package_dirs(self) -> set[str]:
+        """The folders that hold an `__init__.py` (Python packages), computed once per lookup."""
+        found: set[str] | None = getattr(self, "_packages", None)
+        if found is None:
+            found = {p.rsplit("/", 1)[0] if "/" in p else "" for p in self.file_path.values()
+                     if p.endswith(("/__init__.py", "/__init__.pyi")) or p in ("__init__.py", "__init__.pyi")}
+            self._packages = found
+        return found
 
     # ---------------------------------------------------------------- calls
     def resolve_call(self, src: int, name: str, receiver: str) -> int | None:

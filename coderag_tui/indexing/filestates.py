@@ -10,25 +10,28 @@ from coderag_tui.models import FileState
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.sources.discovery import walk
 from coderag_tui.sources.names import fs_path
-from coderag_tui.store import read
+from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.db import Database
+from coderag_tui.store.sqlite_backend import SqliteStore
 
 
-def file_states(db: Database, root: Path, db_path: Path, settings: IndexSettings) -> list[FileState]:
+def file_states(source: Database | StoreBackend, root: Path, db_path: Path | None,
+                settings: IndexSettings) -> list[FileState]:
     """Every file discovery finds under `root`, with its index state (one walk and one query);
-    the index file itself (and its -wal/-shm) is left out when it lies in the repository."""
-    model = db.get_meta("embed_model")
-    indexed = read.file_index_states(db, model)
-    skipped = read.skip_reasons(db)
+    the index file itself (`db_path`, and its -wal/-shm) is left out when it lies in the repository."""
+    store = SqliteStore(source) if isinstance(source, Database) else source
+    indexed = store.file_index_states()
+    skipped = store.skip_reasons()
     out = []
     walked = walk(root, settings)
-    own = {p.name for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm"))}
+    own = {p.name for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm"))} if db_path else set()
     for path in sorted({c.path for c in walked.files} | set(walked.skips)):
-        if path.rsplit("/", 1)[-1] in own and (root / fs_path(path)).resolve().parent == db_path.resolve().parent:
+        if (db_path is not None and path.rsplit("/", 1)[-1] in own
+                and (root / fs_path(path)).resolve().parent == db_path.resolve().parent):
             continue  # the index itself
         if path in indexed:
             language, chunks, vectors = indexed[path]
-            state = "embedded" if model and chunks and vectors >= chunks else "indexed"
+            state = "embedded" if chunks and vectors >= chunks else "indexed"
             # indexed as plain text after its parse was refused: searchable, with a note why
             out.append(FileState(path, language, state, reason=skipped.get(path, "")))
         elif path in skipped or path in walked.skips:

@@ -18,6 +18,7 @@ from coderag_tui.indexing.lookup import Lookup
 from coderag_tui.indexing.testedges import derive_tests, tests_rows
 from coderag_tui.parsing.kinds import is_test_path
 from coderag_tui.store import graph_edges
+from coderag_tui.store.backend import GraphRows, StoreBackend
 from coderag_tui.store.db import Database
 
 
@@ -53,15 +54,13 @@ def _resolve_imports(lk: Lookup, rows: Iterable[tuple[Any, ...]]) -> tuple[
     return updates, fresh, moved
 
 
-def plan_full(db: Database) -> FullPlan:
+def plan_full(rows: GraphRows) -> FullPlan:
     """Resolve every edge, reading only: it can run on its own connection while the writer is
     busy (a fresh build creates its indexes meanwhile). `apply_full` writes the answer."""
-    lk = Lookup.load(db)
-    import_updates, fresh_imports, _ = _resolve_imports(
-        lk, graph_edges.import_edges(db))
+    lk = Lookup.load(rows)
+    import_updates, fresh_imports, _ = _resolve_imports(lk, rows.import_edges())
     lk.file_imports = fresh_imports
-    base_updates, lk.bases = _resolve_bases(
-        lk, graph_edges.base_edges(db))
+    base_updates, lk.bases = _resolve_bases(lk, rows.base_edges())
     call_updates: list[tuple[int | None, int]] = []
     resolved: list[tuple[int, int, int, int]] = []  # test files' calls: the rows TESTS are derived from
     test_files = {fid for fid, path in lk.file_path.items() if is_test_path(path)}
@@ -70,7 +69,7 @@ def plan_full(db: Database) -> FullPlan:
     # every answer is a unit of the called name: a name no unit has resolves to nothing (a
     # builtin or an external API: ~30% of Django's calls)
     defined = {name for _, name in lk.by_file_name}
-    for eid, src, fid, name, receiver, dst, line in graph_edges.call_edges(db):
+    for eid, src, fid, name, receiver, dst, line in rows.call_edges():
         if name not in defined:
             if dst is not None:
                 call_updates.append((None, eid))
@@ -88,19 +87,27 @@ def plan_full(db: Database) -> FullPlan:
     return FullPlan(import_updates, base_updates, call_updates, tests_rows(lk, resolved, list(lk.file_path)))
 
 
-def apply_full(db: Database, plan: FullPlan, *, fresh: bool = False) -> int:
+def apply_full(rows: GraphRows, plan: FullPlan, *, fresh: bool = False) -> int:
     """Write a `plan_full` answer (in the caller's transaction). Returns the edges updated.
 
     `fresh`: the edges were all just written by a build (no TESTS edges or orphaned calls yet),
     so the two scans of every edge that clear those are skipped."""
-    graph_edges.set_targets(db, plan.imports)
-    graph_edges.set_base_targets(db, plan.bases)
-    graph_edges.set_targets(db, plan.calls)
+    rows.set_targets(plan.imports)
+    rows.set_base_targets(plan.bases)
+    rows.set_targets(plan.calls)
     if not fresh:
-        graph_edges.clear_orphans(db)
-        graph_edges.delete_tests_edges(db)
-    graph_edges.insert_tests_edges(db, plan.tests)
+        rows.clear_orphans()
+        rows.delete_tests_edges()
+    rows.insert_tests_edges(plan.tests)
     return plan.changes
+
+
+def resolve_store(store: StoreBackend) -> int:
+    """Resolve the whole graph of any backend's index through its `graph()` rows, in one
+    transaction (the PostgreSQL indexer's pass; the same answer as the SQLite indexer's)."""
+    rows = store.graph()
+    with store.transaction():
+        return apply_full(rows, plan_full(rows))
 
 
 def _resolve_bases(lk: Lookup, base_rows: Iterable[tuple[Any, ...]]
@@ -127,7 +134,8 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
     set of files changed (`files_changed`: files added or deleted), every import.
     """
     if changed_files is None:
-        return apply_full(db, plan_full(db))
+        rows = graph_edges.SqliteGraph(db)
+        return apply_full(rows, plan_full(rows))
     changed = changed_files
     lk = Lookup.lazy(db)
 

@@ -13,20 +13,17 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from coderag_tui.config import Settings
 from coderag_tui.indexing.graph import FullPlan, apply_full, plan_full, resolve
 from coderag_tui.indexing.profiles import apply_summary_search, describe_changes
 from coderag_tui.indexing.workers import (
-    PARALLEL_MIN_FILES,
     Feed,
     Job,
     Outcome,
     gc_paused,
-    parse_isolated,
-    process_file,
+    parse_outcomes,
     usable_cores,
 )
 from coderag_tui.models import IndexSummary, Progress
@@ -34,6 +31,7 @@ from coderag_tui.sources.discovery import stat_paths, walk
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read, tracked
 from coderag_tui.store.db import Database, open_database
+from coderag_tui.store.graph_edges import SqliteGraph
 from coderag_tui.store.write import (
     FileMeta,
     defer_indexes,
@@ -238,7 +236,7 @@ class Indexer:
             plan = self._plan_beside_indexes() if bulk and full else None
             with db.transaction():
                 if plan is not None:
-                    apply_full(db, plan, fresh=True)
+                    apply_full(SqliteGraph(db), plan, fresh=True)
                     restore_indexes(db)
                 else:
                     resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
@@ -278,34 +276,7 @@ class Indexer:
         return summary
 
     def _outcomes(self, jobs: list[Job], idle: Callable[[bool], None], feed: Feed | None) -> Iterable[Outcome]:
-        s = self.settings
-        workers = s.index.workers or usable_cores()
-        if len(jobs) < PARALLEL_MIN_FILES or workers <= 1:
-            for job in jobs:
-                yield process_file(job, s.index, s.chunk)
-            return
-        if feed is None:
-            feed = Feed(s, str(self.root), workers)
-            feed.jobs = jobs
-        try:
-            feed.send(everything=True)
-            futures = feed.futures
-            for i, future in enumerate(futures):  # in order, like pool.map
-                if future is None:
-                    continue
-                if not future.done():
-                    idle(len(futures) - i <= feed.workers)
-                futures[i] = None  # a future keeps its rows: let them go once written
-                batch, feed.batches[i] = feed.batches[i], None
-                try:
-                    outcomes = future.result()
-                except BrokenProcessPool:
-                    # a file crashed a worker: every batch not yet back is redone apart
-                    assert batch is not None
-                    outcomes = parse_isolated(batch, s.index, s.chunk)
-                yield from outcomes
-        finally:
-            feed.close()
+        return parse_outcomes(jobs, self.settings, str(self.root), idle, feed)
 
     def _plan_beside_indexes(self) -> FullPlan:
         """A fresh build: resolve the graph on a second, read-only connection while this one
@@ -320,7 +291,7 @@ class Indexer:
                 reader = open_database(self.db.path, readonly=True, one_thread=True)
                 try:
                     reader.execute("BEGIN")  # one snapshot for all the reads
-                    plans.append(plan_full(reader))
+                    plans.append(plan_full(SqliteGraph(reader)))
                     reader.execute("COMMIT")
                 finally:
                     reader.close()

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from coderag_tui.indexing.callres import CALLABLE_KINDS, Resolver
 from coderag_tui.indexing.modpaths import path_stems, split_path
 from coderag_tui.store import graph_edges
+from coderag_tui.store.backend import GraphRows
 from coderag_tui.store.db import Database
 from coderag_tui.store.write import FILES_GENERATION
 
@@ -110,12 +111,13 @@ class Lookup(Resolver):
     _preload_parents: Callable[[Iterable[int]], None] = lambda ids: None
 
     @classmethod
-    def load(cls, db: Database) -> Lookup:
+    def load(cls, db: GraphRows) -> Lookup:
+        """Every unit and file of the index (a whole-graph resolve, on either backend)."""
         lk = cls()
         units, file_unit = lk.units, lk.file_unit
         by_file_name, by_name, children = lk.by_file_name, lk.by_name, lk.children
         make = Unit._make
-        for u in map(make, graph_edges.all_units(db)):
+        for u in map(make, db.all_units()):
             uid, fid, pid, kind, name, _ = u
             units[uid] = u
             if kind == "file":
@@ -126,7 +128,7 @@ class Lookup(Resolver):
                 by_name[name].append(uid)
             if pid is not None:
                 children[(pid, name)].append(uid)
-        lk._load_files(db)
+        lk._load_files(db.file_paths())
         return lk
 
     @classmethod
@@ -196,7 +198,7 @@ class Lookup(Resolver):
         if tables is None:
             for fid, uid in graph_edges.file_units(db):
                 lk.file_unit[fid] = uid
-            lk._load_files(db)
+            lk._load_files(graph_edges.file_paths(db))
             tables = _FileTables(lk.file_unit, lk.file_path, lk.file_stem)
             _FILES_CACHE.clear()  # one repository's tables at a time
             if generation:
@@ -207,8 +209,8 @@ class Lookup(Resolver):
         lk._tables = tables
         return lk
 
-    def _load_files(self, db: Database) -> None:
-        for fid, path in graph_edges.file_paths(db):
+    def _load_files(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        for fid, path in rows:
             self.file_path[fid] = path
             self.file_stem[fid] = split_path(path)[1]
         self._stems_ready = False

@@ -8,7 +8,7 @@ import contextlib
 import gc
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -220,3 +220,39 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:  # macOS, Windows
         return os.cpu_count() or 1
+
+
+def parse_outcomes(jobs: list[Job], settings: Settings, root: str,
+                   idle: Callable[[bool], None] = lambda last: None, feed: Feed | None = None) -> Iterator[Outcome]:
+    """The outcomes of `jobs`, in order: parsed in this process when they are few (or one core
+    is all there is), else by a pool of parse workers (`feed`'s, when the walk already started
+    one). `idle(last)` is called while the next batch is still being parsed (`last`: one of the
+    final batches), so the writer can write what came back meanwhile."""
+    s = settings
+    workers = s.index.workers or usable_cores()
+    if len(jobs) < PARALLEL_MIN_FILES or workers <= 1:
+        for job in jobs:
+            yield process_file(job, s.index, s.chunk)
+        return
+    if feed is None:
+        feed = Feed(s, root, workers)
+        feed.jobs = jobs
+    try:
+        feed.send(everything=True)
+        futures = feed.futures
+        for i, future in enumerate(futures):  # in order, like pool.map
+            if future is None:
+                continue
+            if not future.done():
+                idle(len(futures) - i <= feed.workers)
+            futures[i] = None  # a future keeps its rows: let them go once written
+            batch, feed.batches[i] = feed.batches[i], None
+            try:
+                outcomes = future.result()
+            except BrokenProcessPool:
+                # a file crashed a worker: every batch not yet back is redone apart
+                assert batch is not None
+                outcomes = parse_isolated(batch, s.index, s.chunk)
+            yield from outcomes
+    finally:
+        feed.close()

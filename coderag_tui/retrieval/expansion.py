@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 from coderag_tui.config import ContextSettings
@@ -15,8 +14,9 @@ from coderag_tui.models import EdgeRef, SearchHit, UnitRef
 from coderag_tui.retrieval.packing import Candidate
 from coderag_tui.retrieval.prose import is_prose_unit
 from coderag_tui.retrieval.source import CodeReader
-from coderag_tui.store import descriptions, read, retrieval_reads
+from coderag_tui.store.backend import ContextReads
 from coderag_tui.store.db import Database
+from coderag_tui.store.sqlite_backend import context_reads
 
 SimilarFn = Callable[[int, int], list[SearchHit]]
 NEIGHBOURS = 4  # callers and callees each, per primary
@@ -26,6 +26,56 @@ OUTLINE_LINES = 40
 FILE_HIT_LINES = 80  # a hit on module-level code shows its chunk, not the whole file
 ABOUT_FULL = 400  # characters of a primary's summary (seed 002's full format)
 ABOUT_BRIEF = 200  # of a caller's or callee's (the brief format: its first sentence)
+
+
+class MemoReads:
+    """A store's context reads, each edge list read once per composition: the metadata of a
+    primary asks again for the callers and callees its neighbours were read from (one query
+    each on SQLite, a round trip each to a PostgreSQL server)."""
+
+    def __init__(self, reads: ContextReads) -> None:
+        self.reads = reads
+        self._edges: dict[tuple[bool, tuple[int, ...], tuple[str, ...]], list[EdgeRef]] = {}
+
+    def _memo(self, inbound: bool, unit_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeRef]:
+        key = (inbound, tuple(unit_ids), tuple(kinds))
+        found = self._edges.get(key)
+        if found is None:
+            found = self._edges[key] = (self.reads.callers if inbound else self.reads.callees)(unit_ids, kinds)
+        return list(found)
+
+    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return self._memo(True, unit_ids, kinds)
+
+    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+        return self._memo(False, unit_ids, kinds)
+
+    def get_unit(self, unit_id: int) -> UnitRef | None:
+        return self.reads.get_unit(unit_id)
+
+    def file_outline(self, path: str) -> list[UnitRef]:
+        return self.reads.file_outline(path)
+
+    def children(self, unit_id: int) -> list[UnitRef]:
+        return self.reads.children(unit_id)
+
+    def file_imports(self, path: str) -> list[str]:
+        return self.reads.file_imports(path)
+
+    def file_constants(self, path: str, limit: int = 20) -> list[str]:
+        return self.reads.file_constants(path, limit)
+
+    def unit_bases(self, unit_id: int) -> list[str]:
+        return self.reads.unit_bases(unit_id)
+
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+        return self.reads.summary_texts(units)
+
+    def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:
+        return self.reads.file_chunk_texts(path)
+
+    def file_hash(self, path: str) -> str | None:
+        return self.reads.file_hash(path)
 
 
 def head_lines(lines: Sequence[tuple[int, str]]) -> int:
@@ -60,10 +110,11 @@ def _unsure(e: EdgeRef) -> str:
     return f" [{e.how}, confidence {e.confidence:.1f}]" if e.how and e.confidence < 0.9 else ""
 
 
-def outline(db: Database, unit: UnitRef) -> str:
+def outline(source: Database | ContextReads, unit: UnitRef) -> str:
     """A class or module outline: its signature and its members' signatures, indented."""
-    kids = read.children(db, unit.id) if unit.kind != "file" else [
-        u for u in read.file_outline(db, unit.path) if u.parent_id == unit.id]
+    reads = context_reads(source)
+    kids = reads.children(unit.id) if unit.kind != "file" else [
+        u for u in reads.file_outline(unit.path) if u.parent_id == unit.id]
     head = unit.signature or f"{unit.kind} {unit.qualname}"
     out = [head] if unit.kind != "file" else []
     indent = "    " if unit.kind != "file" else ""
@@ -80,18 +131,18 @@ def _names(units: Sequence[UnitRef], limit: int = 12) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def metadata(db: Database, unit: UnitRef) -> str:
+def metadata(reads: ContextReads, unit: UnitRef) -> str:
     lines: list[str] = []
-    imports = retrieval_reads.file_imports(db, unit.path)
+    imports = reads.file_imports(unit.path)
     if imports:
         lines.append(f"- {unit.path} imports: {', '.join(dict.fromkeys(imports))}")
-    consts = retrieval_reads.file_constants(db, unit.path, 20)
+    consts = reads.file_constants(unit.path, 20)
     if consts:
         lines.append(f"- constants in the file: {', '.join(consts)}")
-    callers = [e.unit for e in read.callers(db, [unit.id]) if e.unit is not None]
+    callers = [e.unit for e in reads.callers([unit.id]) if e.unit is not None]
     if callers:
         lines.append(f"- called by {len({u.id for u in callers})} units: {_names(callers)}")
-    callees = read.callees(db, [unit.id])
+    callees = reads.callees([unit.id])
     if callees:
         inside = [e.unit for e in callees if e.unit is not None]
         outside = list(dict.fromkeys(e.name for e in callees if e.unit is None))
@@ -99,11 +150,10 @@ def metadata(db: Database, unit: UnitRef) -> str:
             lines.append(f"- calls in this repository: {_names(inside)}")
         if outside:
             lines.append(f"- calls elsewhere: {', '.join(outside[:12])}")
-    stored = retrieval_reads.unit_bases(db, unit.id)
-    bases = json.loads(stored) if stored else []
+    bases = reads.unit_bases(unit.id)
     if bases:
         lines.append(f"- bases: {', '.join(bases)}")
-    subs = [e.unit for e in read.callers(db, [unit.id], kinds=("INHERITS", "IMPLEMENTS")) if e.unit]
+    subs = [e.unit for e in reads.callers([unit.id], kinds=("INHERITS", "IMPLEMENTS")) if e.unit]
     if subs:
         lines.append(f"- subclasses: {_names(subs)}")
     return "\n".join(lines)
@@ -117,11 +167,11 @@ def _clip(text: str, limit: int, brief: bool) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe(db: Database, described: Sequence[tuple[Candidate, UnitRef]]) -> None:
+def describe(reads: ContextReads, described: Sequence[tuple[Candidate, UnitRef]]) -> None:
     """Put the units' summaries above their code: in full on primaries, the first sentence on
     the others. (A file's summary is among the notes at the end of the context instead.)"""
     units = [(u.id, u.path, u.kind, u.qualname) for _, u in described if u.kind != "file"]
-    texts = descriptions.summary_texts(db, units) if units else {}
+    texts = reads.summary_texts(units) if units else {}
     for c, u in described:
         text = texts.get(u.id, "")
         if text:
@@ -130,7 +180,7 @@ def describe(db: Database, described: Sequence[tuple[Candidate, UnitRef]]) -> No
 
 
 def expand(
-    db: Database,
+    source: Database | ContextReads,
     reader: CodeReader,
     hits: Sequence[SearchHit],
     settings: ContextSettings,
@@ -138,7 +188,9 @@ def expand(
     terms: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """Candidates for the context of the top hits, in priority order within each tier; a
-    primary that must shrink keeps the lines holding `terms` (the question's words) first."""
+    primary that must shrink keeps the lines holding `terms` (the question's words) first.
+    `source`: any store's context reads (or a SQLite index's connection)."""
+    reads = source if isinstance(source, MemoReads) else MemoReads(context_reads(source))
     primaries = list(hits[: settings.primary_results])
     primary_ids = {h.unit.id for h in primaries}
     primary_spans = {(h.unit.path, h.unit.start_line, h.unit.end_line) for h in primaries}
@@ -157,7 +209,7 @@ def expand(
         described.append((out[-1], u))
         # level 1: callers (focused on the call) and callees
         j = 0
-        for e in read.callers(db, [u.id]):
+        for e in reads.callers([u.id]):
             c = e.unit
             if c is None or c.id in primary_ids or ("caller", c.id) in used or j >= NEIGHBOURS:
                 continue
@@ -168,7 +220,7 @@ def expand(
             described.append((neighbours[-1], c))
             j += 1
         j = 0
-        for e in read.callees(db, [u.id]):
+        for e in reads.callees([u.id]):
             c = e.unit
             if c is None or c.id in primary_ids or ("callee", c.id) in used or j >= NEIGHBOURS:
                 continue
@@ -182,15 +234,15 @@ def expand(
         # level 2: parent outline, tests, similar code
         # (a parent that is itself a primary is shown whole: its outline would repeat it)
         if u.parent_id is not None and u.parent_id not in primary_ids and ("parent", u.parent_id) not in used:
-            parent = read.get_unit(db, u.parent_id)
+            parent = reads.get_unit(u.parent_id)
             if parent is not None and (parent.path, parent.start_line, parent.end_line) not in primary_spans:
                 used.add(("parent", parent.id))
-                text = outline(db, parent)
+                text = outline(reads, parent)
                 if text.strip():
                     extended.append(Candidate("extended", "parent", parent.path, parent.start_line,
                                               parent.end_line, f"outline of {parent.qualname}", rel * 0.3,
                                               parent.language, text=text))
-        for e in read.callers(db, [u.id], kinds=("TESTS",))[:2]:
+        for e in reads.callers([u.id], kinds=("TESTS",))[:2]:
             t = e.unit
             if t is None or ("test", t.id) in used:
                 continue
@@ -206,9 +258,9 @@ def expand(
                                       f"{s.unit.qualname} (similar to {u.name})", _span(s),
                                       max_lines=BRIEF_LINES))
         # level 3: metadata only
-        text = metadata(db, u)
+        text = metadata(reads, u)
         if text:
             meta.append(Candidate("metadata", "metadata", u.path, u.start_line, u.end_line,
                                   f"about {u.qualname or u.name}", rel * 0.1, text=text))
-    describe(db, described)
+    describe(reads, described)
     return out + neighbours + extended + meta

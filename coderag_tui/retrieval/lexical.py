@@ -20,7 +20,7 @@ from coderag_tui.store.db import Database
 # names, path, signature, doc, code
 COLUMN_WEIGHTS = (6.0, 3.0, 3.0, 2.0, 1.0)
 MAX_TERMS = 200
-COMMON_SHARE = 0.25  # a word in more than this share of the chunks carries little: drop it
+COMMON_SHARE = 0.5  # a word in more than half of the chunks carries little: drop it
 MAX_DF = 15_000  # nor a word in more chunks than this (BM25 time grows with the postings read)
 MAX_POSTINGS = 20_000  # the rarest words of a long query, up to this many postings in all
 DF_CACHE_TERMS = 100_000

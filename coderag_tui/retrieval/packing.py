@@ -26,11 +26,11 @@ SKIP_COVERED = 0.8  # a code piece whose lines are mostly shown already is skipp
 # Seed 002's dynamic budget allocation: the share of each tier by question kind (see
 # router.question_kind). Applied as factors on the configured shares, so a user's own
 # shares keep their proportions.
-DEFAULT_SHARES = (0.55, 0.25, 0.15, 0.05)
+DEFAULT_SHARES = (0.7, 0.15, 0.1, 0.05)
 KIND_SHARES: dict[str, tuple[float, float, float, float]] = {
-    "lookup": (0.6, 0.2, 0.15, 0.05),  # the one thing asked about, little around it
-    "architecture": (0.3, 0.3, 0.3, 0.1),  # breadth: neighbours, outlines, what calls what
-    "debugging": (0.5, 0.4, 0.07, 0.03),  # depth: the code and what it calls and is called by
+    "lookup": (0.76, 0.12, 0.1, 0.05),  # the one thing asked about, little around it
+    "architecture": (0.38, 0.18, 0.2, 0.1),  # breadth: neighbours, outlines, what calls what
+    "debugging": (0.64, 0.24, 0.05, 0.03),  # depth: the code and what it calls and is called by
 }
 
 

@@ -12,6 +12,7 @@ import re
 from pathlib import PurePosixPath
 
 from coderag_tui.parsing.languages import is_prose
+from coderag_tui.retrieval.filerank import is_report
 
 PROSE_WEIGHT = 0.5  # a prose unit's fused score is scaled by this unless the question is about docs
 _ABOUT_DOCS = re.compile(
@@ -28,8 +29,11 @@ _PROSE_NAMES = re.compile(
 
 
 def about_docs(query: str) -> bool:
-    """The question is about documentation, release notes or installation."""
-    return bool(_ABOUT_DOCS.search(query))
+    """The question is about documentation, release notes or installation. A pasted report is
+    judged by its title (first line) only: its body mentions docs, installs and licences in
+    passing ("pip install", "INSTALLED VERSIONS", "as documented") while the bug is in code."""
+    text = query.strip().split("\n", 1)[0] if is_report(query) else query
+    return bool(_ABOUT_DOCS.search(text))
 
 
 @functools.lru_cache(maxsize=65536)

@@ -165,6 +165,10 @@ class Searcher:
         files = (filerank.UNIT_SHARE > 0 and mode == "hybrid" and route.kind == router.SEMANTIC
                  and filerank.is_report(query))
         ranked = self._rank(query, route, n, filters, mode, files=files)
+        if ranked.lists.get("summary"):  # a file's profile ranks files, not the file's head as a unit
+            described = read.get_units(self.db, ranked.lists["summary"])
+            ranked.lists["summary"] = [uid for uid in ranked.lists["summary"]
+                                       if uid in described and described[uid].kind != "file"]
         if files and ranked.chunks and "bm25" in ranked.lists:
             chunk_units = read.get_units(self.db, [*ranked.lists["bm25"], *(m.unit_id for m in ranked.chunks)])
             ranked.lists["filed"] = filerank.units_by_file(ranked.lists["bm25"], chunk_units, [

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from coderag_tui.parsing.extract import content_hash
 from coderag_tui.sources.names import fs_path
-from coderag_tui.store import retrieval_reads
+from coderag_tui.store.backend import ContextReads
 from coderag_tui.store.db import Database
+from coderag_tui.store.sqlite_backend import context_reads
 
 
 class CodeReader:
-    def __init__(self, db: Database, root: Path | None = None) -> None:
-        self.db = db
+    def __init__(self, source: Database | ContextReads, root: Path | None = None) -> None:
+        self.reads = context_reads(source)
         self.root = root
         self._chunks: dict[str, dict[int, str]] = {}
         self._disk: dict[str, list[str] | None] = {}
@@ -24,7 +25,7 @@ class CodeReader:
         if cached is not None:
             return cached
         lines: dict[int, str] = {}
-        for start, text in retrieval_reads.file_chunk_texts(self.db, path):
+        for start, text in self.reads.file_chunk_texts(path):
             for i, line in enumerate(text.split("\n")):
                 lines.setdefault(start + i, line)
         self._chunks[path] = lines
@@ -36,7 +37,7 @@ class CodeReader:
         lines = None
         if self.root is not None:
             full = (self.root / fs_path(path)).resolve()
-            indexed = retrieval_reads.file_hash(self.db, path)
+            indexed = self.reads.file_hash(path)
             try:
                 if indexed is not None and (self.root in full.parents):
                     data = full.read_bytes()

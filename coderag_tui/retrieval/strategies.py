@@ -18,8 +18,10 @@ from collections.abc import Sequence
 from coderag_tui.errors import CoderagError
 from coderag_tui.indexing.profiles import IMPORTANCE
 from coderag_tui.models import SearchHit
-from coderag_tui.store import descriptions, read
+from coderag_tui.store import descriptions
+from coderag_tui.store.backend import ContextReads
 from coderag_tui.store.db import Database
+from coderag_tui.store.sqlite_backend import context_reads
 
 STRATEGIES = ("relevance", "importance", "breadth", "depth")
 POOL = 3  # candidates per primary slot that importance and breadth choose from
@@ -33,10 +35,11 @@ def check_strategy(name: str | None) -> str:
     return s
 
 
-def importance(db: Database, unit_ids: Sequence[int]) -> dict[int, float]:
+def importance(db: Database | ContextReads, unit_ids: Sequence[int]) -> dict[int, float]:
     """A unit's importance from its profile: its file's role, then connectivity (log-scaled, so a
-    role outweighs a few more callers)."""
-    rows = descriptions.importance_rows(db, unit_ids) if db.has_table("profiles") else {}
+    role outweighs a few more callers). Profiles are the SQLite index's: elsewhere all are equal."""
+    rows = (descriptions.importance_rows(db, unit_ids)
+            if isinstance(db, Database) and db.has_table("profiles") else {})
     out: dict[int, float] = {}
     for uid in unit_ids:
         fan_in, role, file_fan_in = rows.get(uid, (0, "module", 0))
@@ -64,7 +67,7 @@ def _breadth(hits: Sequence[SearchHit]) -> list[SearchHit]:
     return first + second + rest
 
 
-def _depth(db: Database, hits: Sequence[SearchHit], n: int) -> list[SearchHit]:
+def _depth(reads: ContextReads, hits: Sequence[SearchHit], n: int) -> list[SearchHit]:
     """The top hit and its call chain (callees depth first, then callers), then the other hits."""
     if not hits:
         return []
@@ -74,7 +77,7 @@ def _depth(db: Database, hits: Sequence[SearchHit], n: int) -> list[SearchHit]:
     by_id = {h.unit.id: h for h in hits}
 
     def add(unit_id: int, why: str) -> None:
-        unit = by_id[unit_id].unit if unit_id in by_id else read.get_unit(db, unit_id)
+        unit = by_id[unit_id].unit if unit_id in by_id else reads.get_unit(unit_id)
         if unit is None or unit.kind == "file":
             return
         seen.add(unit_id)
@@ -82,7 +85,7 @@ def _depth(db: Database, hits: Sequence[SearchHit], n: int) -> list[SearchHit]:
         chain.append(hit if hit is not None else SearchHit(unit, top.score * 0.5, (why,)))
 
     def down(unit_id: int) -> None:
-        for e in read.callees(db, [unit_id]):
+        for e in reads.callees([unit_id]):
             if len(chain) >= n:
                 return
             if e.unit is not None and e.unit.id not in seen and e.unit.kind != "file":
@@ -90,7 +93,7 @@ def _depth(db: Database, hits: Sequence[SearchHit], n: int) -> list[SearchHit]:
                 down(e.unit.id)
 
     down(top.unit.id)
-    for e in read.callers(db, [top.unit.id]):
+    for e in reads.callers([top.unit.id]):
         if len(chain) >= n:
             break
         if e.unit is not None and e.unit.id not in seen:
@@ -98,14 +101,14 @@ def _depth(db: Database, hits: Sequence[SearchHit], n: int) -> list[SearchHit]:
     return chain + [h for h in hits[1:] if h.unit.id not in seen]
 
 
-def select(db: Database, hits: Sequence[SearchHit], strategy: str, n: int) -> list[SearchHit]:
+def select(db: Database | ContextReads, hits: Sequence[SearchHit], strategy: str, n: int) -> list[SearchHit]:
     """The hits reordered (and, for `depth`, completed from the graph) so that the first `n` are
     the ones the strategy builds the context around."""
     strategy = check_strategy(strategy)
     if strategy == "relevance" or not hits:
         return list(hits)
     if strategy == "depth":
-        return _depth(db, hits, max(n, 1))
+        return _depth(context_reads(db), hits, max(n, 1))
     pool, rest = list(hits[: max(n, 1) * POOL]), list(hits[max(n, 1) * POOL:])
     if strategy == "breadth":
         return _breadth(pool) + rest

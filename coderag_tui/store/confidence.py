@@ -18,33 +18,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import GraphRows
 
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "super()", "super", "@", "static", "Self"})
 LEVELS = {"scope": 1.0, "import": 0.9, "same file": 0.9, "unique name": 0.6, "guess": 0.3}
 
 
-def _class_chain(db: Database, unit_id: int) -> set[int]:
+def _class_chain(facts: GraphRows, unit_id: int) -> set[int]:
     """The ids of the types enclosing a unit (its parents that are not files)."""
     out: set[int] = set()
-    pid = db.scalar("SELECT parent_id FROM units WHERE id=?", (unit_id,))
+    place = facts.unit_places([unit_id]).get(unit_id)
+    pid = place[1] if place else None
     for _ in range(12):
         if pid is None:
             break
-        row = db.one("SELECT parent_id, kind FROM units WHERE id=?", (pid,))
-        if row is None or row[1] == "file":
+        parent = facts.unit_places([pid]).get(pid)
+        if parent is None or parent[2] == "file":
             break
         out.add(int(pid))
-        pid = row[0]
+        pid = parent[1]
     return out
 
 
-def classify(db: Database, edges: Sequence[tuple[int, int | None, str, str, int]]) -> list[tuple[str, float]]:
+def classify(facts: GraphRows, edges: Sequence[tuple[int, int | None, str, str, int]]) -> list[tuple[str, float]]:
     """(how, confidence) for each CALLS edge given as (src, dst, name, receiver, src_file);
     ("", 0.0) for an unresolved one."""
     dsts = sorted({d for _, d, _, _, _ in edges if d is not None})
-    info = {int(r[0]): (int(r[1]), r[2]) for r in db.rows_in(
-        "SELECT id, file_id, parent_id FROM units WHERE id IN ({marks})", dsts)} if dsts else {}
+    info = {uid: (fid, pid) for uid, (fid, pid, _) in facts.unit_places(dsts).items()} if dsts else {}
     imported: dict[int, set[int]] = {}
     counts: dict[str, int] = {}
     chains: dict[int, set[int]] = {}
@@ -58,39 +58,45 @@ def classify(db: Database, edges: Sequence[tuple[int, int | None, str, str, int]
         self_call = receiver in SELF_RECEIVERS or receiver.startswith(("self.", "this."))
         if self_call:
             if src not in chains:
-                chains[src] = _class_chain(db, src)
-            if dst_parent in chains[src] or _inherited(db, chains[src], dst_parent):
+                chains[src] = _class_chain(facts, src)
+            if dst_parent in chains[src] or _inherited(facts, chains[src], dst_parent):
                 how = "scope"
         if how == "guess":
             if src_file not in imported:
-                imported[src_file] = {int(r[0]) for r in db.rows(
-                    "SELECT t.file_id FROM edges e JOIN units t ON t.id = e.dst "
-                    "WHERE e.src_file=? AND e.kind='IMPORTS'", (src_file,))}
+                imported[src_file] = facts.imported_files(src_file)
             if dst_file in imported[src_file] and dst_file != src_file:
                 how = "import"
             elif not receiver and dst_file == src_file:
                 how = "same file"
             elif not receiver:
                 if name not in counts:
-                    counts[name] = int(db.scalar(
-                        "SELECT count(*) FROM units WHERE name=? COLLATE NOCASE AND kind<>'file' AND name=?",
-                        (name, name)) or 0)
+                    counts[name] = facts.definitions_named(name)
                 if counts[name] <= 1:
                     how = "unique name"
         out.append((how, LEVELS[how]))
     return out
 
 
-def _inherited(db: Database, chain: set[int], owner: int | None) -> bool:
+def sureness(facts: GraphRows, rows: Sequence[Sequence]) -> list[tuple[str, float]]:
+    """(how, confidence) per edge row (src, dst, kind, name, line, receiver, src_file): resolved
+    calls are classified; other edges are certain when resolved."""
+    calls = [i for i, r in enumerate(rows) if r[2] == "CALLS" and r[1] is not None]
+    out = [("", 1.0 if r[1] is not None else 0.0) for r in rows]
+    if calls:
+        found = classify(facts, [(int(rows[i][0]), int(rows[i][1]), str(rows[i][3]), str(rows[i][5] or ""),
+                                  int(rows[i][6])) for i in calls])
+        for i, value in zip(calls, found, strict=True):
+            out[i] = value
+    return out
+
+
+def _inherited(facts: GraphRows, chain: set[int], owner: int | None) -> bool:
     """The owner type is a (transitive, up to 4 levels) base of a type of the chain."""
     if owner is None or not chain:
         return False
     frontier = set(chain)
     for _ in range(4):
-        marks = ",".join("?" * len(frontier))
-        bases = {int(r[0]) for r in db.rows(
-            f"SELECT dst FROM edges WHERE src IN ({marks}) AND kind IN ('INHERITS','IMPLEMENTS') "
-            f"AND dst IS NOT NULL", tuple(frontier))}
+        bases = facts.bases_of(frontier)
         if owner in bases:
             return True
         frontier = bases - chain

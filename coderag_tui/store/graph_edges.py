@@ -89,8 +89,10 @@ def import_edges_of(db: Database, fids: Sequence[int]) -> list[Row]:
 
 
 def base_edges(db: Database) -> list[Row]:
-    """Every INHERITS/IMPLEMENTS edge as (id, src, src_file, base text, dst, kind)."""
-    return db.rows(_BASE)
+    """Every INHERITS/IMPLEMENTS edge as (id, src, src_file, base text, dst, kind), by id: a
+    type's bases in the order they are declared, which is the order `self.m()` searches them
+    (the covering index would give them by name)."""
+    return db.rows(_BASE + " ORDER BY id")
 
 
 def base_edges_touching(db: Database, files: Iterable[int], names: Iterable[str], ids: Iterable[int]) -> list[Row]:
@@ -184,3 +186,80 @@ def delete_tests_edges_at(db: Database, spots: Iterable[tuple[int, int]]) -> Non
 def insert_tests_edges(db: Database, rows: Iterable[tuple[int, int, int, str, int]]) -> None:
     """Insert TESTS edges: (src, src_file, dst, name, line)."""
     db.executemany(_TEST_INSERT, rows)
+
+
+# ---------------------------------------------------------------- what call confidence reads
+
+
+def unit_places(db: Database, ids: Sequence[int]) -> dict[int, tuple[int, int | None, str]]:
+    """id -> (file id, parent id, kind) of these units."""
+    return {int(r[0]): (int(r[1]), r[2], str(r[3])) for r in db.rows_in(
+        "SELECT id, file_id, parent_id, kind FROM units WHERE id IN ({marks})", ids)} if ids else {}
+
+
+def imported_files(db: Database, file_id: int) -> set[int]:
+    """The files a file's resolved imports point at."""
+    return {int(r[0]) for r in db.rows("SELECT t.file_id FROM edges e JOIN units t ON t.id = e.dst "
+                                        "WHERE e.src_file=? AND e.kind='IMPORTS'", (file_id,))}
+
+
+def definitions_named(db: Database, name: str) -> int:
+    """How many units (not files) have exactly this name (NOCASE first: the index on names)."""
+    return int(db.scalar("SELECT count(*) FROM units WHERE name=? COLLATE NOCASE AND kind<>'file' AND name=?",
+                         (name, name)) or 0)
+
+
+def bases_of(db: Database, type_ids: Iterable[int]) -> set[int]:
+    """The units these types' resolved INHERITS/IMPLEMENTS edges point at."""
+    return {int(r[0]) for r in db.rows_in(
+        "SELECT dst FROM edges WHERE src IN ({marks}) AND kind IN ('INHERITS','IMPLEMENTS') AND dst IS NOT NULL",
+        sorted(type_ids))}
+
+
+class SqliteGraph:
+    """`backend.GraphRows` over an SQLite index (the functions above, bound to one connection)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def all_units(self) -> Iterator[Row]:
+        return all_units(self.db)
+
+    def file_paths(self) -> Iterator[Row]:
+        return file_paths(self.db)
+
+    def import_edges(self) -> Iterator[Row]:
+        return import_edges(self.db)
+
+    def base_edges(self) -> list[Row]:
+        return base_edges(self.db)
+
+    def call_edges(self) -> Iterator[Row]:
+        return call_edges(self.db)
+
+    def set_targets(self, updates: Iterable[tuple[int | None, int]]) -> None:
+        set_targets(self.db, updates)
+
+    def set_base_targets(self, updates: Iterable[tuple[int | None, str, int]]) -> None:
+        set_base_targets(self.db, updates)
+
+    def clear_orphans(self) -> None:
+        clear_orphans(self.db)
+
+    def delete_tests_edges(self) -> None:
+        delete_tests_edges(self.db)
+
+    def insert_tests_edges(self, rows: Iterable[tuple[int, int, int, str, int]]) -> None:
+        insert_tests_edges(self.db, rows)
+
+    def unit_places(self, ids: Sequence[int]) -> dict[int, tuple[int, int | None, str]]:
+        return unit_places(self.db, ids)
+
+    def imported_files(self, file_id: int) -> set[int]:
+        return imported_files(self.db, file_id)
+
+    def definitions_named(self, name: str) -> int:
+        return definitions_named(self.db, name)
+
+    def bases_of(self, type_ids: Iterable[int]) -> set[int]:
+        return bases_of(self.db, type_ids)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coderag_tui.models import EdgeRef, Excluded, IndexCounts, IndexStatus, LanguageCount, UnitRef
-from coderag_tui.store import confidence
+from coderag_tui.store import confidence, graph_edges
 from coderag_tui.store.db import Database
 from coderag_tui.store.schema import SCHEMA_VERSION
 
@@ -179,16 +179,7 @@ def callees(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALL
 
 
 def _sureness(db: Database, rows: Sequence[Sequence]) -> list[tuple[str, float]]:
-    """(how, confidence) per edge row (src, dst, kind, name, line, receiver, src_file): resolved
-    calls are classified (store/confidence.py); other edges are certain when resolved."""
-    calls = [i for i, r in enumerate(rows) if r[2] == "CALLS" and r[1] is not None]
-    out = [("", 1.0 if r[1] is not None else 0.0) for r in rows]
-    if calls:
-        found = confidence.classify(db, [(int(rows[i][0]), int(rows[i][1]), str(rows[i][3]), str(rows[i][5] or ""),
-                                          int(rows[i][6])) for i in calls])
-        for i, value in zip(calls, found, strict=True):
-            out[i] = value
-    return out
+    return confidence.sureness(graph_edges.SqliteGraph(db), rows)
 
 
 def children(db: Database, unit_id: int) -> list[UnitRef]:

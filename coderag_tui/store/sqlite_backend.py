@@ -3,16 +3,18 @@ and writes (`write.py`) behind the interface, plus FTS5 and sqlite-vec searches.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
 
-from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
-from coderag_tui.store import read, write
-from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit
+from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, UnitRef
+from coderag_tui.store import descriptions, read, retrieval_reads, tracked, write
+from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, ContextReads
 from coderag_tui.store.db import Database, open_database
+from coderag_tui.store.graph_edges import SqliteGraph
 from coderag_tui.store.write import FileMeta, FileRows
 
 VEC_TABLE = "vec_chunks"  # the embedder's sqlite-vec table (rowid = vectors.id)
@@ -54,6 +56,13 @@ class SqliteStore:
 
     def transaction(self) -> AbstractContextManager[object]:
         return self.db.transaction()
+
+    def get_meta(self, key: str, default: str = "") -> str:
+        return self.db.get_meta(key, default)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db.transaction():
+            self.db.set_meta(key, value)
 
     # ---------------------------------------------------------------- writes
     def write_file(self, rows: FileRows, meta: FileMeta) -> int:
@@ -102,6 +111,19 @@ class SqliteStore:
             n = self.db.conn.changes()
             self.db.execute(LINK_UNIQUE)
             return n + self.db.conn.changes()
+
+    def graph(self) -> SqliteGraph:
+        return SqliteGraph(self.db)
+
+    def refresh_statistics(self) -> None:
+        """Nothing: FTS5 and SQLite's planner need no counts refreshed after a build."""
+
+    def skips(self) -> dict[str, tuple[str, int, int]]:
+        return tracked.skips(self.db)
+
+    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
+        with self.db.transaction():
+            tracked.replace_skips(self.db, skipped)
 
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
@@ -155,5 +177,62 @@ class SqliteStore:
     def counts(self) -> IndexCounts:
         return read.counts(self.db)
 
+    def status(self, repo_root: str) -> IndexStatus:
+        return read.status(self.db, repo_root)
+
+    # ---------------------------------------------------------------- context reads
+    def children(self, unit_id: int) -> list[UnitRef]:
+        return read.children(self.db, unit_id)
+
+    def file_imports(self, path: str) -> list[str]:
+        return retrieval_reads.file_imports(self.db, path)
+
+    def file_constants(self, path: str, limit: int = 20) -> list[str]:
+        return retrieval_reads.file_constants(self.db, path, limit)
+
+    def unit_bases(self, unit_id: int) -> list[str]:
+        return bases_of(retrieval_reads.unit_bases(self.db, unit_id))
+
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+        return descriptions.summary_texts(self.db, units) if units else {}
+
+    def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:
+        return retrieval_reads.file_chunk_texts(self.db, path)
+
+    def file_hash(self, path: str) -> str | None:
+        return retrieval_reads.file_hash(self.db, path)
+
+    def units_at(self, path: str, line: int) -> list[UnitRef]:
+        return read.units_at(self.db, path, line)
+
+    def importers(self, path: str) -> list[UnitRef]:
+        return read.importers(self.db, path)
+
+    def file_facts(self, path: str) -> tuple[str, int, bool] | None:
+        return read.file_facts(self.db, path)
+
+    def unit_summaries(self, path: str) -> dict[int, str]:
+        return read.file_summaries(self.db, path)
+
+    def file_index_states(self) -> dict[str, tuple[str, int, int]]:
+        return read.file_index_states(self.db, self.db.get_meta("embed_model"))
+
+    def skip_reasons(self) -> dict[str, str]:
+        return read.skip_reasons(self.db)
+
     def close(self) -> None:
         self.db.close()
+
+
+def bases_of(stored: str | None) -> list[str]:
+    """A unit's bases column (a JSON list) as names; [] when empty or unreadable."""
+    try:
+        found = json.loads(stored) if stored else []
+    except ValueError:
+        return []
+    return [str(b) for b in found] if isinstance(found, list) else []
+
+
+def context_reads(source: Database | ContextReads) -> ContextReads:
+    """The context reads of a store, or of a SQLite index file's connection."""
+    return SqliteStore(source) if isinstance(source, Database) else source

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from coderag_tui.errors import CoderagError, RepoError
 from coderag_tui.models import EdgeRef, FileState, IndexStatus, SearchFilters, SearchHit, UnitRef
 from coderag_tui.service import CodeRag
-from coderag_tui.store import read
 from coderag_tui.workspace.jobs import Job, Jobs
 from coderag_tui.workspace.links import Links
 
@@ -158,16 +157,17 @@ class Workspace:
         if unit is None:
             return None
         parent = service.unit(unit.parent_id) if unit.parent_id else None
-        summary = read.file_summaries(service.db, unit.path).get(unit.id, "")
+        store = service.store
+        summary = store.unit_summaries(unit.path).get(unit.id, "")
         return {
             "repository": name,
             "unit": tag_unit(unit, name),
             "summary": summary,
             "relationships": {
                 "parent": parent and tag_unit(parent, name),
-                "children": [tag_unit(u, name) for u in read.children(service.db, unit.id)],
-                "callers": [_tag_edge(e, name) for e in read.callers(service.db, [unit.id])],
-                "callees": [_tag_edge(e, name) for e in read.callees(service.db, [unit.id])],
+                "children": [tag_unit(u, name) for u in store.children(unit.id)],
+                "callers": [_tag_edge(e, name) for e in store.callers([unit.id])],
+                "callees": [_tag_edge(e, name) for e in store.callees([unit.id])],
             },
         }
 
@@ -197,10 +197,10 @@ class Workspace:
             elif kind == "methods_of":
                 for owner in service.symbols(target, 5):
                     if owner.kind != "file" and owner.qualname == target.strip().rstrip("()"):
-                        units += [tag_unit(u, name) for u in read.children(service.db, owner.id)]
+                        units += [tag_unit(u, name) for u in service.store.children(owner.id)]
             else:
-                units += [tag_unit(u, name) for u in read.importers(service.db, target.partition(":")[2]
-                                                                    if target.startswith(name + ":") else target)]
+                units += [tag_unit(u, name) for u in service.store.importers(target.partition(":")[2]
+                                                                      if target.startswith(name + ":") else target)]
         if links is not None and kind == "called_by":
             edges += links.callers({name: service._definitions(target) for name, service in chosen}, limit)
         elif links is not None and kind == "files_importing":
@@ -239,13 +239,24 @@ class Workspace:
 
                 return ",".join(n for n, _ in chosen), ask_across(
                     chosen, question, lambda q: self.top_hits(q, chosen), conversation_id, model=model,
-                    should_stop=should_stop, attachment=attachment)
+                    should_stop=should_stop, attachment=attachment,
+                    tools=lambda: self.tools([n for n, _ in chosen]))
             repo = chosen[0][0]
         if conversation_id and not repo and len(self.services) > 1:
             raise RepoError("a conversation belongs to one repository", "name it (repo)")
         name, service = self.one(repo, question)
         return name, service.ask(question, conversation_id, should_stop=should_stop, fresh=fresh,
                                  attachment=attachment, model=model)
+
+    def tools(self, repos: Sequence[str]) -> Any:
+        """A model's tools over these repositories, citing `repo:path` as an answer across
+        them does; they never wait for a first index (asking needs one already)."""
+        from coderag_tui.workspace.local import WorkspaceService
+        from coderag_tui.workspace.tools import WorkspaceTools
+
+        tools = WorkspaceTools(WorkspaceService(self, repos, tree_paths=True), sep=":")
+        tools.ready.set()
+        return tools
 
     # ------------------------------------------------------------------ indexing
     def build(self, repos: Sequence[str] | None = None, *, rebuild: bool = False,
@@ -298,7 +309,7 @@ class Workspace:
         `most` lines. A file the index left out (a secret, an ignored folder) is refused, as
         the MCP tools refuse it: what is read here may go to a remote model."""
         name, service = self.one(repo)
-        facts = read.file_facts(service.db, path)
+        facts = service.store.file_facts(path)
         if facts is None:
             raise CoderagError(f"no file {path!r} in the index of {name}")
         first = max(1, start)
@@ -317,9 +328,9 @@ class Workspace:
 
     def neighbours(self, unit: UnitRef, limit: int = 5) -> list[dict[str, Any]]:
         """A unit's callers and callees, a few of each, as {relation, name, path, line}."""
-        db = self.get(unit.repo).db
+        store = self.get(unit.repo).store
         out: list[dict[str, Any]] = []
-        for relation, edges in (("caller", read.callers(db, [unit.id])), ("callee", read.callees(db, [unit.id]))):
+        for relation, edges in (("caller", store.callers([unit.id])), ("callee", store.callees([unit.id]))):
             for e in edges[:limit]:  # e.unit: the caller, or the callee when resolved
                 name = e.unit.qualname if relation == "caller" and e.unit is not None else e.name
                 path = e.unit.path if e.unit is not None else ""

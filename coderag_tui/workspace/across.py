@@ -91,13 +91,24 @@ def opening_across(context: ComposedContext, limit: int = 5) -> AnswerOpening:
     return AnswerOpening(units=tuple(answer_unit(u) for u in units), call_path=(), flow=False)
 
 
+def repo_map_across(chosen: Sequence[tuple[str, CodeRag]], max_tokens: int) -> str:
+    """Each repository's map under its name, sharing the budget (each path relative to it)."""
+    share = max(64, max_tokens // max(1, len(chosen)))
+    maps = [(name, service.repo_map(max_tokens=share)) for name, service in chosen]
+    return "\n\n".join(f"== {name} (cite its paths as {tagged_path(name, 'PATH')})\n{text}"
+                         for name, text in maps if text)
+
+
 def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callable[[str], list[SearchHit]],
                conversation_id: int | None = None, *, model: str | None = None,
-               should_stop: Callable[[], bool] | None = None, attachment: str = "") -> Iterator[AnswerEvent]:
+               should_stop: Callable[[], bool] | None = None, attachment: str = "",
+               tools: Callable[[], object] | None = None) -> Iterator[AnswerEvent]:
     """A cited answer from the code of several repositories. The first chosen repository
     answers (its model settings) and keeps the conversation; its follow-ups are retrieved
-    across the same repositories. Never raises: errors are events."""
+    across the same repositories. `tools`: makes the tools of these repositories (citing
+    `repo:path`) for a model that calls tools (`[llm] tools`). Never raises: errors are events."""
     from coderag_tui.answering import Answerer
+    from coderag_tui.answering.tools import tools_wanted
     from coderag_tui.errors import CoderagError
     from coderag_tui.service_ask import answer_budgets, retrieval_query
     from coderag_tui.tokens import counter_for
@@ -115,18 +126,21 @@ def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callab
             provider = primary.llm(model)
             yield AnswerEvent("status", text=f"retrieving code from {len(chosen)} repositories",
                               conversation_id=conv)
+            given_tools = tools() if tools is not None and tools_wanted(primary.settings.llm, provider) else None
             answerer = Answerer(provider, primary.db, max_tokens=primary.settings.llm.max_tokens,
                                 temperature=primary.settings.llm.temperature,
-                                tiny_max_tokens=primary.settings.llm.tiny_max_tokens)
+                                tiny_max_tokens=primary.settings.llm.tiny_max_tokens, tools=given_tools,
+                                tool_steps=primary.settings.llm.tool_steps if given_tools is not None else 0)
             query, same_topic = retrieval_query(answerer, question, conversation_id, attachment)
-            budget, _ = answer_budgets(primary, provider)
+            budget, map_budget = answer_budgets(primary, provider)
             context = compose_across(chosen, query, budget, top(query), counter_for(provider))
+            repo_map = repo_map_across(chosen, map_budget) if map_budget > 0 else ""
             opening = opening_across(context)
             retrieval_s = time.perf_counter() - started
         except CoderagError as exc:
             yield AnswerEvent("error", text=exc.one_line(), conversation_id=conv)
             return
         with primary._generating():
-            yield from answerer.ask(question, context, "", conversation_id, retrieval_s=retrieval_s,
+            yield from answerer.ask(question, context, repo_map, conversation_id, retrieval_s=retrieval_s,
                                     should_stop=should_stop, use_history=same_topic, attachment=attachment,
                                     opening=opening)

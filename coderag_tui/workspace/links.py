@@ -13,7 +13,7 @@ definition of the name.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,41 @@ class CrossImport:
     language: str
 
 
+def candidates(by_repo: Mapping[str, Sequence[Package]], module: str,
+               importer: str) -> Iterator[tuple[str, str, Package]]:
+    """(repository, path, package) that `module`, imported in the repository `importer`, may be in
+    another repository, in order: the first that holds its file is the one."""
+    for name, pkgs in by_repo.items():
+        if name == importer:
+            continue
+        for pkg in pkgs:
+            for path in pkg.files_for(module) or []:
+                if path:
+                    yield name, path, pkg
+
+
+def through(imp: CrossImport, name: str, receiver: str) -> bool:
+    """Whether a call of `name` (on `receiver`) in the importing file goes through the import."""
+    bare = imp.module.rsplit(".", 1)[-1] if imp.language == "python" else ""
+    return bool(
+        (not receiver and imp.name == name)  # from M import name; name()
+        or (receiver and receiver in (imp.name, imp.module, bare) and imp.name != name)  # M.name()
+        or (not receiver and not imp.name and imp.language == "js")  # const { name } = require(M)
+    )
+
+
+def resolve_call(imports: Sequence[CrossImport], name: str, receiver: str,
+                 definition: Callable[[CrossImport, str], UnitRef | None]) -> tuple[str, UnitRef] | None:
+    """(repository, definition) a call of the importing file reaches through the first of its
+    imports it goes through whose package defines the name."""
+    for imp in imports:
+        if through(imp, name, receiver):
+            unit = definition(imp, name)
+            if unit is not None:
+                return imp.target_repo, unit
+    return None
+
+
 def _tag(unit: UnitRef, repo: str) -> UnitRef:
     return dataclasses.replace(unit, repo=repo)
 
@@ -58,17 +93,9 @@ class Links:
 
     def target(self, module: str, importer: str) -> tuple[str, str, Package] | None:
         """(repository, file, package) a module resolves to in another repository."""
-        for name, pkgs in self.packages.items():
-            if name == importer:
-                continue
-            for pkg in pkgs:
-                candidates = pkg.files_for(module)
-                if candidates is None:
-                    continue
-                db = self.services[name].db
-                for path in candidates:
-                    if path and read.has_file(db, path):
-                        return name, path, pkg
+        for name, path, pkg in candidates(self.packages, module, importer):
+            if read.has_file(self.services[name].db, path):
+                return name, path, pkg
         return None
 
     def imports(self, repo: str | None = None) -> list[CrossImport]:
@@ -98,18 +125,7 @@ class Links:
 
     def resolve_call(self, imports: Sequence[CrossImport], name: str, receiver: str) -> tuple[str, UnitRef] | None:
         """The definition an unresolved call of the importing file reaches through its imports."""
-        for imp in imports:
-            bare = imp.module.rsplit(".", 1)[-1] if imp.language == "python" else ""
-            via = (
-                (not receiver and imp.name == name)  # from M import name; name()
-                or (receiver and receiver in (imp.name, imp.module, bare) and imp.name != name)  # M.name()
-                or (not receiver and not imp.name and imp.language == "js")  # const { name } = require(M)
-            )
-            if via:
-                unit = self._definition(imp, name)
-                if unit is not None:
-                    return imp.target_repo, unit
-        return None
+        return resolve_call(imports, name, receiver, self._definition)
 
     def _by_file(self, repo: str) -> dict[str, list[CrossImport]]:
         out: dict[str, list[CrossImport]] = {}

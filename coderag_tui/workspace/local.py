@@ -19,11 +19,14 @@ from coderag_tui.models import (
     FileState,
     IndexCounts,
     IndexStatus,
+    IndexSummary,
     SearchHit,
     UnitRef,
+    WatchEvent,
 )
 from coderag_tui.workspace import Workspace
 from coderag_tui.workspace.links import Links
+from coderag_tui.workspace.watch import WorkspaceWatcher, merge_summaries, watch_all
 
 if TYPE_CHECKING:
     from coderag_tui.models import SearchFilters
@@ -80,10 +83,30 @@ class WorkspaceService:
         counts = [s.counts() for _, s in self.chosen]
         return IndexCounts(*(sum(getattr(c, f.name) for c in counts) for f in dataclasses.fields(IndexCounts)))
 
-    def index(self, **kw: Any) -> Any:
-        """Index every chosen repository (see `coderag index`); the first one's summary."""
-        summaries = [s.index(**kw) for _, s in self.chosen]
-        return summaries[0]
+    def index(self, *, only: Sequence[str] | None = None, **kw: Any) -> IndexSummary:
+        """Index every chosen repository (see `coderag index`), or only the files `only` names
+        (`repo/path` or `repo:path`, as the app's tree and watcher give them); one summary."""
+        groups: dict[str, list[str]] = {}
+        for path in only or ():
+            name, _, rest = self._split(path)
+            groups.setdefault(name, []).append(rest)
+        summaries = [(name, s.index(only=groups[name] if only is not None else None, **kw))
+                     for name, s in self.chosen if only is None or name in groups]
+        return merge_summaries(summaries, self.tree_paths)
+
+    def embed(self, progress: Callable[..., None] | None = None,
+              should_stop: Callable[[], bool] | None = None) -> None:
+        """Embed the chunks without a vector in each chosen repository whose vectors are on."""
+        for _, service in self.chosen:
+            if should_stop is not None and should_stop():
+                return
+            if service.settings.embed.enabled:
+                service.embed(progress=progress, should_stop=should_stop)
+
+    def watch(self, on_event: Callable[[WatchEvent], None] | None = None, **kw: Any) -> WorkspaceWatcher:
+        """Watch every chosen repository: each re-indexes its own index; events name `repo/path`
+        in the app's tree (see `CodeRag.watch` for the keywords)."""
+        return watch_all(self.chosen, on_event, self.tree_paths, **kw)
 
     # ------------------------------------------------------------------ search
     def check_filters(self, filters: SearchFilters | None) -> SearchFilters | None:

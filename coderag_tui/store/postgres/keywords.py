@@ -62,7 +62,7 @@ _SEARCH = f"""
         FROM q, total WHERE q.n > 0)
     SELECT s.chunk_id, f.path, c.start_line, c.end_line, c.unit_id, s.score FROM (
         SELECT p.chunk_id, sum(p.impact * w.idf) AS score FROM w CROSS JOIN LATERAL (
-            SELECT k.chunk_id, k.impact FROM keyword_postings k WHERE k.term = w.term
+            SELECT k.chunk_id, k.impact FROM keyword_postings k{{join}} WHERE k.term = w.term{{scope}}
             ORDER BY k.impact DESC LIMIT %s) p
         GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s) s
     JOIN chunks c ON c.id = s.chunk_id JOIN files f ON f.id = c.file_id
@@ -74,12 +74,20 @@ def query_words(terms: Sequence[str]) -> list[str]:
     return [w for w in dict.fromkeys(WORD.findall(" ".join(terms).lower())) if len(w) <= MAX_TERM_CHARS]
 
 
-def search(rows: Rows, terms: Sequence[str], limit: int, per_term: int = PER_TERM) -> list[tuple[Any, ...]]:
-    """(chunk id, path, start, end, unit id, score) of the best chunks for any of the words."""
+def search(rows: Rows, terms: Sequence[str], limit: int, per_term: int = PER_TERM,
+           scope: str = "TRUE") -> list[tuple[Any, ...]]:
+    """(chunk id, path, start, end, unit id, score) of the best chunks for any of the words;
+    `scope`: a condition on the chunk's file `f` (its repository), applied to each word's
+    postings as they are read in impact order, so a small repository still gets its best."""
     words = query_words(terms)
     if not words or limit <= 0:
         return []
-    return rows(_SEARCH, (words, per_term, limit))
+    if scope == "TRUE":  # every repository: the postings alone, an index-only scan
+        sql = _SEARCH.replace("{join}", "").replace("{scope}", "")
+    else:
+        sql = _SEARCH.replace("{join}", " JOIN chunks kc ON kc.id = k.chunk_id JOIN files f ON f.id = kc.file_id")
+        sql = sql.replace("{scope}", f" AND {scope}")
+    return rows(sql, (words, per_term, limit))
 
 
 def refresh_counts(conn: Any, get_meta: Callable[[str], str], set_meta: Callable[[str, str], None]) -> None:

@@ -117,7 +117,28 @@ MIGRATIONS: list[str] = [
     """
     CREATE TABLE keyword_df(word text PRIMARY KEY, ndoc integer NOT NULL);
     """,
-    # 3: keywords as BM25 impacts in postings ordered by impact (store/postgres/keywords.py),
+    # 3: several repositories in one database: files (and skips) belong to one, paths are unique
+    # per repository; repository 1, named '', holds what a database used without names (or
+    # written before this migration) holds. `packages`: what it defines for others to import
+    # (JSON, store/postgres/repos.py)
+    """
+    CREATE TABLE repos(
+        id bigserial PRIMARY KEY,
+        name text NOT NULL UNIQUE,
+        source text NOT NULL DEFAULT '',
+        packages text NOT NULL DEFAULT '[]',
+        indexed_at double precision NOT NULL DEFAULT 0
+    );
+    INSERT INTO repos(id, name) VALUES(1, '');
+    SELECT setval(pg_get_serial_sequence('repos', 'id'), 1);
+    ALTER TABLE files ADD COLUMN repo_id bigint NOT NULL DEFAULT 1 REFERENCES repos(id) ON DELETE CASCADE;
+    ALTER TABLE files DROP CONSTRAINT IF EXISTS files_path_key;
+    CREATE UNIQUE INDEX files_repo_path ON files(repo_id, path);
+    ALTER TABLE skips ADD COLUMN repo_id bigint NOT NULL DEFAULT 1 REFERENCES repos(id) ON DELETE CASCADE;
+    ALTER TABLE skips DROP CONSTRAINT IF EXISTS skips_pkey;
+    ALTER TABLE skips ADD PRIMARY KEY (repo_id, path);
+    """,
+    # 4: keywords as BM25 impacts in postings ordered by impact (store/postgres/keywords.py),
     # in place of the tsvector column ranked by ts_rank_cd (no IDF; it read every matching
     # chunk). Chunks already written get theirs here; keyword_df now counts postings
     f"""

@@ -15,10 +15,12 @@ import psycopg
 
 from coderag_tui.errors import StoreError
 from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
+from coderag_tui.store import confidence
 from coderag_tui.store.backend import ChunkHit, redact
-from coderag_tui.store.postgres import keywords, lookups
+from coderag_tui.store.postgres import keywords, lookups, repos
 from coderag_tui.store.postgres.connect import connect, schema_version
-from coderag_tui.store.sqlite_backend import LINK_SAME_FILE, LINK_UNIQUE
+from coderag_tui.store.postgres.graph import PgGraph
+from coderag_tui.store.postgres.reads import READS, PostgresReads
 from coderag_tui.store.write import FileMeta, FileRows
 
 # a chunk's code column keeps its first words up to this
@@ -41,14 +43,18 @@ def vector_literal(vec: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
 
 
-class PostgresStore:
-    """`StoreBackend` over one PostgreSQL database (with the pgvector extension)."""
+class PostgresStore(repos.RepoViews, PostgresReads):
+    """`StoreBackend` over one repository of a PostgreSQL database (with the pgvector extension),
+    or a read-only view across several (`across`; repos.py)."""
 
     backend = "postgresql"
 
-    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], url: str, repo_id: int | None = repos.DEFAULT_REPO_ID,
+                 scope: Sequence[int] | None = None) -> None:
         self.conn = conn
         self.url = redact(url)
+        self.repo_id = repo_id  # the repository written (None: a view, read-only)
+        self.scope = (repo_id,) if repo_id is not None else None if scope is None else tuple(scope)
 
     @property
     def schema_version(self) -> int:
@@ -71,18 +77,19 @@ class PostgresStore:
                 copy.write_row([_clean(v) for v in row])
 
     def get_meta(self, key: str, default: str = "") -> str:
-        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        row = self._one("SELECT value FROM meta WHERE key = %s", (self._meta_key(key),))
         return default if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT INTO meta(key, value) VALUES(%s, %s) "
-                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (self._meta_key(key), value))
 
     # ---------------------------------------------------------------- writes
     def write_file(self, rows: FileRows, meta: FileMeta) -> int:
         now = time.time()
         with self.conn.transaction():
-            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (meta.path,))
+            found = self._one("SELECT id FROM files WHERE repo_id = %s AND path = %s FOR UPDATE",
+                              (self._writing(), meta.path))
             file_unit_id = None
             fields = (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, bool(rows.structured),
                       bool(rows.has_errors), _clean(meta.error), now)
@@ -96,9 +103,9 @@ class PostgresStore:
                                   (*fields, file_id))
             else:
                 self.set_meta("files_generation", secrets.token_hex(8))
-                new = self._one("INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, "
-                                "has_errors, error, indexed_at) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                                (_clean(meta.path), *fields))
+                new = self._one("INSERT INTO files(repo_id, path, language, hash, size, mtime_ns, lines, structured, "
+                                "has_errors, error, indexed_at) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                                (self._writing(), _clean(meta.path), *fields))
                 assert new is not None
                 file_id = int(new[0])
             self._insert_rows(file_id, rows, file_unit_id)
@@ -147,7 +154,8 @@ class PostgresStore:
 
     def delete_file(self, path: str) -> bool:
         with self.conn.transaction():
-            found = self._one("SELECT id FROM files WHERE path = %s FOR UPDATE", (_clean(path),))
+            found = self._one("SELECT id FROM files WHERE repo_id = %s AND path = %s FOR UPDATE",
+                              (self._writing(), _clean(path)))
             if found is None:
                 return False
             file_id = int(found[0])
@@ -177,18 +185,39 @@ class PostgresStore:
 
     def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
         rows = self._rows(
-            "SELECT c.hash, min(c.header || c.text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+            "SELECT c.hash, min(c.header || c.text) FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE {self._in_scope('f')} AND NOT EXISTS (SELECT 1 FROM vectors v "
             "WHERE v.hash = c.hash AND v.model = %s) GROUP BY c.hash LIMIT %s", (model, limit))
         return [(str(h), str(t)) for h, t in rows]
 
     def link_calls(self) -> int:
-        """(Run once after a build:) also refreshes the planner's statistics, without which it
-        guesses the share of chunks a word matches and may scan them all."""
+        """(Also refreshes the statistics, as `refresh_statistics`.)"""
         with self.conn.transaction():
-            linked = sum(max(self.conn.execute(sql).rowcount, 0) for sql in (LINK_SAME_FILE, LINK_UNIQUE))
+            linked = sum(max(self.conn.execute(sql, (self._writing(),)).rowcount, 0)
+                         for sql in (repos.LINK_SAME_FILE_IN_REPO, repos.LINK_UNIQUE_IN_REPO))
+        self.refresh_statistics()
+        return linked
+
+    def graph(self) -> PgGraph:
+        """The graph rows of this store's repositories (resolution keeps to them)."""
+        return PgGraph(self.conn, self.url, self._in_scope("f"))
+
+    def refresh_statistics(self) -> None:
+        """(Run once after a build:) the planner's statistics, without which it guesses the
+        share of chunks a word matches and may scan them all, and the keyword counts."""
         self.conn.execute("ANALYZE files, units, chunks, edges, keyword_postings")
         self._refresh_keyword_df()
-        return linked
+
+    def skips(self) -> dict[str, tuple[str, int, int]]:
+        return {str(p): (str(r), int(s), int(m)) for p, r, s, m in
+                self._rows(f"SELECT path, reason, size, mtime_ns FROM skips s WHERE {self._in_scope('s')}")}
+
+    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
+        repo_id = self._writing()
+        with self.conn.transaction():
+            self.conn.execute("DELETE FROM skips WHERE repo_id = %s", (repo_id,))
+            self._copy("skips", "repo_id, path, reason, size, mtime_ns",
+                       ((repo_id, p, r, s, m) for p, (r, s, m) in sorted(skipped.items())))
 
     def _refresh_keyword_df(self) -> None:
         keywords.refresh_counts(self.conn, self.get_meta, self.set_meta)
@@ -196,7 +225,7 @@ class PostgresStore:
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
         return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r))
-                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit)]
+                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit, scope=self._in_scope("f"))]
 
     def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
         if limit <= 0:
@@ -206,39 +235,44 @@ class PostgresStore:
             self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(limit, 1000))),))
             rows = self._rows(
                 "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, n.d FROM (SELECT hash, "
-                "embedding <=> %s::vector AS d FROM vectors WHERE model = %s ORDER BY embedding <=> %s::vector "
+                "embedding <=> %s::vector AS d FROM vectors v WHERE model = %s AND "
+                f"{self._vector_in_scope()} ORDER BY embedding <=> %s::vector "
                 "LIMIT %s) n JOIN chunks c ON c.hash = n.hash JOIN files f ON f.id = c.file_id "
-                "ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
+                f"WHERE {self._in_scope('f')} ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
         return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
 
     def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
-        return lookups.find_symbols(self._rows, query, limit, kinds)
+        return lookups.find_symbols(self._rows, query, limit, kinds, scope=self._in_scope("f"))
 
     # ---------------------------------------------------------------- graph and rows
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=True)
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=True, sure=self._sureness)
 
     def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=False)
+        return lookups.edges(self._rows, unit_ids, kinds, inbound=False, sure=self._sureness)
+
+    def _sureness(self, rows: Sequence[Sequence[Any]]) -> list[tuple[str, float]]:
+        return confidence.sureness(self.graph(), rows)
 
     def get_unit(self, unit_id: int) -> UnitRef | None:
         return lookups.get_units(self._rows, [unit_id]).get(unit_id)
 
     def file_outline(self, path: str) -> list[UnitRef]:
-        return lookups.units_where(self._rows, "f.path = %s ORDER BY u.start_line, u.id", (path,))
+        return lookups.units_where(self._rows, f"f.path = %s AND {self._in_scope('f')} ORDER BY u.start_line, u.id",
+                                   (path,))
 
     def files(self) -> list[str]:
-        return [str(p) for (p,) in self._rows("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+        return self._paths()  # repos.py: `repo:path` in a view across several
 
     def file_hashes(self) -> dict[str, str]:
-        return {str(p): str(h) for p, h in self._rows("SELECT path, hash FROM files")}
+        return {str(p): str(h) for p, h in self._rows(f"SELECT path, hash FROM files f WHERE {self._in_scope('f')}")}
 
     def edge_count(self) -> int:
-        row = self._one("SELECT count(*) FROM edges")
+        row = self._one(f"SELECT count(*) FROM edges e JOIN files f ON f.id = e.src_file WHERE {self._in_scope('f')}")
         return int(row[0]) if row else 0
 
     def counts(self) -> IndexCounts:
-        return lookups.counts(self._rows, self.get_meta("embed_model"))
+        return lookups.counts(self._rows, self.get_meta("embed_model"), self._in_scope("f"))
 
     def close(self) -> None:
         self.conn.close()
@@ -247,7 +281,7 @@ class PostgresStore:
 def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
     """The method with a server's failure (gone, out of space, a lost connection) as one line."""
     @functools.wraps(method)
-    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: PostgresStore | PgGraph, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except psycopg.Error as exc:
@@ -257,12 +291,29 @@ def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "keyword_search",
-              "vector_search", "find_symbols", "callers", "callees", "get_unit", "file_outline", "files",
-              "file_hashes", "counts", "edge_count"):
+for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "refresh_statistics",
+              "get_meta", "set_meta", "skips", "replace_skips", "keyword_search", "vector_search", "find_symbols",
+              "callers", "callees", "get_unit", "file_outline", "files", "file_hashes", "counts", "edge_count",
+              "repository", "repository_at", "across", "repositories", "link_across", "cross_imports", "open_calls",
+              "definitions", "set_call_targets", *READS):
     setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
 
 
-def open_postgres(url: str) -> PostgresStore:
-    """The index in the PostgreSQL database at `url` (created and migrated when needed)."""
-    return PostgresStore(connect(url), url)
+# the graph rows answer a server's failure in one line too (`url` is redacted already)
+for _name in ("all_units", "file_paths", "import_edges", "base_edges", "call_edges", "set_targets",
+              "set_base_targets", "clear_orphans", "delete_tests_edges", "insert_tests_edges", "unit_places",
+              "imported_files", "definitions_named", "bases_of"):
+    setattr(PgGraph, _name, _one_line(getattr(PgGraph, _name)))
+
+
+def open_postgres(url: str, repo: str | None = None) -> PostgresStore:
+    """The index in the PostgreSQL database at `url` (created and migrated when needed): its
+    repository `repo` (which must be there), else the one a database used without names holds."""
+    store = PostgresStore(connect(url), url)
+    if repo is None:
+        return store
+    try:
+        return store.repository(repo)
+    except BaseException:
+        store.close()
+        raise

@@ -1,0 +1,320 @@
+"""The service on a PostgreSQL store (`--store URL`): status, context, callers, callees and ask
+through the CLI, context composed by the one core on both backends, and `coderag serve --store`
+end to end: a real server process on loopback over a real PostgreSQL (`pg_server.py`), its
+HTTP API, tokens, and an answer streamed from a scripted loopback model."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+
+from coderag_tui.cli import main
+from coderag_tui.config import ContextSettings
+from coderag_tui.models import SearchHit
+from coderag_tui.retrieval.compose import assemble
+from coderag_tui.store.backend import open_store
+from tests.conftest import git_init, write_tree
+from tests.test_providers_remote import Loopback, _Handler, openai_sse
+from tests.test_server import ADMIN, READ, SHOP, Server, _mcp_calls, sse_events
+
+from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parent.parent
+ANSWER = ["`tax_for` ", "adds the tax ", "(shop/tax.py:1-3)."]
+TESTS = {"tests/test_tax.py": "from shop.tax import tax_for\n\n\ndef test_tax_for():\n    assert tax_for(10) == 2.0\n"}
+_names = itertools.count(1)
+
+
+def _answer(h: _Handler, n: int) -> None:
+    if h.command == "POST":
+        openai_sse(h, ANSWER)
+    else:
+        h.send_json(404, {"error": "no"})
+
+
+def _config(path: Path, model_url: str) -> Path:
+    path.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model_url}/v1"\n'
+                    'model = "scripted"\ndiscover = false\ntools = "off"\ncache_similarity = 0\ntimeout_s = 30\n')
+    return path
+
+
+@pytest.fixture(scope="module")
+def pg_module(pg_server: str) -> Iterator[str]:  # noqa: F811 (the fixture above)
+    """A database of its own for the module's tests (the server's tests read one index)."""
+    import psycopg
+
+    name = f"coderag_svc_{next(_names)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = urlsplit(pg_server)
+    yield urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def indexed(pg_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The shop repository indexed into PostgreSQL by `coderag index --store`."""
+    base = tmp_path_factory.mktemp("pgsvc")
+    repo = write_tree(base / "shop", {**SHOP, **TESTS})
+    git_init(repo)
+    model = Loopback(_answer)
+    config = _config(base / "config.toml", model.url)
+    try:
+        assert main(["index", str(repo), "--store", pg_module, "--config", str(config)]) == 0
+        yield {"url": pg_module, "repo": repo, "config": config, "model": model, "base": base}
+    finally:
+        model.close()
+
+
+def cli(indexed: dict[str, Any], *args: str) -> list[str]:
+    return [*args, "--repo", str(indexed["repo"]), "--store", indexed["url"], "--config", str(indexed["config"])]
+
+
+# --------------------------------------------------------------------------- the CLI on --store
+
+
+def test_status_callers_callees_on_a_store(indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(cli(indexed, "status", "--json")) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert (status["files"], status["units"]) == (3, 5)  # tax_for, Cart, __init__, total, test_tax_for
+    assert status["edges"] > 0 and status["last_update"] > 0 and status["db_path"].startswith("postgresql://")
+    assert status["languages"][0]["language"] == "python"
+    assert main(cli(indexed, "status")) == 0
+    assert "python" in capsys.readouterr().out
+
+    assert main(cli(indexed, "callers", "tax_for", "--json")) == 0
+    callers = json.loads(capsys.readouterr().out)
+    assert {(c["qualname"], c["line"]) for c in callers} == {("Cart.total", 10), ("test_tax_for", 5)}, callers
+    assert main(cli(indexed, "callees", "Cart.total")) == 0
+    assert "tax_for" in capsys.readouterr().out
+    assert main(cli(indexed, "callers", "no_such_function_here")) == 1
+
+    assert main(cli(indexed, "map")) == 2  # what a store does not serve yet says so in one line
+    assert "does not run on a store given by URL yet" in capsys.readouterr().err
+    assert main(cli(indexed, "mcp")) == 2  # through a server on the store instead
+    assert "coderag mcp --server URL" in capsys.readouterr().err
+
+
+def test_context_on_a_store_expands_the_graph(indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(cli(indexed, "context", "how is the tax of a cart computed", "--json")) == 0
+    ctx = json.loads(capsys.readouterr().out)
+    roles = {(p["path"], p["role"]) for p in ctx["pieces"]}
+    assert ("shop/tax.py", "primary") in roles, roles
+    # the graph around the hits (here every file is a hit: the graph shows in their metadata)
+    [about] = [p["text"] for p in ctx["pieces"] if p["role"] == "metadata" and p["path"] == "shop/tax.py"]
+    assert "called by 2 units: Cart.total, test_tax_for" in about, about
+    assert 0 < ctx["tokens"] <= ctx["budget"]
+    assert main(cli(indexed, "context", "tax", "--strategy", "depth", "--max-tokens", "300")) == 0
+    assert "shop/tax.py:1-3" in capsys.readouterr().out
+
+
+def test_ask_on_a_store_answers_with_citations(indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(cli(indexed, "ask", "How is the tax of a cart computed?", "--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["answer"] == "".join(ANSWER)
+    cited = [s for s in doc["sources"] if s["cited"]]
+    assert [s["path"] for s in cited] == ["shop/tax.py"] and not doc["invalid_citations"], doc
+    prompt = str(indexed["model"].requests[-1])
+    assert "return amount * 0.2" in prompt  # the model was given the code from PostgreSQL
+
+
+def test_one_composition_on_both_backends(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """The same hits composed on SQLite and on PostgreSQL give the same context."""
+    repo = write_tree(tmp_path / "shop", {**SHOP, **TESTS})
+    from coderag_tui.config import load_settings
+    from coderag_tui.indexing.store_build import build
+
+    settings = load_settings(repo, _config(tmp_path / "c.toml", "http://127.0.0.1:9"))
+    texts = []
+    for target in (str(tmp_path / "index.db"), request.getfixturevalue("pg_url")):
+        store = open_store(target)
+        try:
+            build(store, repo, settings)
+            [unit] = [u for u in store.find_symbols("tax_for") if u.name == "tax_for"]
+            ctx = assemble(store, [SearchHit(unit, 1.0, ("symbol",))], "tax of a cart", "hybrid",
+                           ContextSettings(), 4000, repo)
+            texts.append(ctx.render())
+        finally:
+            store.close()
+    # (a call resolved by name alone carries its confidence on SQLite; PostgreSQL calls every
+    # resolved edge certain: store/postgres/lookups.py)
+    assert re.sub(r" \[[a-z ]+, confidence [0-9.]+\]", "", texts[0]) == texts[1]
+    assert "Cart.total calls tax_for" in texts[1] and "test_tax_for calls tax_for" in texts[1], texts[1]
+    assert "called by 2 units: Cart.total, test_tax_for" in texts[1]
+
+
+# --------------------------------------------------------------------------- coderag serve --store
+
+
+@pytest.fixture(scope="module")
+def served(indexed: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    base: Path = indexed["base"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(base / "cache"),
+           "XDG_CONFIG_HOME": str(base / "userconfig"), "XDG_DATA_HOME": str(base / "data"),
+           "HF_HUB_OFFLINE": "1", "CODERAG_ADMIN_TOKENS": ADMIN, "CODERAG_READ_TOKENS": READ}
+    env.pop("CODERAG_CONFIG", None)
+    # beyond loopback (every address), so tokens are required; the tests connect through loopback
+    server = Server(["--host", "0.0.0.0", "--store", indexed["url"], "--config", str(indexed["config"]),
+                     str(indexed["repo"])], env, base / "server.log")
+    try:
+        assert server.info["repositories"] == ["shop"] and server.info["tokens_required"]
+        assert server.url.startswith("http://0.0.0.0:")
+        yield {**indexed, "url": server.url.replace("0.0.0.0", "127.0.0.1"), "store": indexed["url"], "env": env}
+    finally:
+        log = server.close()
+        assert ADMIN not in log and READ not in log and "Traceback" not in log, log
+        assert not list((base / "cache").rglob("*.db")), "an index file was made beside the store"
+
+
+def http(served: dict[str, Any], token: str | None = READ) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=served["url"], headers=headers, timeout=60)
+
+
+def test_the_api_over_postgres(served: dict[str, Any]) -> None:
+    with http(served) as c:
+        doc = c.post("/search", json={"query": "tax of a cart", "limit": 5, "include_context": True}).json()
+        assert doc["total_found"] == len(doc["results"]) > 0
+        tax = next(r for r in doc["results"] if r["name"] == "tax_for")
+        assert (tax["repository"], tax["path"], tax["type"]) == ("shop", "shop/tax.py", "function")
+        assert "return amount * 0.2" in tax["code_snippet"]
+        assert {"relation": "caller", "name": "Cart.total", "path": "shop/cart.py", "line": 10} in tax["context"]
+
+        sym = c.get("/symbol/tax_for").json()
+        [exact] = sym["exact_matches"]
+        assert (exact["repository"], exact["path"], exact["start_line"]) == ("shop", "shop/tax.py", 1)
+        unit = c.get(f"/unit/{exact['id']}").json()
+        assert {e["unit"]["qualname"] for e in unit["relationships"]["callers"]} == {"Cart.total", "test_tax_for"}
+        assert c.get("/unit/99999999").status_code == 404
+
+        called = c.post("/query/structural", json={"type": "called_by", "target": "tax_for"}).json()
+        assert {(e["unit"]["qualname"], e["line"]) for e in called["results"]} == {("Cart.total", 10),
+                                                                                   ("test_tax_for", 5)}
+        methods = c.post("/query/structural", json={"type": "methods_of", "target": "Cart"}).json()
+        assert [u["name"] for u in methods["results"]] == ["__init__", "total"]
+        # (TESTS edges come from the graph resolver, which does not run on PostgreSQL yet)
+        tested = c.post("/query/structural", json={"type": "tested_by", "target": "tax_for"})
+        assert tested.status_code == 200
+        assert {e["unit"]["qualname"] for e in tested.json()["results"]} <= {"test_tax_for"}
+
+        ctx = c.post("/context", json={"query": "how is the tax of a cart computed"}).json()
+        assert ctx["repository"] == "shop" and ctx["token_count"] > 0
+        assert "shop/tax.py:1-3" in ctx["context_text"]
+        lines = c.get("/lines", params={"path": "shop/tax.py", "start": 1, "end": 3}).json()
+        assert lines["lines"][0] == "def tax_for(amount):"
+
+        status = c.get("/index/status").json()
+        assert [r["name"] for r in status["repositories"]] == ["shop"]
+        assert status["files_count"] == 3 and status["index_health"] == "ok"
+        files = {f["path"]: f["state"] for f in c.get("/files").json()["files"]}  # the app's tree
+        assert files["shop/tax.py"] == "indexed" and files["tests/test_tax.py"] == "indexed", files
+        outline = c.get("/outline", params={"path": "shop/cart.py"}).json()
+        assert [u["qualname"] for u in outline["units"]] == ["shop/cart.py", "Cart", "Cart.__init__", "Cart.total"]
+        refused = c.post("/search", json={"query": "tax", "filters": {"language": "python"}})
+        assert refused.status_code == 400 and "filters" in refused.json()["error"]
+
+    # concurrent requests: each of the server's threads reads through a connection of its own
+    def ask_search(i: int) -> tuple[int, list[str]]:
+        with http(served) as c:
+            r = c.post("/search", json={"query": ["tax", "cart total", "items"][i % 3], "limit": 3})
+            return r.status_code, [h["path"] for h in r.json()["results"]]
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(ask_search, range(16)))
+    assert all(code == 200 and paths for code, paths in answers), answers
+
+
+def test_ask_streams_from_postgres(served: dict[str, Any]) -> None:
+    with http(served) as c, c.stream("POST", "/ask", json={"question": "How is the tax of a cart computed?"}) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r)
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "status" and kinds[-1] == "done" and "opening" in kinds, kinds
+    assert "".join(d["text"] for k, d in events if k == "token") == "".join(ANSWER)
+    [sources] = [d for k, d in events if k == "sources"]
+    assert [s["path"] for s in sources["sources"] if s["cited"]] == ["shop/tax.py"]
+
+
+def test_the_cli_through_the_server_prints_what_the_store_does(
+        served: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CODERAG_TOKEN", READ)
+    remote = ["--server", served["url"]]
+    local = ["--repo", str(served["repo"]), "--store", served["store"], "--config", str(served["config"])]
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(list(args))
+        return code, capsys.readouterr().out
+
+    for command in (["search", "cart total tax", "--json"], ["symbol", "total", "--json"],
+                    ["callers", "tax_for", "--json"], ["callees", "Cart.total", "--json"],
+                    ["context", "cart total", "--json"]):
+        code_local, out_local = run(*command, *local)
+        code_remote, out_remote = run(*command, *remote)
+        assert code_local == code_remote == 0, command
+        assert _without_repo(json.loads(out_local)) == _without_repo(json.loads(out_remote)), command
+    code, out = run("ask", "How is the tax of a cart computed?", *remote)
+    assert code == 0 and "".join(ANSWER) in out and "[1]* shop/tax.py:1-3" in out, out
+
+
+def test_the_mcp_tools_through_a_postgres_backed_server(served: dict[str, Any]) -> None:
+    import anyio
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("lookup_symbol", {"name": "tax_for"}), ("find_callers", {"name": "tax_for"}),
+        ("search_codebase", {"query": "sales tax"}), ("get_context", {"task": "how is the cart's tax computed"})]
+    out = anyio.run(_mcp_calls, served, calls)
+    assert "shop/tax.py:1-3  function tax_for" in out["0:lookup_symbol"], out
+    assert "- shop/cart.py:10  in method Cart.total (shop/cart.py:8-10)" in out["1:find_callers"], out
+    assert "1. shop/tax.py:1-3  function tax_for" in out["2:search_codebase"], out
+    assert "return amount * 0.2" in out["3:get_context"], out
+
+
+def _without_repo(doc: Any) -> Any:
+    """A server's results name their repository; a local store's do not."""
+    if isinstance(doc, list):
+        return [_without_repo(d) for d in doc]
+    if isinstance(doc, dict):
+        return {k: _without_repo(v) for k, v in doc.items() if k not in ("repository", "repo", "of_repository")}
+    return doc
+
+
+def test_tokens_and_a_build_job_on_postgres(served: dict[str, Any]) -> None:
+    with http(served, None) as anonymous:
+        refused = anonymous.post("/search", json={"query": "tax"})
+        assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    with http(served, READ) as reader:
+        assert reader.post("/index/build", json={}).status_code == 403
+    # a new file, indexed into PostgreSQL by a job of the server's
+    (served["repo"] / "shop" / "ship.py").write_text("def shipping_cost(weight):\n    return weight * 3\n")
+    with http(served, ADMIN) as admin:
+        state = admin.post("/index/build", json={}).json()
+        while state["status"] in ("queued", "running"):
+            time.sleep(0.2)
+            state = admin.get(f"/index/jobs/{state['job_id']}").json()
+        assert state["status"] == "done", state
+        assert state["summaries"]["shop"]["files_indexed"] == 1
+        found = admin.get("/symbol/shipping_cost").json()["exact_matches"]
+        assert [u["path"] for u in found] == ["shop/ship.py"]
+
+
+def test_serve_store_beyond_loopback_needs_tokens(indexed: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("CODERAG_ADMIN_TOKENS", raising=False)
+    monkeypatch.delenv("CODERAG_READ_TOKENS", raising=False)
+    assert main(["serve", "--host", "0.0.0.0", "--store", indexed["url"], str(indexed["repo"])]) == 2
+    assert "refusing to listen on 0.0.0.0 without tokens" in capsys.readouterr().err
