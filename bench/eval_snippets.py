@@ -9,9 +9,9 @@ similar code differs). A hit is the chunk's own unit, its parent or a unit insid
 (where a match moves, see retrieval/refine.py). Prints top-1 / top-10 hits per variant, hybrid
 and BM25 only, and the CPU time per search, all in one run:
 
-- `current`: the code as it is;
-- `whole`: a snippet embedded whole and matched by BM25 with the full postings budget (the
-  similarity route before its cuts: `search.SNIPPET_CHARS`, `search.SNIPPET_POSTINGS`).
+- `current`: the code as it is (BM25 reads a snippet's rarest words up to
+  `search.SNIPPET_POSTINGS` postings);
+- `whole`: BM25 with the full postings budget (`lexical.MAX_POSTINGS`), as before that cut.
 
 Prints figures; writes nothing into the repository or the index.
 """
@@ -36,10 +36,7 @@ from coderag_tui.retrieval.search import Searcher  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 _WORD = re.compile(r"[A-Za-z_]\w{2,}")
-VARIANTS = {
-    "current": (search.SNIPPET_CHARS, search.SNIPPET_POSTINGS),
-    "whole": (10**9, lexical.MAX_POSTINGS),
-}
+VARIANTS = {"current": search.SNIPPET_POSTINGS, "whole": lexical.MAX_POSTINGS}
 
 
 def edit(text: str, rng: random.Random) -> str:
@@ -102,7 +99,7 @@ def main() -> int:
     results: dict[str, list[float]] = {}
     for rnd in range(2):  # the variants alternate, so they share the machine's noise
         for name in args.variants.split(","):
-            search.SNIPPET_CHARS, search.SNIPPET_POSTINGS = VARIANTS[name]
+            search.SNIPPET_POSTINGS = VARIANTS[name]
             for label, cases in (("verbatim", verbatim), ("edited", edited)):
                 for mode in ("hybrid", "bm25"):
                     t1, t10, cpu, routed = run(searcher, cases, mode)
@@ -113,7 +110,7 @@ def main() -> int:
     for key, cpu in results.items():
         cpu.sort()
         print(f"CPU {key:26s} p50 {statistics.median(cpu):6.1f} ms  p95 {cpu[int(0.95 * (len(cpu) - 1))]:6.1f} ms")
-    search.SNIPPET_CHARS, search.SNIPPET_POSTINGS = VARIANTS["current"]
+    search.SNIPPET_POSTINGS = VARIANTS["current"]
     service.close()
     return 0
 

@@ -1,8 +1,7 @@
-"""The similarity route's cuts: a pasted snippet is embedded up to SNIPPET_CHARS (whole lines)
-and matched by BM25 within SNIPPET_POSTINGS; other routes keep the whole query and budget.
-
-A real index of a fixture repository; the query embedder only records what it is given (the
-model itself is exercised in test_embedder.py and test_query_model.py).
+"""The similarity route's postings budget: beside its vector, a pasted snippet is matched by
+BM25 on its rarest words within SNIPPET_POSTINGS; without vectors, and on other routes, BM25
+keeps the whole budget. A real index of a fixture repository; the query embedder gives no
+vector (the model is exercised in test_embedder.py), so the vector branch runs and finds nothing.
 """
 
 from __future__ import annotations
@@ -11,11 +10,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from coderag_tui.retrieval import lexical, router, search
-from coderag_tui.retrieval.search import Searcher, snippet_head
+from coderag_tui.retrieval.search import Searcher
 from coderag_tui.service import CodeRag
 
 FILES: dict[str, str | bytes] = {
@@ -46,13 +44,6 @@ def shop(make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -
     return open_service(make_repo(FILES))
 
 
-def test_snippet_head_keeps_whole_lines_up_to_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search, "SNIPPET_CHARS", 20)
-    assert snippet_head("a = 1\nb = 2\n") == "a = 1\nb = 2\n"  # short enough: whole
-    assert snippet_head("first = 1\nsecond = 2\nthird = 3\n") == "first = 1\nsecond = 2"
-    assert snippet_head("x" * 50 + "\ny = 2\n") == "x" * 20  # one long line: cut inside it
-
-
 def test_informative_terms_take_a_postings_budget(shop: CodeRag) -> None:
     words = ["amount", "rate", "levy"]
     df, _ = lexical.doc_freqs(shop.db, words)
@@ -62,15 +53,8 @@ def test_informative_terms_take_a_postings_budget(shop: CodeRag) -> None:
     assert lexical.informative_terms(shop.db, words, postings=0) == ["levy"]  # the rarest always
 
 
-def test_similarity_route_embeds_the_head_and_matches_the_rarest_words(
-        shop: CodeRag, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_similarity_route_matches_the_rarest_words(shop: CodeRag, monkeypatch: pytest.MonkeyPatch) -> None:
     assert router.classify(SNIPPET).kind == router.SIMILARITY
-    embedded: list[str] = []
-
-    def embed(text: str) -> np.ndarray | None:
-        embedded.append(text)
-        return None  # no vectors: keywords answer
-
     matched: list[list[str]] = []
     bm25 = lexical.bm25_chunks
 
@@ -80,18 +64,16 @@ def test_similarity_route_embeds_the_head_and_matches_the_rarest_words(
         return bm25(db, query, *args, terms=terms, **kw)
 
     monkeypatch.setattr(lexical, "bm25_chunks", recording)
-    monkeypatch.setattr(search, "SNIPPET_CHARS", 30)
     monkeypatch.setattr(search, "SNIPPET_POSTINGS", 0)
-    searcher = Searcher(shop.db, shop.settings.search, embed)
+    searcher = Searcher(shop.db, shop.settings.search, lambda text: None)
     hits = searcher.search(SNIPPET).hits
-    assert embedded == ["def add_vat(amount, rate):"]  # the head, whole lines
     df, _ = lexical.doc_freqs(shop.db, lexical.query_terms(SNIPPET))
     assert len(matched[0]) == 1 and df[matched[0][0]] == min(df.values())  # a rarest word only
     assert hits[0].unit.qualname == "apply_vat"
 
-    embedded.clear()
     matched.clear()
-    question = "how is the value added tax added to an amount"
-    searcher.search(question)
-    assert embedded == [question]  # other routes: the whole query and postings budget
-    assert "amount" in matched[0] and len(matched[0]) > 1
+    searcher.search("how is the value added tax added to an amount")
+    assert "amount" in matched[0] and len(matched[0]) > 1  # other routes: the whole budget
+    matched.clear()
+    assert Searcher(shop.db, shop.settings.search).search(SNIPPET).hits[0].unit.qualname == "apply_vat"
+    assert len(matched[0]) > 1  # keywords alone: the whole budget

@@ -50,11 +50,9 @@ FILE_VECTOR_SHARE = 0.5
 MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
 NAME_SHARE = 1 / 3  # of weight_symbol, for units whose names join adjacent words of the query
-# A pasted snippet names many rare words, each nearly enough to find its code: BM25 reads only
-# this many postings for them (its time grows with the postings), and the query model reads its
-# lines up to this many characters (~128 word pieces of code; its time grows with the pieces).
+# A pasted snippet names many rare words, each nearly enough to find its code: beside its vector,
+# BM25 reads only this many postings for them (its time grows with the postings it reads)
 SNIPPET_POSTINGS = 5_000
-SNIPPET_CHARS = 480
 _ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
 K = TypeVar("K", bound=Hashable)
 _VECTOR_BRANCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coderag-vector-branch")
@@ -65,15 +63,6 @@ def vector_share(query: str) -> float:
     MODEL_CHARS characters): the vector list's weight is scaled by the square root of that share,
     so a long issue text, whose tail only BM25 and the symbols see, leans on them more."""
     return min(1.0, MODEL_CHARS / max(len(query), 1)) ** SHARE_POWER
-
-
-def snippet_head(text: str) -> str:
-    """A pasted snippet's lines up to SNIPPET_CHARS characters (at least its first line): what
-    the query model embeds of it."""
-    if len(text) <= SNIPPET_CHARS:
-        return text
-    cut = text.rfind("\n", 0, SNIPPET_CHARS + 1)
-    return text[:cut] if cut > 0 else text[:SNIPPET_CHARS]
 
 
 def demote_tests(fused: list[Fused[K]], path_of: Callable[[K], str], query: str) -> list[Fused[K]]:
@@ -137,11 +126,10 @@ class Searcher:
         return keep_kind(self.db, refine(self.db, matches[:fetch], terms, limit=n), filters)
 
     def _vector(self, query: str, terms: Future[list[str]], n: int,
-                filters: SearchFilters | None, snippet: bool = False) -> list[ChunkMatch] | None:
+                filters: SearchFilters | None) -> list[ChunkMatch] | None:
         """The vector branch, run on another thread (with its own read connection) while BM25
-        runs on this one: embed the query (a snippet's head), KNN, refine. None when there is
-        no query vector."""
-        vec = self.embed_query(snippet_head(query) if snippet else query) if self.embed_query is not None else None
+        runs on this one: embed the query, KNN, refine. None when there is no query vector."""
+        vec = self.embed_query(query) if self.embed_query is not None else None
         if vec is None:
             return None
         db = self.db.reader()
@@ -211,8 +199,7 @@ class Searcher:
         # the vector branch runs on another core while BM25 runs here (numpy, onnxruntime and
         # SQLite release the GIL); it waits for the search terms only to refine its matches
         terms_ready: Future[list[str]] = Future()
-        snippet = route.kind == router.SIMILARITY
-        branch = (_VECTOR_BRANCH.submit(self._vector, query, terms_ready, n, filters, snippet)
+        branch = (_VECTOR_BRANCH.submit(self._vector, query, terms_ready, n, filters)
                   if self.embed_query is not None and mode in ("hybrid", "vector") else None)
         try:
             words = lexical.query_terms(text)
@@ -222,7 +209,8 @@ class Searcher:
             raise
         terms_ready.set_result(terms)
         if mode in ("hybrid", "bm25"):
-            match = lexical.informative_terms(self.db, words, postings=SNIPPET_POSTINGS) if snippet else None
+            match = (lexical.informative_terms(self.db, words, postings=SNIPPET_POSTINGS)
+                     if route.kind == router.SIMILARITY and branch is not None else None)
             order, best = unit_ranking(self._bm25(terms, n, filters, out.chunks if files else None, match))
             out.lists["bm25"] = order[:n]
             out.best.update(best)
