@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/eval_snippets.py --root CHECKOUT --db INDEX [--n 100] [--variants current,whole]
 
-The index must hold vectors of the configured model (`coderag embed`). 100 chunks of 200-600
+The index must hold vectors (`coderag embed`; their model id is not checked). 100 chunks of 200-600
 characters (seeded) whose code the router takes for a snippet are searched twice: verbatim and
 edited (first and last lines dropped, about one word in five reversed, as a user's copy of
 similar code differs). A hit is the chunk's own unit, its parent or a unit inside the chunk
@@ -13,7 +13,7 @@ and BM25 only, and the CPU time per search, all in one run:
   `search.SNIPPET_POSTINGS` postings);
 - `whole`: BM25 with the full postings budget (`lexical.MAX_POSTINGS`), as before that cut.
 
-Prints figures; writes nothing into the repository or the index.
+Prints figures; writes nothing into the repository.
 """
 
 from __future__ import annotations
