@@ -35,6 +35,7 @@ sys.path.insert(0, str(CODE))
 from coderag_tui.config import IndexSettings, Settings  # noqa: E402
 from coderag_tui.indexing.embedder import EmbeddingModel, embed_index, load_model  # noqa: E402
 from coderag_tui.models import Progress  # noqa: E402
+from coderag_tui.retrieval import router  # noqa: E402
 from coderag_tui.retrieval.compose import compose  # noqa: E402
 from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
 from coderag_tui.retrieval.search import Searcher  # noqa: E402
@@ -155,7 +156,7 @@ def fill_vectors(service: CodeRag, model: EmbeddingModel, sample: int, noise: fl
     log(f"vectors: {db.scalar('SELECT count(*) FROM vectors')} in the index")
 
 
-def queries_for(service: CodeRag, n: int) -> dict[str, list[str]]:
+def queries_for(service: CodeRag, n: int, pasted: int | None = None) -> dict[str, list[str]]:
     db = service.db
     rng = random.Random(3)
     docs = [str(r[0]).strip().splitlines()[0] for r in db.execute(
@@ -168,7 +169,7 @@ def queries_for(service: CodeRag, n: int) -> dict[str, list[str]]:
         "semantic": rng.sample(docs, min(n, len(docs))),
         "symbol": rng.sample(names, min(n // 2, len(names))),
         "structural": [f"callers of {x}" for x in rng.sample(names, min(n // 4, len(names)))],
-        "similarity": rng.sample(snippets, min(n // 4, len(snippets))),
+        "similarity": rng.sample(snippets, min(n // 4 if pasted is None else pasted, len(snippets))),
     }
 
 
@@ -179,15 +180,21 @@ def bench_search(service: CodeRag, searcher: Searcher, queries: dict[str, list[s
     every_cpu: list[float] = []
     for route, qs in queries.items():
         times, cpus = [], []
+        routed: dict[str, list[float]] = {}
         for q in qs:
             t, c = time.perf_counter(), time.process_time()
             searcher.search(q)
             times.append(1000 * (time.perf_counter() - t))
             cpus.append(1000 * (time.process_time() - c))  # every thread: BM25, the query model
+            routed.setdefault(router.classify(q).kind, []).append(cpus[-1])
         every.extend(times)
         every_cpu.extend(cpus)
         print(f"SEARCH [{label}] {route:<10} n={len(times):<4} p50 {pct(times, 0.5):7.1f} ms  "
               f"p95 {pct(times, 0.95):7.1f} ms  | CPU p50 {pct(cpus, 0.5):7.1f} ms  p95 {pct(cpus, 0.95):7.1f} ms")
+        if route == "similarity":  # pasted chunks: prose and config among them route as questions
+            for kind, cs in sorted(routed.items()):
+                print(f"SEARCH [{label}]   pasted, routed {kind:<10} n={len(cs):<4} "
+                      f"CPU p50 {pct(cs, 0.5):7.1f} ms  p95 {pct(cs, 0.95):7.1f} ms")
     print(f"SEARCH [{label}] all        n={len(every):<4} p50 {pct(every, 0.5):7.1f} ms  p95 {pct(every, 0.95):7.1f} ms"
           f"  | CPU p50 {pct(every_cpu, 0.5):7.1f} ms  p95 {pct(every_cpu, 0.95):7.1f} ms")
 
@@ -229,6 +236,7 @@ def main() -> int:
                    help="real chunks embedded for the big index; every other chunk gets a noisy copy of one")
     p.add_argument("--noise", type=float, default=0.05)
     p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--pasted", type=int, help="pasted chunks (similarity queries); default queries / 4")
     p.add_argument("--skip", default="", help="comma list of parts to skip: embed, search, context, "
                    "keywords (the pass without vectors), scan (the pass with sqlite-vec's KNN)")
     p.add_argument("--code", help="import coderag_tui from this source tree (a baseline checkout)")
@@ -245,7 +253,7 @@ def main() -> int:
     if "search" in skip and "context" in skip:
         return 0
     service = build_big(data, work, [d for d in args.dirs.split(",") if d])
-    queries = queries_for(service, args.queries)
+    queries = queries_for(service, args.queries, args.pasted)
     kw = Searcher(service.db, service.settings.search, None)
     log(f"code: {CODE}")
     if "search" not in skip and "keywords" not in skip:

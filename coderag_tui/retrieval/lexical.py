@@ -78,10 +78,13 @@ def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     return {t: known[t] for t in terms if known.get(t)}, state[0]
 
 
-def informative_terms(db: Database, terms: Sequence[str], limit: int | None = None) -> list[str]:
+def informative_terms(db: Database, terms: Sequence[str], limit: int | None = None,
+                      postings: int | None = None) -> list[str]:
     """Drop words absent from the index or present in most chunks; keep the rarest `limit`, and
-    no more than MAX_POSTINGS postings in all (BM25 time grows with the postings it reads)."""
+    no more than `postings` (MAX_POSTINGS) postings in all (BM25 time grows with the postings
+    it reads)."""
     limit = MAX_TERMS if limit is None else limit
+    postings = MAX_POSTINGS if postings is None else postings
     if not terms:
         return []
     df, total = doc_freqs(db, terms)
@@ -89,12 +92,12 @@ def informative_terms(db: Database, terms: Sequence[str], limit: int | None = No
     kept = [t for t in terms if t in df and (total < 50 or df[t] <= min(COMMON_SHARE * total, MAX_DF))]
     position = {t: i for i, t in enumerate(kept)}
     rarest: set[str] = set()
-    postings = 0
+    read = 0
     for t in sorted(kept, key=lambda t: (df[t], position[t]))[:limit]:
-        if rarest and postings + df[t] > MAX_POSTINGS:
+        if rarest and read + df[t] > postings:
             break
         rarest.add(t)
-        postings += df[t]
+        read += df[t]
     return [t for t in kept if t in rarest]
 
 

@@ -50,6 +50,9 @@ FILE_VECTOR_SHARE = 0.5
 MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
 NAME_SHARE = 1 / 3  # of weight_symbol, for units whose names join adjacent words of the query
+# A pasted snippet names many rare words, each nearly enough to find its code: beside its vector,
+# BM25 reads only this many postings for them (its time grows with the postings it reads)
+SNIPPET_POSTINGS = 5_000
 _ABOUT_TESTS = re.compile(r"\btests?\b|\btesting\b|\bspecs?\b|\btest_", re.I)
 K = TypeVar("K", bound=Hashable)
 _VECTOR_BRANCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coderag-vector-branch")
@@ -113,10 +116,11 @@ class Searcher:
 
     # ------------------------------------------------------------------ retrievers
     def _bm25(self, terms: list[str], n: int, filters: SearchFilters | None,
-              raw: list[ChunkMatch] | None = None) -> list[ChunkMatch]:
+              raw: list[ChunkMatch] | None = None, match: list[str] | None = None) -> list[ChunkMatch]:
+        """BM25's chunks for `match` (default: the terms), refined by the terms."""
         fetch = n * (8 if filters is not None and filters.kind else 2)
         matches = lexical.bm25_chunks(self.db, "", limit=max(fetch, n * filerank.POOL) if raw is not None else fetch,
-                                      filters=filters, terms=terms)
+                                      filters=filters, terms=terms if match is None else match)
         if raw is not None:
             raw.extend(matches)
         return keep_kind(self.db, refine(self.db, matches[:fetch], terms, limit=n), filters)
@@ -202,13 +206,16 @@ class Searcher:
         branch = (_VECTOR_BRANCH.submit(self._vector, query, terms_ready, n, filters)
                   if self.embed_query is not None and mode in ("hybrid", "vector") else None)
         try:
-            terms = lexical.informative_terms(self.db, lexical.query_terms(text))
+            words = lexical.query_terms(text)
+            terms = lexical.informative_terms(self.db, words)
         except BaseException as exc:
             terms_ready.set_exception(exc)
             raise
         terms_ready.set_result(terms)
         if mode in ("hybrid", "bm25"):
-            order, best = unit_ranking(self._bm25(terms, n, filters, out.chunks if files else None))
+            match = (lexical.informative_terms(self.db, words, postings=SNIPPET_POSTINGS)
+                     if route.kind == router.SIMILARITY and branch is not None else None)
+            order, best = unit_ranking(self._bm25(terms, n, filters, out.chunks if files else None, match))
             out.lists["bm25"] = order[:n]
             out.best.update(best)
             out.lists["summary"] = descriptions.description_units(self.db, text, n, filters)
