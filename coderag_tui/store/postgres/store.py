@@ -241,8 +241,9 @@ class PostgresStore(repos.RepoViews, PostgresReads):
                 f"WHERE {self._in_scope('f')} ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
         return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
 
-    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
-        return lookups.find_symbols(self._rows, query, limit, kinds, scope=self._in_scope("f"))
+    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
+                     fuzzy: bool = True) -> list[UnitRef]:
+        return lookups.find_symbols(self._rows, query, limit, kinds, scope=self._in_scope("f"), fuzzy=fuzzy)
 
     # ---------------------------------------------------------------- graph and rows
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
