@@ -225,7 +225,7 @@ class PostgresStore(repos.RepoViews, PostgresReads):
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
         return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r))
-                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit, scope=self._in_scope("f"))]
+                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit, scope=self._keyword_scope())]
 
     def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
         if limit <= 0:
