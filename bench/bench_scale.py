@@ -248,7 +248,8 @@ def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: in
         rng = np.random.default_rng(7)
         qvecs = base[rng.integers(0, len(base), nvec)] + rng.normal(0, noise, (nvec, base.shape[1]))
         qvecs = (qvecs / np.linalg.norm(qvecs, axis=1, keepdims=True)).astype(np.float32)
-    times: dict[str, dict[str, list[float]]] = {k: {"keyword": [], "vector": [], "hybrid": []} for k in stores}
+    times: dict[str, dict[str, list[float]]] = {
+        k: {"keyword": [], "vector": [], "hybrid": [], "symbols": [], "symbols, indexed levels": []} for k in stores}
     overlaps: list[float] = []
     for q in keyword[:10]:  # warm both (caches, plans)
         for s in stores.values():
@@ -274,6 +275,16 @@ def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: in
             t = time.perf_counter()
             store_search.search(s, q, 10, model)
             times[label]["hybrid"].append(time.perf_counter() - t)
+    symbol_names = [q for q in hybrid if store_search._IDENTIFIER.match(q)]
+    for q in symbol_names:  # what the search's symbol list costs with the levels reading every name
+        for label, s in stores.items():
+            for fuzzy in (False, True):
+                t = time.perf_counter()
+                s.find_symbols(q, 10, fuzzy=fuzzy)
+                times[label]["symbols" if fuzzy else "symbols, indexed levels"].append(time.perf_counter() - t)
+    for label, r in times.items():
+        log(f"{label:10} find_symbols ({len(symbol_names)} names), every level {ms(r['symbols'])} | "
+            f"indexed levels only (the search's) {ms(r['symbols, indexed levels'])}")
     for label, r in times.items():
         vector = f"vector ({len(r['vector'])}) {ms(r['vector'])}" if r["vector"] else "no vectors"
         log(f"{label:10} keyword ({len(r['keyword'])}) {ms(r['keyword'])} | {vector} | "

@@ -64,6 +64,13 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _built(db: Path) -> bool:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT 1 FROM meta WHERE key = 'last_update' AND value <> ''").fetchone() is not None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", type=Path)
@@ -75,6 +82,11 @@ def main() -> int:
     where.add_argument("--db", type=Path, help="an index file to serve (built before, kept)")
     where.add_argument("--store", help="a PostgreSQL URL holding the index to serve")
     args = ap.parse_args()
+    if args.db and not _built(args.db):
+        # `serve` would index the folder into it first (minutes, and a larger index than asked for)
+        print(f"{args.db} has no finished build (meta last_update): build it with `coderag index --db`, or "
+              "mark rows written by bench_scale.py: INSERT INTO meta VALUES('last_update', '<unix time>')")
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         repo = args.repo or checkout(work)

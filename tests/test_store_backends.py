@@ -96,6 +96,18 @@ def test_symbol_lookup_tiers(shop: StoreBackend) -> None:
     assert shop.find_symbols("x_%" * 400) == [] and shop.find_symbols("   ") == []
 
 
+def test_symbol_lookup_without_fuzzy_levels(shop: StoreBackend) -> None:
+    # what a search asks for: the levels an index bounds, not those reading every name
+    assert [u.qualname for u in shop.find_symbols("parse_amount", fuzzy=False)] == ["parse_amount"]
+    assert shop.find_symbols("WALLET", fuzzy=False)[0].name == "Wallet"
+    assert {u.name for u in shop.find_symbols("CART_", fuzzy=False)} == {"cart_total"}  # prefix, any case
+    assert {u.name for u in shop.find_symbols("Dep", fuzzy=False)} == {"deposit"}
+    assert "checkout" not in {u.name for u in shop.find_symbols("chkout", fuzzy=False)}  # letters in order
+    assert "deposit" not in {u.name for u in shop.find_symbols("posit", fuzzy=False)}  # a part
+    assert "deposit" in {u.name for u in shop.find_symbols("posit")}
+    assert shop.find_symbols("c%", fuzzy=False) == [] and shop.find_symbols("x_%" * 400, fuzzy=False) == []
+
+
 def test_calls_link_and_read_both_ways(shop: StoreBackend) -> None:
     amount, total, deposit = unit(shop, "parse_amount"), unit(shop, "cart_total"), unit(shop, "deposit")
     assert {e.unit.qualname for e in shop.callers([amount.id]) if e.unit} == {"Wallet.deposit", "cart_total"}

@@ -388,3 +388,20 @@ def test_a_js_package_of_another_repository_links_its_require_and_calls(
         assert [(e.unit.repo, e.unit.name) for e in store.callers([price.id])] == [("web", "cartLabel")]
     finally:
         store.close()
+
+
+def test_a_keyword_search_reads_the_postings_alone_while_the_database_holds_one_repository(url: str) -> None:
+    base: Any = open_store(url)
+    a = base.repository("a", source="/src/a")
+    try:
+        a.write_file(*rows_of("m.py", "def parse_invoice(text):\n    return text\n"))
+        alone = a.keyword_search(["parse", "invoice"])
+        assert a._keyword_scope() == "TRUE" and [h.path for h in alone] == ["m.py"]
+        assert alone == base.across(None).keyword_search(["parse", "invoice"])
+        b = base.repository("b", source="/src/b")
+        b.write_file(*rows_of("n.py", "def parse_invoice_line(text):\n    return text.split()\n"))
+        assert a._keyword_scope() != "TRUE"  # now each word's postings are kept to the repository
+        assert a.keyword_search(["parse", "invoice"]) == alone
+        assert {h.path for h in b.keyword_search(["parse", "invoice"])} == {"n.py"}
+    finally:
+        base.close()

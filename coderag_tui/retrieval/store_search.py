@@ -45,7 +45,9 @@ def search(store: StoreBackend, query: str, k: int = 10, model: EmbeddingModel |
     if model is not None:
         lists["vector"] = units_of(store.vector_search(model.query(text), model.id, fetch))
     if _IDENTIFIER.match(text):
-        lists["symbol"] = [u.id for u in store.find_symbols(text, limit=k)]
+        # exact, case-insensitive and prefix: index ranges; the part and letters-in-order
+        # levels read every unit name (seconds at 500,000 chunks)
+        lists["symbol"] = [u.id for u in store.find_symbols(text, limit=k, fuzzy=False)]
     hits = []
     for fused in rrf(lists, k=rrf_k, labels=LABELS)[:k]:
         unit = store.get_unit(fused.key)

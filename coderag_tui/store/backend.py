@@ -217,8 +217,11 @@ class StoreBackend(ContextReads, Protocol):
         """Chunks whose vector of `model` is nearest (cosine) to `vector`, best first."""
         ...
 
-    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
-        """Definitions matching a name: exact, qualified, case-insensitive, prefix, part, fuzzy."""
+    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
+                     fuzzy: bool = True) -> list[UnitRef]:
+        """Definitions matching a name: exact, qualified, case-insensitive, prefix, then (`fuzzy`)
+        part and letters in order. The fuzzy levels read every unit name; without them each
+        level is an index range."""
         ...
 
     # ---------------------------------------------------------------- rows (graph: ContextReads)

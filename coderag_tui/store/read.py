@@ -81,8 +81,10 @@ MAX_LIKE_QUERY = 1000
 _MAX_FUZZY_QUERY = 64  # '%q%u%e%r%y%': each letter more, more backtracking per name
 
 
-def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
-    """Definitions matching a name: exact, qualified, case-insensitive, prefix, then fuzzy."""
+def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
+                 fuzzy: bool = True) -> list[UnitRef]:
+    """Definitions matching a name: exact, qualified, case-insensitive, prefix, then (`fuzzy`:
+    they read every name) part and letters in order."""
     q = query.strip().rstrip("()").strip()
     if not q:
         return []
@@ -117,9 +119,9 @@ def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str]
     word = _like_escape(last)
     if len(found) < limit and like:
         add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' LIMIT 200", (word + "%",)), 3)
-    if len(found) < limit and like:
+    if len(found) < limit and like and fuzzy:
         add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' LIMIT 200", ("%" + word + "%",)), 4)
-    if len(found) < limit and 3 <= len(last) <= _MAX_FUZZY_QUERY:
+    if len(found) < limit and fuzzy and 3 <= len(last) <= _MAX_FUZZY_QUERY:
         # fuzzy: the names holding the query's letters in order, shortest first (LIKE '%q%r%y%'
         # in SQLite: reading every distinct name into Python took ~90 ms on Django)
         subsequence = "%" + "%".join(_like_escape(ch) for ch in last) + "%"

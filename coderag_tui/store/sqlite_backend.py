@@ -149,8 +149,9 @@ class SqliteStore:
             (blob, min(limit, 4096), limit))
         return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
 
-    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
-        return read.find_symbols(self.db, query, limit, kinds)
+    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
+                     fuzzy: bool = True) -> list[UnitRef]:
+        return read.find_symbols(self.db, query, limit, kinds, fuzzy)
 
     # ---------------------------------------------------------------- graph and rows
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:

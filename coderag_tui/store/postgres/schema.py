@@ -150,6 +150,11 @@ MIGRATIONS: list[str] = [
     DELETE FROM keyword_df;
     INSERT INTO keyword_df SELECT term, count(*) FROM keyword_postings GROUP BY term;
     """,
+    # 5: a name prefix read as a range (find_symbols): ILIKE 'x%' cannot use a B-tree, and a
+    # range needs byte order whatever the database's collation
+    """
+    CREATE INDEX units_name_lower_c ON units ((lower(name) COLLATE "C"));
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -225,7 +225,7 @@ class PostgresStore(repos.RepoViews, PostgresReads):
     # ---------------------------------------------------------------- searches
     def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
         return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r))
-                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit, scope=self._in_scope("f"))]
+                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit, scope=self._keyword_scope())]
 
     def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
         if limit <= 0:
@@ -241,8 +241,9 @@ class PostgresStore(repos.RepoViews, PostgresReads):
                 f"WHERE {self._in_scope('f')} ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
         return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
 
-    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None) -> list[UnitRef]:
-        return lookups.find_symbols(self._rows, query, limit, kinds, scope=self._in_scope("f"))
+    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
+                     fuzzy: bool = True) -> list[UnitRef]:
+        return lookups.find_symbols(self._rows, query, limit, kinds, scope=self._in_scope("f"), fuzzy=fuzzy)
 
     # ---------------------------------------------------------------- graph and rows
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
