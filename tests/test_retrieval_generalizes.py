@@ -336,3 +336,19 @@ def test_markdown_setext_headings_inside_a_section_get_sections() -> None:
     for c in pf.chunks:  # a chunk belongs to the version it is in, never spans two
         assert not any(c.start_line < s <= c.end_line for s in starts), (c.start_line, c.end_line)
         assert pf.units[c.unit_index].name != "Release History" or c.end_line < min(starts)
+
+
+# a report whose steps run the tests: it is still about the view's code
+REPORT_RUNNING_TESTS = BUG_REPORT.replace("**To Reproduce**", "**To Reproduce**\nRun `pytest tests/test_views.py`")
+
+
+@pytest.mark.parametrize(("query", "tests"), [
+    ("where are the tests of make_response", True),
+    ("how does make_response handle None", False),
+    (REPORT_RUNNING_TESTS, False),
+    ("Tests fail when a view returns None\n" + REPORT_RUNNING_TESTS, True),
+])
+def test_about_tests(query: str, tests: bool) -> None:
+    from coderag_tui.retrieval.search import about_tests
+
+    assert about_tests(query) is tests

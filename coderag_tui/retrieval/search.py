@@ -65,10 +65,18 @@ def vector_share(query: str) -> float:
     return min(1.0, MODEL_CHARS / max(len(query), 1)) ** SHARE_POWER
 
 
+def about_tests(query: str) -> bool:
+    """The question is about tests. A pasted report is judged by its title (first line) only:
+    its body names test files, `pytest` and test functions in passing (tracebacks, the steps to
+    reproduce) while the bug is in the code under test."""
+    text = query.strip().split("\n", 1)[0] if filerank.is_report(query) else query
+    return bool(_ABOUT_TESTS.search(text))
+
+
 def demote_tests(fused: list[Fused[K]], path_of: Callable[[K], str], query: str) -> list[Fused[K]]:
     """Scale the scores of test code by TEST_WEIGHT (unless the query is about tests): a
     question about behaviour is answered by the implementation first, its tests second."""
-    if TEST_WEIGHT >= 1.0 or _ABOUT_TESTS.search(query):
+    if TEST_WEIGHT >= 1.0 or about_tests(query):
         return fused
     scaled = [Fused(f.key, f.score * TEST_WEIGHT, f.reasons) if is_test_path(path_of(f.key)) else f
               for f in fused]
