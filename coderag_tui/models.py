@@ -7,6 +7,7 @@ Nothing here imports anything heavier than the standard library.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -39,6 +40,18 @@ class UnitRef:
     @property
     def location(self) -> str:
         return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+def exact_matches(units: Sequence[UnitRef], name: str) -> list[UnitRef]:
+    """The units whose name, qualified name or its last parts are `name` (a call's `()` ignored)."""
+    q = name.strip().rstrip("()")
+    return [u for u in units if u.name == q or u.qualname == q or u.qualname.endswith("." + q)]
+
+
+def denoted(units: Sequence[UnitRef], name: str) -> list[UnitRef]:
+    """The units a name denotes among a symbol lookup's: the exact matches when there are any,
+    else the best fuzzy one (what callers and callees are resolved from)."""
+    return exact_matches(units, name) or list(units[:1])
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings
 from coderag_tui.errors import RepoError, StoreError
-from coderag_tui.models import EdgeRef, FileState, IndexCounts, IndexStatus, IndexSummary, UnitRef
+from coderag_tui.models import (
+    EdgeRef,
+    FileState,
+    IndexCounts,
+    IndexStatus,
+    IndexSummary,
+    UnitRef,
+    denoted,
+)
 from coderag_tui.paths import default_db_path, prepare_db_folder
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read
@@ -167,10 +175,7 @@ class ServiceCore:
 
     def _definitions(self, name: str) -> list[UnitRef]:
         """The units a name denotes: exact matches when there are any, else the best fuzzy one."""
-        found = read.find_symbols(self.db, name, limit=50)
-        q = name.strip().rstrip("()")
-        exact = [u for u in found if u.name == q or u.qualname == q or u.qualname.endswith("." + q)]
-        return exact or found[:1]
+        return denoted(read.find_symbols(self.db, name, limit=50), name)
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
         """Lines of a repository file (1-based, inclusive), decoded leniently."""

@@ -33,6 +33,7 @@ from coderag_tui.models import (
     SearchFilters,
     SearchHit,
     UnitRef,
+    denoted,
 )
 from coderag_tui.retrieval import store_search
 from coderag_tui.service import CodeRag
@@ -155,10 +156,7 @@ class StoreService:
     def _definitions(self, name: str) -> list[UnitRef]:
         """The units a name denotes: exact matches when there are any, else the best fuzzy one
         (as `CodeRag._definitions`)."""
-        found = self.store.find_symbols(name, limit=50)
-        q = name.strip().rstrip("()")
-        exact = [u for u in found if u.name == q or u.qualname == q or u.qualname.endswith("." + q)]
-        return exact or found[:1]
+        return denoted(self.store.find_symbols(name, limit=50), name)
 
     def callers(self, name: str, limit: int = 200) -> list[EdgeRef]:
         return self.store.callers([u.id for u in self._definitions(name)])[:limit]

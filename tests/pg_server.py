@@ -44,12 +44,17 @@ def pg_server() -> Iterator[str]:
 @pytest.fixture
 def pg_url(pg_server: str) -> Iterator[str]:
     """A URL of a fresh, empty database on the session's server (dropped after the test)."""
+    yield from fresh_database(pg_server, "coderag_test")
+
+
+def fresh_database(server_url: str, prefix: str) -> Iterator[str]:
+    """(For a fixture:) the URL of a new, empty database on the server, dropped afterwards."""
     import psycopg
 
-    name = f"coderag_test_{next(_names)}"
-    with psycopg.connect(pg_server, autocommit=True) as conn:
+    name = f"{prefix}_{next(_names)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
-    parts = urlsplit(pg_server)
+    parts = urlsplit(server_url)
     yield urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
-    with psycopg.connect(pg_server, autocommit=True) as conn:
+    with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -5,7 +5,6 @@ HTTP API, tokens, and an answer streamed from a scripted loopback model."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -14,7 +13,6 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -28,12 +26,11 @@ from tests.conftest import git_init, write_tree
 from tests.test_providers_remote import Loopback, _Handler, openai_sse
 from tests.test_server import ADMIN, READ, SHOP, Server, _mcp_calls, sse_events
 
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from .pg_server import fresh_database, pg_server, pg_url  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWER = ["`tax_for` ", "adds the tax ", "(shop/tax.py:1-3)."]
 TESTS = {"tests/test_tax.py": "from shop.tax import tax_for\n\n\ndef test_tax_for():\n    assert tax_for(10) == 2.0\n"}
-_names = itertools.count(1)
 
 
 def _answer(h: _Handler, n: int) -> None:
@@ -52,15 +49,7 @@ def _config(path: Path, model_url: str) -> Path:
 @pytest.fixture(scope="module")
 def pg_module(pg_server: str) -> Iterator[str]:  # noqa: F811 (the fixture above)
     """A database of its own for the module's tests (the server's tests read one index)."""
-    import psycopg
-
-    name = f"coderag_svc_{next(_names)}"
-    with psycopg.connect(pg_server, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    parts = urlsplit(pg_server)
-    yield urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
-    with psycopg.connect(pg_server, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    yield from fresh_database(pg_server, "coderag_svc")
 
 
 @pytest.fixture(scope="module")

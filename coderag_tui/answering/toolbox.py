@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coderag_tui.errors import CoderagError
+from coderag_tui.models import denoted, exact_matches
 
 log = logging.getLogger("coderag.mcp")
 
@@ -162,10 +163,7 @@ class CodeRagTools:
 
     def _targets(self, name: str) -> str:
         """The definitions a name denotes (as the service resolves callers/callees)."""
-        units = self.service.symbols(name, 50)
-        q = name.strip().rstrip("()")
-        exact = [u for u in units if u.name == q or u.qualname == q or u.qualname.endswith("." + q)]
-        chosen = exact or units[:1]
+        chosen = denoted(self.service.symbols(name, 50), name)
         text = ", ".join(f"{u.qualname} ({u.location})" for u in chosen[:5])
         if len(chosen) > 5:
             text += f" and {len(chosen) - 5} more"
@@ -244,8 +242,7 @@ class CodeRagTools:
         units = self.service.symbols(name, max(1, min(int(limit), 50)))
         if not units:
             return f"No definition matches {name!r}."
-        q = name.strip().rstrip("()")
-        exact = [u for u in units if u.name == q or u.qualname == q or u.qualname.endswith("." + q)]
+        exact = exact_matches(units, name)
         out = [f"{len(units)} definition{'s' if len(units) != 1 else ''} for {name!r}"
                + (f" ({len(exact)} exact)" if exact else " (no exact match; closest names)") + ":"]
         for u in units:
