@@ -20,6 +20,7 @@ from coderag_tui.errors import RepoError
 from coderag_tui.paths import find_repo_root
 from coderag_tui.service_core import ServiceCore
 from coderag_tui.store import read
+from coderag_tui.store.backend import StoreTarget
 
 if TYPE_CHECKING:
     from coderag_tui.indexing.indexer import ProgressFn
@@ -38,8 +39,10 @@ class CodeRag(ServiceCore):
         config: str | Path | None = None,
         db_path: str | Path | None = None,
         settings: Settings | None = None,
+        store: str | None = None,
     ) -> CodeRag:
-        """Open a repository given as a folder (or None: the one containing the cwd)."""
+        """Open a repository given as a folder (or None: the one containing the cwd). `store`: a
+        PostgreSQL URL whose database holds (or will hold) its index, found by the folder."""
         if repo is None:
             root = find_repo_root(Path.cwd())
         else:
@@ -53,7 +56,20 @@ class CodeRag(ServiceCore):
             root = path.resolve()
         if settings is None:
             settings = load_settings(root, config)
-        return cls(root, settings, Path(db_path) if db_path else None)
+        target = None
+        if store:
+            if db_path:
+                raise RepoError("--db names an index file; --store a database", "give one of them")
+            target = StoreTarget(url=store, source=str(root))
+        return cls(root, settings, Path(db_path) if db_path else None, store=target)
+
+    @classmethod
+    def named(cls, store: str, name: str, *, config: str | Path | None = None) -> CodeRag:
+        """The repository named `name` of the database at `store`: searched, read and answered
+        from the database alone (its files need not be on this machine; nothing to index)."""
+        service = cls(None, load_settings(None, config), store=StoreTarget(url=store, repo=name))
+        service.display_name = name
+        return service
 
     @classmethod
     def open_any(
@@ -65,8 +81,11 @@ class CodeRag(ServiceCore):
         branch: str | None = None,
         rev: str | None = None,
         progress: ProgressFn | None = None,
+        store: str | None = None,
     ) -> CodeRag:
         """Open a folder, or a git URL: cloned (shallow) into the cache on first use, fetched after.
+        `store`: a PostgreSQL URL whose database holds the index (the repository indexed from
+        that folder or URL, or a repository of the database given by its name).
 
         A cloned repository's own `.coderag.toml` is not read: it is untrusted input.
         """
@@ -78,12 +97,15 @@ class CodeRag(ServiceCore):
         if target is None or not is_remote(text):
             if branch or rev:
                 raise RepoError("--branch and --rev apply to repository URLs", "give a git URL")
-            return cls.open(target, config=config, db_path=db_path)
+            if store and text and not Path(text).expanduser().exists() and "/" not in text:
+                return cls.named(store, text, config=config)
+            return cls.open(target, config=config, db_path=db_path, store=store)
         from coderag_tui.sources.clone import ensure_clone
 
         settings = load_settings(None, config)
         result = ensure_clone(str(target), branch=branch, rev=rev, settings=settings, progress=progress)
-        service = cls(result.path, settings, Path(db_path) if db_path else None)
+        where = StoreTarget(url=store, source=redact(str(target))) if store else None
+        service = cls(result.path, settings, Path(db_path) if db_path else None, store=where)
         service.remote = result
         service.display_name = redact(str(target))
         return service
@@ -212,9 +234,7 @@ class CodeRag(ServiceCore):
     def _embed_summaries(self, should_stop: Callable[[], bool] | None = None) -> None:
         """New summaries change their chunks' embedding documents: embed those (an index with
         vectors only; search uses the vectors they replace until then)."""
-        from coderag_tui.indexing.embedder import vec_ready
-
-        if self.settings.embed.enabled and vec_ready(self.db) and self.vectors_pending():
+        if self.settings.embed.enabled and self.db.vec_ready() and self.vectors_pending():
             self.embed(should_stop=should_stop)
 
     def summarize_in_background(self, paths: Sequence[str] | None = None, *, model: str | None = None,

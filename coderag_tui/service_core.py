@@ -1,7 +1,8 @@
-"""The repository and its index, under the service facade: the index file and each thread's
-connection, indexing, reading units and code, retrieval (search, context, the repo map) and
-the models that answer. `service.CodeRag` adds asking, conversations, watching, review and
-summaries on top; interfaces use `CodeRag`.
+"""The repository and its index, under the service facade: where the index is (a file, or a
+repository of a PostgreSQL database: `StoreTarget`) and each thread's connection to it, indexing,
+reading units and code, retrieval (search, context, the repo map) and the models that answer.
+`service.CodeRag` adds asking, conversations, watching, review and summaries on top; interfaces
+use `CodeRag`. Everything here runs over the store interface, the same on both backends.
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from coderag_tui.models import (
 from coderag_tui.paths import default_db_path, prepare_db_folder
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read
-from coderag_tui.store.db import Database, open_database
+from coderag_tui.store.backend import StoreBackend, StoreTarget
 
 if TYPE_CHECKING:
     from coderag_tui.indexing.indexer import ProgressFn
     from coderag_tui.sources.clone import CloneResult
-    from coderag_tui.store.backend import StoreBackend
+    from coderag_tui.workspace.packages import Package
 
 
 def read_repo_lines(root: Path, path: str, start: int = 1, end: int | None = None) -> list[str]:
@@ -51,15 +52,23 @@ def read_repo_lines(root: Path, path: str, start: int = 1, end: int | None = Non
 class ServiceCore:
     """A repository, its index and its models (see the module docstring)."""
 
-    def __init__(self, root: Path, settings: Settings, db_path: Path | None = None) -> None:
-        self.root = root.resolve()
+    def __init__(self, root: Path | None, settings: Settings, db_path: Path | None = None,
+                 store: StoreTarget | None = None) -> None:
+        # None: a repository of a database read from the database alone (no files here)
+        self.root = root.resolve() if root is not None else None
         self.settings = settings
         self._db_given = db_path is not None
-        self.db_path = db_path or default_db_path(self.root, settings)
+        # the index file; None when the index is a repository of a database (`target.url`)
+        self.db_path: Path | None = None
+        if store is None:
+            if self.root is None:
+                raise RepoError("an index file belongs to a folder", "give the repository's folder")
+            self.db_path = db_path or default_db_path(self.root, settings)
+        self.target = store or StoreTarget(path=self.db_path)
         self._local = threading.local()
         self._lock = threading.Lock()
         # every thread's connection, held weakly: a finished thread's connection is closed with it
-        self._all: weakref.WeakSet[Database] = weakref.WeakSet()
+        self._all: weakref.WeakSet[StoreBackend] = weakref.WeakSet()
         self.remote: CloneResult | None = None  # set when the repository was cloned from a URL
         self._answers = 0  # answers being generated: embedding waits while there are any
         self._idle = threading.Event()
@@ -75,16 +84,51 @@ class ServiceCore:
 
     # ------------------------------------------------------------------ connections
     @property
-    def db(self) -> Database:
+    def db(self) -> StoreBackend:
         """This thread's connection to the index (opened, created and migrated on first use)."""
-        db = getattr(self._local, "db", None)
+        db: StoreBackend | None = getattr(self._local, "db", None)
         if db is None:
-            prepare_db_folder(self.root, self.db_path, self.settings, self._db_given)
-            db = open_database(self.db_path)
+            if self.db_path is not None:
+                prepare_db_folder(self.folder, self.db_path, self.settings, self._db_given)
+            db = self.target.open()
             self._local.db = db
             with self._lock:
                 self._all.add(db)
         return db
+
+    def _claim(self) -> StoreBackend:
+        """The index to write: a database's repository is made on its first build (named after
+        its folder or URL), and named from then on."""
+        if not self.target.url or self.target.repo is not None:
+            return self.db
+        from coderag_tui.store.postgres.store import PostgresStore
+
+        store = self.target.open(create=True)
+        assert isinstance(store, PostgresStore)
+        self.target = dataclasses.replace(self.target, repo=store.repo.name)
+        self._local.db = store
+        with self._lock:
+            self._all.add(store)
+        return store
+
+    @property
+    def location(self) -> str:
+        """Where the index is, for people (never a password)."""
+        return self.target.location
+
+    @property
+    def folder(self) -> Path:
+        """The repository's folder on this machine (what indexing, watching and review read)."""
+        if self.root is None:
+            raise RepoError(f"the files of {self.display_name} are not on this machine (it is read from "
+                            f"{self.location})", "give the repository's folder or git URL instead of its name")
+        return self.root
+
+    def packages(self) -> list[Package]:
+        """What the repository defines for others to import (a workspace links their imports)."""
+        from coderag_tui.workspace.packages import from_rows, packages
+
+        return packages(self.root) if self.root is not None else from_rows(self.db.packages())
 
     def close(self) -> None:
         runner = self.__dict__.get("_summaries")
@@ -106,27 +150,33 @@ class ServiceCore:
         git says changed between the two commits are looked at.
         """
         note = ""
-        if rebuild:  # whatever state the file is in: a damaged one is replaced first
+        if rebuild and self.db_path is not None:  # whatever state the file is in: a damaged one is replaced first
             from coderag_tui.store.recover import replace_if_broken
 
             note = replace_if_broken(self.db_path)
             if note:
                 self.close()  # connections to the file that was moved aside
-        db = self.db
+        db = self._claim()
         remote = self.remote
         if (only is None and not rebuild and remote is not None and remote.changed_files is not None
                 and remote.previous_commit and db.get_meta("commit") == remote.previous_commit):
             only = [*remote.changed_files, *remote.deleted_files]
         from coderag_tui.indexing.indexer import Indexer  # (not imported by a search-only process)
 
-        summary = Indexer(db, self.root, self.settings).run(only=only, rebuild=rebuild, progress=progress)
+        summary = Indexer(db, self.folder, self.settings).run(only=only, rebuild=rebuild, progress=progress)
         if remote is not None:
             with db.transaction():
                 db.set_meta("commit", remote.head_commit)
+        if self.target.url:  # what the database's other repositories may import from this one
+            from coderag_tui.workspace.packages import package_rows
+
+            db.set_packages(package_rows(self.folder))
         return dataclasses.replace(summary, recovered=note) if note else summary
 
     def has_index(self) -> bool:
         """Whether an index of this repository was ever built (asking creates nothing)."""
+        if self.db_path is None:
+            return self.target.exists() and bool(self.db.get_meta("last_update"))
         if not self.db_path.exists():  # (something else in its place is opened, and refused)
             if not self.db_path.parent.is_dir() and (self.settings.index.db_path or self._db_given):
                 raise StoreError(f"the folder of the index {self.db_path} does not exist",
@@ -160,8 +210,10 @@ class ServiceCore:
 
     def files(self) -> list[FileState]:
         """Every file discovery finds, with its index state (one walk and one query)."""
-        from coderag_tui.indexing.filestates import file_states
+        from coderag_tui.indexing.filestates import file_states, stored_states
 
+        if self.root is None:
+            return stored_states(self.db)
         return file_states(self.db, self.root, self.db_path, self.settings.index)
 
     def outline(self, path: str) -> list[UnitRef]:
@@ -178,15 +230,16 @@ class ServiceCore:
         return denoted(read.find_symbols(self.db, name, limit=50), name)
 
     def read_lines(self, path: str, start: int = 1, end: int | None = None) -> list[str]:
-        """Lines of a repository file (1-based, inclusive), decoded leniently."""
+        """Lines of a repository file (1-based, inclusive), decoded leniently; read from the index
+        when the repository's files are not on this machine."""
+        if self.root is None:
+            from coderag_tui.retrieval.source import CodeReader
+
+            facts = read.file_facts(self.db, path)
+            if facts is None:
+                raise RepoError(f"no file {path} in the index of {self.display_name}")
+            return [text for _, text in CodeReader(self.db).lines(path, max(start, 1), end or facts[1])]
         return read_repo_lines(self.root, path, start, end)
-
-    @property
-    def store(self) -> StoreBackend:
-        """This thread's index behind the store interface (what the workspace reads through)."""
-        from coderag_tui.store.sqlite_backend import SqliteStore
-
-        return SqliteStore(self.db)
 
     # ------------------------------------------------------------------ retrieval
     # Thin wrappers over coderag_tui.retrieval and indexing.embedder; the embedding model and the

@@ -18,7 +18,7 @@ import numpy as np
 
 from coderag_tui.models import Source
 from coderag_tui.store import answer_cache as rows
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 Embed = Callable[[str], "np.ndarray | None"]
 
@@ -56,7 +56,7 @@ def _cosine(a: np.ndarray, blob: bytes | None) -> float:
 
 
 class AnswerCache:
-    def __init__(self, db: Database, model: str, threshold: float, embed: Embed | None = None,
+    def __init__(self, db: StoreBackend, model: str, threshold: float, embed: Embed | None = None,
                  embed_model: str = "") -> None:
         self.db = db
         self.model = model

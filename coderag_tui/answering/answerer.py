@@ -15,7 +15,7 @@ question and the answer (with its sources as JSON, and how it ended: complete, s
 user, or the error line); the next question of the same conversation gets the earlier turns as
 history (fitted to the window, oldest dropped first). An answer that is stopped (`should_stop`)
 or fails after retrieval still gets its sources and is stored: the code it was given exists.
-The Database is used from the thread that calls `ask` (open one per thread).
+The StoreBackend is used from the thread that calls `ask` (open one per thread).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from coderag_tui.models import (
     ToolCallInfo,
 )
 from coderag_tui.store import conversations
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 TITLE_CHARS = 80
 TINY_TEMPERATURE = 0.1
@@ -99,7 +99,7 @@ def _sources_from_json(text: str) -> tuple[Source, ...]:
     return tuple(out)
 
 
-def load_messages(store: Database, conversation_id: int) -> list[StoredMessage]:
+def load_messages(store: StoreBackend, conversation_id: int) -> list[StoredMessage]:
     """A stored conversation's messages, oldest first, with each answer's sources, outcome and
     opening section."""
     rows = conversations.message_rows(store, conversation_id)
@@ -114,7 +114,7 @@ class Answerer:
     def __init__(
         self,
         provider: Provider,
-        store: Database | None = None,
+        store: StoreBackend | None = None,
         *,
         max_tokens: int = 512,
         temperature: float = 0.2,

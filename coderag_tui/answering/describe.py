@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from coderag_tui.indexing.profiles import folder_of
 from coderag_tui.models import FileDescription, UnitDescription
 from coderag_tui.store import descriptions as store
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 
-def describe_files(db: Database, paths: Sequence[str] | None = None) -> list[FileDescription]:
+def describe_files(db: StoreBackend, paths: Sequence[str] | None = None) -> list[FileDescription]:
     """The files under `paths` (files or folders; all when None), in path order."""
     file_ids = store.file_ids_under(db, paths) if paths else store.all_file_ids(db)
     units = store.units_of(db, file_ids)

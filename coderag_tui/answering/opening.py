@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from coderag_tui.models import AnswerOpening, AnswerUnit, ComposedContext, UnitRef
-from coderag_tui.store.backend import ContextReads
-from coderag_tui.store.db import Database
-from coderag_tui.store.sqlite_backend import context_reads
+from coderag_tui.store.backend import ContextReads, StoreBackend
+from coderag_tui.store.retrieval_reads import context_reads
 
 MAX_UNITS = 5
 MAX_DEPTH = 6
@@ -95,7 +94,7 @@ def _mentions(unit: UnitRef, question: str) -> int:
     return sum(1 for w in text if w in words)
 
 
-def call_path(source: Database | ContextReads, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
+def call_path(source: StoreBackend | ContextReads, targets: Sequence[UnitRef], hits: Sequence[UnitRef],
               question: str = "") -> list[AnswerUnit]:
     """Entry point -> ... -> one of `targets`, each step calling the next (see module doc).
 
@@ -161,7 +160,7 @@ def _path_to(reads: ContextReads, target: UnitRef, hit_ids: set[int]) -> tuple[t
     return score(start), [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in steps(start)]
 
 
-def build_opening(source: Database | ContextReads, question: str, context: ComposedContext) -> AnswerOpening:
+def build_opening(source: StoreBackend | ContextReads, question: str, context: ComposedContext) -> AnswerOpening:
     """The opening for `question` from the context's hits and the index's call graph."""
     units = answer_units(context)
     flow = is_flow_question(question)

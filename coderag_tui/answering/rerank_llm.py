@@ -15,7 +15,7 @@ from typing import Any
 from coderag_tui.errors import ConfigError
 from coderag_tui.models import ChatMessage
 from coderag_tui.retrieval.rerank import Reranker, Scorer
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 SYSTEM = ("You rate search results of a code search. Reply with a single digit from 0 to 9: how well "
           "the code answers the question (9: it is exactly the code asked about, 0: unrelated).")
@@ -37,7 +37,7 @@ def llm_scorer(provider: Any) -> Scorer:
     return score
 
 
-def reranker_for(db: Database, setting: str, top: int, provider: Callable[[], Any]) -> Reranker | None:
+def reranker_for(db: StoreBackend, setting: str, top: int, provider: Callable[[], Any]) -> Reranker | None:
     """The reranker a `[search] rerank` setting names: None for "off"; for "llm" the provider
     (`provider()`, called on the first judgement, so a search that never reranks loads no model)."""
     if setting == "off":

@@ -37,7 +37,7 @@ from coderag_tui.indexing.profiles import IMPORTANCE, first_sentence, folder_of,
 from coderag_tui.models import ChatMessage, Progress
 from coderag_tui.retrieval.repo_map import pagerank
 from coderag_tui.store import descriptions as store
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.descriptions import StoredSummary, UnitRow
 
 PROMPT_VERSION = "seed002-1"
@@ -129,7 +129,7 @@ class _Tree:
     file_unit: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, db: Database) -> _Tree:
+    def load(cls, db: StoreBackend) -> _Tree:
         units = {u.id: u for u in store.units_of(db, store.all_file_ids(db))}
         tree = cls(units)
         for u in units.values():
@@ -143,7 +143,7 @@ class _Tree:
 class Summarizer:
     """Makes and stores summaries with one model. `read_code(path, start, end)` returns source."""
 
-    def __init__(self, db: Database, provider: object, model_name: str, read_code: CodeReader,
+    def __init__(self, db: StoreBackend, provider: object, model_name: str, read_code: CodeReader,
                  settings: SummarySettings, *, local: bool = True) -> None:
         self.db = db
         self.provider = provider

@@ -127,31 +127,13 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     client = server_client(args, target)
     if client is not None:
         return client
-    # a store given by URL holds several repositories: `a,b` names some of them there
-    workspace = getattr(args, "workspace", False)
-    store = store_url(args, None if workspace else target)
-    if store:
-        from coderag_tui.store_service import StoreService
-        from coderag_tui.workspace.store_repos import open_listed
-
-        if workspace:
-            return open_listed(store, target, args.config, indexing=getattr(args, "command", None) == "index")
-        return StoreService.open(store, target, args.config)
     if getattr(args, "workspace", False) or (target and "," in target and not os.path.exists(target)):
         return open_workspace(args, target.split(",") if target else [])
     service = CodeRag.open_any(target, config=args.config, db_path=args.db,
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
-                               progress=progress_printer("clone"))
+                               progress=progress_printer("clone"), store=store_url(args, target) or None)
     service.vectors_in_memory = service.long_lived = getattr(args, "command", None) in LONG_LIVED
     return service
-
-
-def refuse_store(service: Any, what: str, hint: str) -> None:
-    """One line for a command that does not run on a store given by URL (it may through a
-    server serving that store)."""
-    module = sys.modules.get("coderag_tui.store_service")  # loaded when the service is one
-    if module is not None and isinstance(service, module.StoreService):
-        raise UsageError(f"{what} does not run on a store given by URL yet", hint)
 
 
 def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: bool = False) -> Any:
@@ -175,7 +157,9 @@ def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: boo
         chosen, names = list(listed), names
     else:
         chosen, names = names, []
-    services = [CodeRag.open_any(t, config=args.config, progress=progress_printer("clone")) for t in chosen]
+    store = store_url(args, None) or None
+    services = [CodeRag.open_any(t, config=args.config, progress=progress_printer("clone"), store=store)
+                for t in chosen]
     for service in services:
         service.vectors_in_memory = getattr(args, "command", None) in LONG_LIVED
     return WorkspaceService(Workspace(services), names, tree_paths=tree_paths)

@@ -19,9 +19,7 @@ from coderag_tui.cli.base import (
     open_workspace,
     print_json,
     progress_printer,
-    refuse_store,
     repo_target,
-    store_url,
     width,
 )
 from coderag_tui.models import to_dict
@@ -44,12 +42,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     args.repo_path = paths[0] if len(paths) == 1 else None
     if len(paths) > 1 and (args.repo or args.workspace):
         raise UsageError("give the repositories either as PATH|URL ... or with --repo/--workspace")
-    if len(paths) > 1 and store_url(args, paths[0]):  # each into its own repository of one database
-        from coderag_tui.workspace.store_repos import StoreRepos
-
-        service: Any = StoreRepos.open(store_url(args, paths[0]), paths, args.config)
-    else:
-        service = open_workspace(args, paths) if len(paths) > 1 else open_service(args)
+    service = open_workspace(args, paths) if len(paths) > 1 else open_service(args)
     if hasattr(service, "workspace"):
         return _index_several(args, service)
     if hasattr(service, "statuses"):  # a server's: it indexes and embeds, this waits for the job
@@ -222,7 +215,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
         bar.close()
         return int(run_app(service) or 0)  # then, as for one repository, catch up and watch
     service = open_service(args)
-    refuse_store(service, "the app", "serve it (coderag serve --store URL PATH), then open coderag --server URL")
     if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
         return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
     return int(run_app(service) or 0)

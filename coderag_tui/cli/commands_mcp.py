@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from coderag_tui.cli.base import arguments, command, open_service, open_workspace, refuse_store
+from coderag_tui.cli.base import arguments, command, open_service, open_workspace
 
 
 def _mcp_args(p: argparse.ArgumentParser) -> None:
@@ -27,5 +27,4 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     several = len(paths) > 1 or args.workspace or (args.repo and "," in args.repo and not args.server)
     service = (open_workspace(args, paths if len(paths) > 1 else (args.repo or "").split(","), tree_paths=True)
                if several else open_service(args))
-    refuse_store(service, "coderag mcp", "serve it (coderag serve --store URL PATH), then coderag mcp --server URL")
     return serve(service, watch=args.watch)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from coderag_tui.cli.base import UsageError, arguments, command, progress_printer, store_url
 
 if TYPE_CHECKING:
-    from coderag_tui.service import CodeRag
+    pass
 
 
 def _port(text: str) -> int:
@@ -33,19 +33,6 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    '"tokens_required"} on one line (for scripts that start a server)')
 
 
-def _store_service(url: str, targets: list[str | None], args: argparse.Namespace) -> CodeRag:
-    """The one repository indexed into the store at `url`, served like a `CodeRag` (a
-    `StoreService` answers everything the workspace asks of one repository)."""
-    from coderag_tui.store_service import StoreService
-
-    if len(targets) > 1 or args.db:
-        raise UsageError("--store serves one repository from one store", "give one folder, without --db")
-    target = targets[0]
-    if target is not None and "://" in target:
-        raise UsageError("with --store, give a local repository folder", "clone it first")
-    return cast("CodeRag", StoreService.open(url, target, args.config))
-
-
 @command("serve", "serve repositories over HTTP: search, context, symbols, answers (docs/server.md)")
 @arguments(_serve_args)
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -65,11 +52,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.branch or args.rev:
         raise UsageError("serve takes no --branch or --rev", "clone the revision first, then serve the folder")
     store = store_url(args, targets[0]) if len(targets) == 1 else getattr(args, "store", None)
-    if store:
-        workspace = Workspace([_store_service(store, targets, args)])
+    if store and args.db:
+        raise UsageError("--db names an index file; --store a database", "give one of them")
+    if store and targets == [None] and not args.targets and not args.repo:
+        # the database's repositories, each served from the database alone
+        from coderag_tui.store.postgres.store import stored_repositories
+
+        services = [CodeRag.named(store, r.name, config=args.config) for r in stored_repositories(store)]
+        if not services:
+            raise UsageError("the database holds no repository yet", "index one: coderag index PATH --store URL")
     else:
-        workspace = Workspace([CodeRag.open_any(t, config=args.config, db_path=args.db,
-                                                progress=progress_printer("clone")) for t in targets])
+        services = [CodeRag.open_any(t, config=args.config, db_path=args.db, progress=progress_printer("clone"),
+                                     store=store or None) for t in targets]
+    workspace = Workspace(services)
     bar = progress_printer("index")
     workspace.ensure_indexed(progress=bar)
     bar.close()

@@ -33,24 +33,14 @@ from coderag_tui.indexing.windows import Windows, pool
 from coderag_tui.models import Progress
 from coderag_tui.paths import cache_dir
 from coderag_tui.store import embed_docs
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.embeddings import (
-    REMOVALS_KEY,
-    VEC_TABLE,
     all_embedded,
     chunk_count,
     chunk_parts,
     collect_garbage,
-    ensure_model_table,
     pending_chunks,
-    to_blob,
-    vec_ready,
-    write_vectors,
 )
-
-# the vector table's names, still imported from here by retrieval
-__all__ = ["REMOVALS_KEY", "VEC_TABLE", "EmbedSummary", "EmbeddingModel", "embed_index", "load_model",
-           "model_identity", "to_blob", "up_to_date"]
 
 BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_FOLDER = "all-minilm-l6-v2"
@@ -292,11 +282,11 @@ def load_query_model(settings: EmbedSettings) -> EmbeddingModel:
 # --------------------------------------------------------------------------- embedding the index
 
 
-def up_to_date(db: Database, settings: EmbedSettings) -> EmbedSummary | None:
+def up_to_date(db: StoreBackend, settings: EmbedSettings) -> EmbedSummary | None:
     """A summary of nothing to do when every chunk has a vector of the configured model and no
     stale vector is left (so the model need not even be loaded), else None."""
     model_id = model_identity(settings)
-    if not vec_ready(db, model_id):
+    if not db.vec_ready(model_id):
         return None
     if embed_docs.sync(db, dry_run=True):  # a summary made since the last run: a document to embed
         return None
@@ -310,7 +300,7 @@ def up_to_date(db: Database, settings: EmbedSettings) -> EmbedSummary | None:
 
 
 def embed_index(
-    db: Database,
+    db: StoreBackend,
     model: EmbeddingModel,
     progress: ProgressFn | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -322,7 +312,7 @@ def embed_index(
     at and stale vectors are left for the next full run: two scans of the whole index less."""
     started = time.perf_counter()
     emit = progress or (lambda p: None)
-    reset = ensure_model_table(db, model.id, model.dim)
+    reset = db.ensure_model_table(model.id, model.dim)
     if reset:
         paths = None  # a new model: everything is to embed
     removed = collect_garbage(db) if paths is None else 0
@@ -357,7 +347,7 @@ def embed_index(
         buffer_v.append(vecs)
         done += len(part)
         if time.perf_counter() - last_write >= _WRITE_EVERY_S or done >= todo:
-            written += write_vectors(db, buffer_h, np.concatenate(buffer_v), model.id)
+            written += db.write_vectors(buffer_h, np.concatenate(buffer_v), model.id)
             buffer_h, buffer_v = [], []
             last_write = time.perf_counter()
         elapsed = max(time.perf_counter() - embed_started, 1e-6)
@@ -365,7 +355,7 @@ def embed_index(
         emit(Progress("embed", done, todo, "", chunks=done, rate=rate,
                       eta_s=(todo - done) / rate if rate else 0.0))
     if buffer_h:
-        written += write_vectors(db, buffer_h, np.concatenate(buffer_v), model.id)
+        written += db.write_vectors(buffer_h, np.concatenate(buffer_v), model.id)
     if (changed or docs_todo) and paths is None and not stopped:  # the vectors new documents replace
         removed += collect_garbage(db)
     seconds = time.perf_counter() - started

@@ -10,18 +10,15 @@ from coderag_tui.models import FileState
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.sources.discovery import walk
 from coderag_tui.sources.names import fs_path
+from coderag_tui.store import read
 from coderag_tui.store.backend import StoreBackend
-from coderag_tui.store.db import Database
-from coderag_tui.store.sqlite_backend import SqliteStore
 
 
-def file_states(source: Database | StoreBackend, root: Path, db_path: Path | None,
-                settings: IndexSettings) -> list[FileState]:
+def file_states(db: StoreBackend, root: Path, db_path: Path | None, settings: IndexSettings) -> list[FileState]:
     """Every file discovery finds under `root`, with its index state (one walk and one query);
     the index file itself (`db_path`, and its -wal/-shm) is left out when it lies in the repository."""
-    store = SqliteStore(source) if isinstance(source, Database) else source
-    indexed = store.file_index_states()
-    skipped = store.skip_reasons()
+    indexed = read.file_index_states(db, db.get_meta("embed_model"))
+    skipped = read.skip_reasons(db)
     out = []
     walked = walk(root, settings)
     own = {p.name for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm"))} if db_path else set()
@@ -48,3 +45,12 @@ def file_states(source: Database | StoreBackend, root: Path, db_path: Path | Non
             spec = detect_language(path)
             out.append(FileState(path, spec.name if spec else "", "pending"))
     return out
+
+
+def stored_states(db: StoreBackend) -> list[FileState]:
+    """What the index holds, file by file (a repository whose files are not on this machine)."""
+    skipped = read.skip_reasons(db)
+    out = [FileState(path, language, "embedded" if chunks and vectors >= chunks else "indexed",
+                     reason=skipped.get(path, ""))
+           for path, (language, chunks, vectors) in read.file_index_states(db, db.get_meta("embed_model")).items()]
+    return sorted(out, key=lambda f: f.path)

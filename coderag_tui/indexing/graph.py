@@ -19,7 +19,6 @@ from coderag_tui.indexing.testedges import derive_tests, tests_rows
 from coderag_tui.parsing.kinds import is_test_path
 from coderag_tui.store import graph_edges
 from coderag_tui.store.backend import GraphRows, StoreBackend
-from coderag_tui.store.db import Database
 
 
 @dataclass
@@ -102,14 +101,6 @@ def apply_full(rows: GraphRows, plan: FullPlan, *, fresh: bool = False) -> int:
     return plan.changes
 
 
-def resolve_store(store: StoreBackend) -> int:
-    """Resolve the whole graph of any backend's index through its `graph()` rows, in one
-    transaction (the PostgreSQL indexer's pass; the same answer as the SQLite indexer's)."""
-    rows = store.graph()
-    with store.transaction():
-        return apply_full(rows, plan_full(rows))
-
-
 def _resolve_bases(lk: Lookup, base_rows: Iterable[tuple[Any, ...]]
                    ) -> tuple[list[tuple[int | None, str, int]], dict[int, list[int]]]:
     """(edge updates, resolved bases by type) for INHERITS/IMPLEMENTS rows."""
@@ -125,7 +116,7 @@ def _resolve_bases(lk: Lookup, base_rows: Iterable[tuple[Any, ...]]
     return base_updates, new_bases
 
 
-def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], files_changed: bool = True,
+def resolve(db: StoreBackend, *, changed_files: set[int] | None, names: set[str], files_changed: bool = True,
             edge_ids: set[int] | None = None) -> int:
     """Re-resolve the edges whose target may have changed. Returns the number of edges updated.
 
@@ -134,7 +125,7 @@ def resolve(db: Database, *, changed_files: set[int] | None, names: set[str], fi
     set of files changed (`files_changed`: files added or deleted), every import.
     """
     if changed_files is None:
-        rows = graph_edges.SqliteGraph(db)
+        rows = graph_edges.StoreGraph(db)
         return apply_full(rows, plan_full(rows))
     changed = changed_files
     lk = Lookup.lazy(db)

@@ -30,8 +30,8 @@ from coderag_tui.models import IndexSummary, Progress
 from coderag_tui.sources.discovery import stat_paths, walk
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read, tracked
-from coderag_tui.store.db import Database, open_database
-from coderag_tui.store.graph_edges import SqliteGraph
+from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.graph_edges import StoreGraph
 from coderag_tui.store.write import (
     FileMeta,
     defer_indexes,
@@ -39,7 +39,6 @@ from coderag_tui.store.write import (
     mark_file_set_changed,
     restore_indexes,
     save_excluded,
-    tune_keyword_index,
     write_file,
 )
 
@@ -53,7 +52,7 @@ _BULK_MIN_FILES = 200  # a build into an empty index this big creates its second
 
 
 class Indexer:
-    def __init__(self, db: Database, root: Path, settings: Settings) -> None:
+    def __init__(self, db: StoreBackend, root: Path, settings: Settings) -> None:
         self.db = db
         self.root = root.resolve()
         self.settings = settings
@@ -143,7 +142,7 @@ class Indexer:
         if jobs or deleted:
             with db.transaction():
                 db.set_meta("resolve_pending", "1")
-                tune_keyword_index(db)
+                db.tune_keywords()
                 if bulk:
                     defer_indexes(db)
             if deleted:
@@ -236,7 +235,7 @@ class Indexer:
             plan = self._plan_beside_indexes() if bulk and full else None
             with db.transaction():
                 if plan is not None:
-                    apply_full(SqliteGraph(db), plan, fresh=True)
+                    apply_full(StoreGraph(db), plan, fresh=True)
                     restore_indexes(db)
                 else:
                     resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
@@ -288,13 +287,12 @@ class Indexer:
 
         def work() -> None:
             try:
-                reader = open_database(self.db.path, readonly=True, one_thread=True)
+                reader = self.db.reader()
+                reader.execute("BEGIN")  # one snapshot for all the reads
                 try:
-                    reader.execute("BEGIN")  # one snapshot for all the reads
-                    plans.append(plan_full(SqliteGraph(reader)))
-                    reader.execute("COMMIT")
+                    plans.append(plan_full(StoreGraph(reader)))
                 finally:
-                    reader.close()
+                    reader.execute("COMMIT")
             except BaseException as exc:  # re-raised on the caller's thread
                 failures.append(exc)
 

@@ -14,8 +14,7 @@ from typing import Any, NamedTuple
 from coderag_tui.indexing.callres import CALLABLE_KINDS, Resolver
 from coderag_tui.indexing.modpaths import path_stems, split_path
 from coderag_tui.store import graph_edges
-from coderag_tui.store.backend import GraphRows
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import GraphRows, StoreBackend
 from coderag_tui.store.write import FILES_GENERATION
 
 
@@ -132,7 +131,7 @@ class Lookup(Resolver):
         return lk
 
     @classmethod
-    def lazy(cls, db: Database) -> Lookup:
+    def lazy(cls, db: StoreBackend) -> Lookup:
         """A lookup that loads units, imports and bases from SQLite on first use: for
         incremental updates, where loading the whole repository's names would dominate."""
         lk = cls()
@@ -193,7 +192,7 @@ class Lookup(Resolver):
         lk.file_imports = LazyMap(load_imports, default=list)
         lk.bases = LazyMap(load_bases, default=list)
         generation = db.get_meta(FILES_GENERATION)
-        key = (str(db.path), generation)
+        key = (db.location, generation)
         tables = _FILES_CACHE.get(key) if generation else None
         if tables is None:
             for fid, uid in graph_edges.file_units(db):
@@ -240,7 +239,7 @@ class Lookup(Resolver):
         if tables is not None:
             tables.stems, tables.dir_stems = stems, dir_stems
 
-    def preload_calls(self, db: Database, rows: Sequence[tuple[Any, ...]]) -> None:
+    def preload_calls(self, db: StoreBackend, rows: Sequence[tuple[Any, ...]]) -> None:
         """For a lazy lookup, read what resolving these call rows (id, src, src_file, name, ...)
         needs in a few queries instead of one or two per call."""
         if not isinstance(self.units, LazyMap):
@@ -252,7 +251,7 @@ class Lookup(Resolver):
         names = {r[3] for r in rows}
         self._preload_parents([r[1] for r in rows] + [u for n in names for u in dict.get(self.by_name, n, ())])
 
-    def preload_units(self, ids: Iterable[int], db: Database) -> None:
+    def preload_units(self, ids: Iterable[int], db: StoreBackend) -> None:
         """Read the given units in a few queries (a lazy lookup would read them one by one)."""
         if not isinstance(self.units, LazyMap):
             return

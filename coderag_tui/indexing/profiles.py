@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from coderag_tui.parsing.kinds import is_test_path
 from coderag_tui.parsing.languages import is_prose
 from coderag_tui.store import descriptions as store
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.descriptions import UnitRow
 
 ROLES = ("entry point", "core module", "utility", "types", "config", "test", "docs", "module")
@@ -85,7 +85,7 @@ def core_threshold(fan_ins: Sequence[int]) -> int:
     return max(CORE_MIN_FAN_IN, ranked[min(len(ranked) - 1, int(len(ranked) * CORE_SHARE))])
 
 
-def refresh_profiles(db: Database, changed_files: Collection[int] | None) -> int:
+def refresh_profiles(db: StoreBackend, changed_files: Collection[int] | None) -> int:
     """Recompute the profiles of the changed files and their neighbours (None: of every file).
     Call inside the graph's transaction. Returns how many profiles were written."""
     if changed_files is None:
@@ -142,7 +142,7 @@ def refresh_profiles(db: Database, changed_files: Collection[int] | None) -> int
     return len(rows)
 
 
-def _with_summaries(db: Database, units: Sequence[UnitRow], keywords: dict[int, str]) -> None:
+def _with_summaries(db: StoreBackend, units: Sequence[UnitRow], keywords: dict[int, str]) -> None:
     """Add the stored summaries' words (of every model) when summaries join the ranking."""
     if not store.summaries_searched(db):
         return
@@ -183,7 +183,7 @@ def unit_profile_text(d: dict[str, object], fan_in: int, fan_out: int) -> str:
     return " ".join(parts)
 
 
-def apply_summary_search(db: Database, on: bool) -> bool:
+def apply_summary_search(db: StoreBackend, on: bool) -> bool:
     """Put the summaries' words in the keyword rows, or take them out, to follow `[summaries]
     search`; returns whether anything changed (the embedded documents follow at the next embed)."""
     value = "1" if on else "0"
@@ -196,14 +196,14 @@ def apply_summary_search(db: Database, on: bool) -> bool:
     return True
 
 
-def describe_changes(db: Database, changed_files: Collection[int] | None) -> None:
+def describe_changes(db: StoreBackend, changed_files: Collection[int] | None) -> None:
     """After the graph is resolved: rewrite the profiles, then mark the model summaries that the
     change made stale (call inside the graph's transaction)."""
     refresh_profiles(db, changed_files)
     invalidate_summaries(db, changed_files)
 
 
-def invalidate_summaries(db: Database, changed_files: Collection[int] | None) -> int:
+def invalidate_summaries(db: StoreBackend, changed_files: Collection[int] | None) -> int:
     """Mark stale the summaries of changed units' parents, callers and importers (seed 002's
     smart invalidation); a changed unit's own summary no longer matches its code hash. Summaries
     of units that are gone are dropped. Returns how many were marked."""

@@ -12,7 +12,7 @@ from coderag_tui.indexing.lookup import Lookup
 from coderag_tui.indexing.modpaths import closest
 from coderag_tui.parsing.kinds import is_test_path
 from coderag_tui.store import graph_edges
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 _TEST_NAME = [
     (re.compile(r"^test_(.+)$"), r"\1"),
@@ -33,7 +33,7 @@ def _test_target_stem(path: str) -> str | None:
     return None
 
 
-def _retest_calls(db: Database, lk: Lookup, done_files: set[int],
+def _retest_calls(db: StoreBackend, lk: Lookup, done_files: set[int],
                   updated_calls: Sequence[int]) -> list[tuple[int, int, int, int]]:
     """The TESTS edges of test-file calls whose target changed (outside `done_files`, which are
     redone whole): delete those at each such (unit, line) and return every call there to derive
@@ -48,7 +48,7 @@ def _retest_calls(db: Database, lk: Lookup, done_files: set[int],
     return graph_edges.resolved_calls_at(db, sorted(spots))
 
 
-def derive_tests(db: Database, lk: Lookup, files: set[int] | None, files_changed: bool = True,
+def derive_tests(db: StoreBackend, lk: Lookup, files: set[int] | None, files_changed: bool = True,
                  updated_calls: Sequence[int] = ()) -> None:
     """TESTS edges: from test units to the code they call (for `files`, and for the calls of
     `updated_calls` elsewhere), and from test files to the file their name points at (for every

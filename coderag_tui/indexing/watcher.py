@@ -34,18 +34,20 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from coderag_tui.config import Settings
-    from coderag_tui.store.db import Database
+    from coderag_tui.store.backend import StoreBackend
 
 
 class WatchedRepository(Protocol):
     """What the watcher needs from the service (the layer above; it is not imported here)."""
 
-    root: Path
     settings: Settings
-    db_path: Path
+    db_path: Path | None
 
     @property
-    def db(self) -> Database: ...
+    def folder(self) -> Path: ...
+
+    @property
+    def db(self) -> StoreBackend: ...
 
     def index(self, *, rebuild: bool = False, only: list[str] | None = None,
               progress: Callable[[Progress], None] | None = None) -> IndexSummary: ...
@@ -78,7 +80,7 @@ class Watcher:
         progress: ProgressFn | None = None,
     ) -> None:
         self.service = service
-        self.root = service.root
+        self.root = service.folder
         self.on_event = on_event
         ms = service.settings.watch.debounce_ms if debounce_ms is None else debounce_ms
         self.debounce = max(0, ms) / 1000.0
@@ -93,7 +95,7 @@ class Watcher:
         self._targeted = 0  # batches since the last full embedding run
 
         self._matcher = IgnoreMatcher(self.root, service.settings.index)
-        self._own_files = _index_files(self.root, Path(service.db_path))
+        self._own_files = _index_files(self.root, service.db_path) if service.db_path else frozenset()
         self._cond = threading.Condition()
         self._files: set[str] = set()
         self._dirs: set[str] = set()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coderag_tui.models import SearchFilters
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.filters import units_of_kind
 
 
@@ -25,7 +25,7 @@ def match_from_row(row: Sequence[Any], score: float = 0.0) -> ChunkMatch:
     return ChunkMatch(int(row[0]), int(row[1] or 0), int(row[2]), int(row[3]), int(row[4]), score)
 
 
-def keep_kind(db: Database, matches: Sequence[ChunkMatch], filters: SearchFilters | None) -> list[ChunkMatch]:
+def keep_kind(db: StoreBackend, matches: Sequence[ChunkMatch], filters: SearchFilters | None) -> list[ChunkMatch]:
     """The matches whose unit has the filters' kind (a chunk match points at the unit inside
     it first, see refine.py)."""
     if filters is None or not filters.kind or not matches:

@@ -16,9 +16,8 @@ from coderag_tui.retrieval.router import question_kind
 from coderag_tui.retrieval.search import Searcher
 from coderag_tui.retrieval.source import CodeReader
 from coderag_tui.retrieval.strategies import select
-from coderag_tui.store.backend import ContextReads
-from coderag_tui.store.db import Database
-from coderag_tui.store.sqlite_backend import context_reads
+from coderag_tui.store.backend import ContextReads, StoreBackend
+from coderag_tui.store.retrieval_reads import context_reads
 
 
 def compose(
@@ -47,7 +46,7 @@ def compose(
 
 
 def assemble(
-    source: Database | ContextReads,
+    source: StoreBackend | ContextReads,
     hits: Sequence[SearchHit],
     query: str,
     route: str,

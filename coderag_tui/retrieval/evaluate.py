@@ -19,7 +19,7 @@ from pathlib import Path
 from coderag_tui.models import SearchHit, UnitRef
 from coderag_tui.retrieval.search import MODES, Searcher
 from coderag_tui.store import read
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 KS = (1, 5, 10)
 SHOWN = {"rerank": "hybrid+rerank"}  # a mode's name in the table, where it differs
@@ -65,7 +65,7 @@ class GoldUnit:
     lines: tuple[int, ...]  # changed lines inside it
 
 
-def gold_units(db: Database, case: Case) -> list[GoldUnit]:
+def gold_units(db: StoreBackend, case: Case) -> list[GoldUnit]:
     found: dict[int, tuple[UnitRef, set[int]]] = {}
     for h in case.gold_hunks:
         for line in h.changed_lines():

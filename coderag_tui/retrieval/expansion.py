@@ -14,9 +14,8 @@ from coderag_tui.models import EdgeRef, SearchHit, UnitRef
 from coderag_tui.retrieval.packing import Candidate
 from coderag_tui.retrieval.prose import is_prose_unit
 from coderag_tui.retrieval.source import CodeReader
-from coderag_tui.store.backend import ContextReads
-from coderag_tui.store.db import Database
-from coderag_tui.store.sqlite_backend import context_reads
+from coderag_tui.store.backend import ContextReads, StoreBackend
+from coderag_tui.store.retrieval_reads import context_reads
 
 SimilarFn = Callable[[int, int], list[SearchHit]]
 NEIGHBOURS = 4  # callers and callees each, per primary
@@ -110,7 +109,7 @@ def _unsure(e: EdgeRef) -> str:
     return f" [{e.how}, confidence {e.confidence:.1f}]" if e.how and e.confidence < 0.9 else ""
 
 
-def outline(source: Database | ContextReads, unit: UnitRef) -> str:
+def outline(source: StoreBackend | ContextReads, unit: UnitRef) -> str:
     """A class or module outline: its signature and its members' signatures, indented."""
     reads = context_reads(source)
     kids = reads.children(unit.id) if unit.kind != "file" else [
@@ -180,7 +179,7 @@ def describe(reads: ContextReads, described: Sequence[tuple[Candidate, UnitRef]]
 
 
 def expand(
-    source: Database | ContextReads,
+    source: StoreBackend | ContextReads,
     reader: CodeReader,
     hits: Sequence[SearchHit],
     settings: ContextSettings,

@@ -9,14 +9,14 @@ from dataclasses import replace
 from coderag_tui.models import ComposedContext, ContextPiece
 from coderag_tui.retrieval.packing import TokenCounter
 from coderag_tui.store import descriptions as store
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 SHARE = 0.08  # of the context budget, at most
 MAX_FILES = 6
 NOTE_CHARS = 480
 
 
-def with_file_notes(db: Database, context: ComposedContext, count: TokenCounter) -> ComposedContext:
+def with_file_notes(db: StoreBackend, context: ComposedContext, count: TokenCounter) -> ComposedContext:
     room = min(context.budget - context.tokens, int(context.budget * SHARE))
     paths = list(dict.fromkeys(p.path for p in context.pieces if p.role != "metadata"))[:MAX_FILES]
     if room <= 0 or not paths or not db.has_table("profiles"):

@@ -10,7 +10,7 @@ from dataclasses import replace
 from coderag_tui.errors import CoderagError
 from coderag_tui.models import SearchFilters
 from coderag_tui.store import read
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 
 class FilterError(CoderagError):
@@ -28,7 +28,7 @@ def _canonical(what: str, value: str, valid: Iterable[str], hint: str) -> str:
     raise FilterError(f"unknown {what} {value!r}", suggestion)
 
 
-def check_filters(db: Database, filters: SearchFilters | None) -> SearchFilters | None:
+def check_filters(db: StoreBackend, filters: SearchFilters | None) -> SearchFilters | None:
     """`filters` with kind and language spelt as the index spells them; FilterError when one
     names no kind or language that parsing knows or the index holds."""
     if filters is None:

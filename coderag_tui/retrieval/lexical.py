@@ -1,8 +1,9 @@
-"""BM25 over the FTS5 table `chunks_fts(names, path, signature, doc, code)`.
+"""BM25 over the chunks' keyword rows (names, path, signature, doc, code; the backend's:
+FTS5's bm25() on SQLite, BM25 postings on PostgreSQL).
 
 Query words are split like the indexed text (`parseURL` -> parseurl parse url; `a_b` -> a b),
-stop words and words found in a large share of the chunks (or in very many) are dropped, each word is quoted (so
-no query text is read as FTS5 syntax) and the words are OR-ed; bm25() weighs the columns.
+stop words and words found in a large share of the chunks (or in very many) are dropped, and the
+words are OR-ed; the columns are weighed (names first).
 """
 
 from __future__ import annotations
@@ -15,16 +16,14 @@ from coderag_tui.models import SearchFilters
 from coderag_tui.parsing.identifiers import split_identifier
 from coderag_tui.retrieval.common import ChunkMatch, match_from_row
 from coderag_tui.store import ranked
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
-# names, path, signature, doc, code
-COLUMN_WEIGHTS = (6.0, 3.0, 3.0, 2.0, 1.0)
 MAX_TERMS = 200
 COMMON_SHARE = 0.5  # a word in more than half of the chunks carries little: drop it
 MAX_DF = 15_000  # nor a word in more chunks than this (BM25 time grows with the postings read)
 MAX_POSTINGS = 20_000  # the rarest words of a long query, up to this many postings in all
 DF_CACHE_TERMS = 100_000
-_DF_CACHE: weakref.WeakKeyDictionary[Database, tuple[tuple[int, int], dict[str, int]]] = weakref.WeakKeyDictionary()
+_DF_CACHE: weakref.WeakKeyDictionary[StoreBackend, tuple[tuple[int, int], dict[str, int]]] = weakref.WeakKeyDictionary()
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)
 _STOP = (
@@ -60,7 +59,7 @@ def query_terms(text: str, limit: int | None = None) -> list[str]:
     return list(out)
 
 
-def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+def doc_freqs(db: StoreBackend, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     """How many chunks hold each term (terms absent from the index left out), and the number of
     chunks. fts5vocab counts a term by reading its whole doclist, so counts are remembered per
     index state (number and largest id of the chunks) and looked up once per term."""
@@ -72,13 +71,13 @@ def doc_freqs(db: Database, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     known = cached[1]
     missing = [t for t in dict.fromkeys(terms) if t not in known]
     if missing:
-        found = ranked.term_chunk_counts(db, missing)
+        found = db.keyword_counts(missing)
         for t in missing:
             known[t] = found.get(t, 0)
     return {t: known[t] for t in terms if known.get(t)}, state[0]
 
 
-def informative_terms(db: Database, terms: Sequence[str], limit: int | None = None,
+def informative_terms(db: StoreBackend, terms: Sequence[str], limit: int | None = None,
                       postings: int | None = None) -> list[str]:
     """Drop words absent from the index or present in most chunks; keep the rarest `limit`, and
     no more than `postings` (MAX_POSTINGS) postings in all (BM25 time grows with the postings
@@ -101,27 +100,16 @@ def informative_terms(db: Database, terms: Sequence[str], limit: int | None = No
     return [t for t in kept if t in rarest]
 
 
-def fts_expression(terms: Sequence[str]) -> str:
-    """Words OR-ed, each quoted as an FTS5 string (a quote inside is doubled)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
 def bm25_chunks(
-    db: Database,
+    db: StoreBackend,
     query: str,
     limit: int = 60,
     filters: SearchFilters | None = None,
-    weights: Sequence[float] | None = None,
     terms: Sequence[str] | None = None,
-    expression: str | None = None,
 ) -> list[ChunkMatch]:
-    """Chunks ranked by BM25 for the query's words (or the given search terms, or an FTS5
-    expression built from quoted strings only), best first."""
-    if expression is None:
-        if terms is None:
-            terms = informative_terms(db, query_terms(query))
-        if not terms:
-            return []
-    expr = expression if expression is not None else fts_expression(terms or ())
-    rank = "bm25(" + ", ".join(f"{float(w)}" for w in (weights or COLUMN_WEIGHTS)) + ")"
-    return [match_from_row(r, -float(r[5])) for r in ranked.bm25_rows(db, expr, rank, limit, filters)]
+    """Chunks ranked by BM25 for the query's words (or the given search terms), best first."""
+    if terms is None:
+        terms = informative_terms(db, query_terms(query))
+    if not terms:
+        return []
+    return [match_from_row(r, float(r[5])) for r in db.keyword_rows(terms, limit, filters)]

@@ -24,15 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from coderag_tui.store.db import Database
-from coderag_tui.store.embeddings import (
-    REMOVALS_KEY,
-    VEC_TABLE,
-    max_vector_id,
-    vector_count,
-    vector_ids,
-    vectors_after,
-)
+from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.embeddings import REMOVALS_KEY, max_vector_id, vector_count, vector_ids
 
 MAX_VECTORS = 2_000_000  # ~0.9 GB of int8 rows and codes at 384 dimensions
 EXACT_MAX = 60_000  # up to here the copy is float32 and KNN exact (~90 MB at 384 dimensions)
@@ -56,10 +49,10 @@ class VectorMatrix:
     def exact(self) -> bool:
         return self.mat.dtype == np.float32
 
-    def _rows(self, db: Database, after: int) -> tuple[np.ndarray, np.ndarray]:
+    def _rows(self, db: StoreBackend, after: int) -> tuple[np.ndarray, np.ndarray]:
         ids: list[int] = []
         blobs: list[bytes] = []
-        for rowid, blob in vectors_after(db, after):
+        for rowid, blob in db.vectors_after(after):
             ids.append(rowid)
             blobs.append(blob)
         if not ids:
@@ -109,9 +102,9 @@ class VectorMatrix:
             self.mat, self.scale = np.concatenate([self.mat, small]), np.concatenate([self.scale, scale])
             self.codes = np.concatenate([self.codes, self._codes(mat)], axis=1)
 
-    def refresh(self, db: Database) -> bool:
+    def refresh(self, db: StoreBackend) -> bool:
         """Bring the copy up to date. False when the index has too many vectors to keep."""
-        if not db.has_table(VEC_TABLE):
+        if not db.vec_ready():
             self._reset("")
             return True
         model = db.get_meta("embed_model")
@@ -150,7 +143,7 @@ class VectorMatrix:
         self._seen = ("", "", -1)
         self._too_many = False
 
-    def knn(self, db: Database, vec: np.ndarray, k: int) -> list[tuple[int, float]] | None:
+    def knn(self, db: StoreBackend, vec: np.ndarray, k: int) -> list[tuple[int, float]] | None:
         """(vector id, cosine distance) of the k nearest, or None when no copy can be kept."""
         with self._lock:
             if not self.refresh(db):
@@ -172,7 +165,7 @@ class VectorMatrix:
             top = top[np.argsort(-sims[top], kind="stable")]
             return [(int(self.ids[rows[i]]), float(1.0 - sims[i])) for i in top]
 
-    def vectors(self, db: Database, ids: Sequence[int]) -> np.ndarray | None:
+    def vectors(self, db: StoreBackend, ids: Sequence[int]) -> np.ndarray | None:
         """The unit-length rows of these vector ids that the copy holds (int8 rows rescaled), or
         None when no copy can be kept."""
         with self._lock:

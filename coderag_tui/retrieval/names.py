@@ -14,11 +14,11 @@ import re
 from coderag_tui.models import SearchFilters, UnitRef
 from coderag_tui.parsing.identifiers import split_identifier
 from coderag_tui.retrieval import symbols
-from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
-from coderag_tui.retrieval.lexical import STOP_WORDS, bm25_chunks, doc_freqs
+from coderag_tui.retrieval.common import ChunkMatch, keep_kind, match_from_row, unit_ranking
+from coderag_tui.retrieval.lexical import STOP_WORDS, doc_freqs
 from coderag_tui.retrieval.refine import refine
 from coderag_tui.store import read
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 _WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 MAX_PAIRS = 48
@@ -77,7 +77,7 @@ def pair_share(text: str) -> float:
     return min(1.0, FEW_PAIRS / n) ** 0.5 if n else 0.0
 
 
-def name_chunks(db: Database, text: str, limit: int, filters: SearchFilters | None = None) -> list[ChunkMatch]:
+def name_chunks(db: StoreBackend, text: str, limit: int, filters: SearchFilters | None = None) -> list[ChunkMatch]:
     """Chunks whose names hold two adjacent words of the text in order, best first."""
     pairs = name_pairs(text)
     if not pairs:
@@ -86,9 +86,7 @@ def name_chunks(db: Database, text: str, limit: int, filters: SearchFilters | No
     pairs = [p for p in pairs if p[0] in df and p[1] in df]
     if not pairs:
         return []
-    # `names : "a b"` is a phrase in the names column (the quote doubled inside, as FTS5 strings)
-    expr = " OR ".join('names : "' + f"{a} {b}".replace('"', '""') + '"' for a, b in pairs)
-    return bm25_chunks(db, "", limit=limit, filters=filters, weights=(1.0, 0.0, 0.0, 0.0, 0.0), expression=expr)
+    return [match_from_row(r, float(r[5])) for r in db.name_pair_rows(pairs, limit, filters)]
 
 
 def _name_hits(u: UnitRef, pairs: list[tuple[str, str]], words: set[str]) -> int:
@@ -101,7 +99,7 @@ def _name_hits(u: UnitRef, pairs: list[tuple[str, str]], words: set[str]) -> int
     return len(set(parts) & words)
 
 
-def name_units(db: Database, text: str, terms: list[str], limit: int,
+def name_units(db: StoreBackend, text: str, terms: list[str], limit: int,
                filters: SearchFilters | None = None) -> tuple[list[int], dict[int, ChunkMatch]]:
     """Units whose own name holds adjacent words of the text, those holding the most words
     first (then by BM25 over names), and each one's chunk."""

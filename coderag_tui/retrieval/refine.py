@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from coderag_tui.retrieval.common import ChunkMatch
 from coderag_tui.store import retrieval_reads
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 NAME_WEIGHT = 3.0
 EXTRA_UNITS = 2  # other units of the same chunk that score nearly as well follow the best one
@@ -40,7 +40,7 @@ def _present(text: str, wanted: set[str]) -> set[str]:
     return {w for w in wanted if w in low}
 
 
-def refine(db: Database, matches: Sequence[ChunkMatch], terms: Sequence[str], limit: int = 200) -> list[ChunkMatch]:
+def refine(db: StoreBackend, matches: Sequence[ChunkMatch], terms: Sequence[str], limit: int = 200) -> list[ChunkMatch]:
     wanted = set(terms)
     if not wanted or not matches:
         return list(matches)

@@ -16,7 +16,7 @@ import numpy as np
 
 from coderag_tui.retrieval.packing import TokenCounter, estimate_tokens
 from coderag_tui.store import retrieval_reads
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
 
@@ -39,7 +39,7 @@ class RepoGraph:
     units: dict[int, list[tuple[int, int, str, int]]]  # file idx -> (line, depth, signature, refs)
 
     @classmethod
-    def load(cls, db: Database) -> RepoGraph:
+    def load(cls, db: StoreBackend) -> RepoGraph:
         paths: list[str] = []
         idx: dict[int, int] = {}
         for fid, path in retrieval_reads.files_by_path(db):
@@ -133,6 +133,6 @@ def fit_map(tags: list[Tag], max_tokens: int, count: TokenCounter = estimate_tok
     return best
 
 
-def repo_map(db: Database, max_tokens: int, focus_paths: Iterable[str] = (), graph: RepoGraph | None = None,
+def repo_map(db: StoreBackend, max_tokens: int, focus_paths: Iterable[str] = (), graph: RepoGraph | None = None,
              count: TokenCounter = estimate_tokens) -> str:
     return fit_map(ranked_tags(graph or RepoGraph.load(db), focus_paths), max_tokens, count)

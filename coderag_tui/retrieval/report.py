@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from coderag_tui.models import UnitRef
 from coderag_tui.store import read
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 _BOILERPLATE = re.compile(
     r"^\s*(?:#+\s*|\*\*)?(?:describe\s+the\s+bug|bug\s+description|description|to\s+reproduce|"
@@ -106,7 +106,7 @@ def path_suffixes(path: str) -> list[str]:
     return ["/".join(parts[i:]) for i in range(len(parts))]
 
 
-def frame_units(db: Database, sig: ReportSignals, limit: int = 40) -> list[UnitRef]:
+def frame_units(db: StoreBackend, sig: ReportSignals, limit: int = 40) -> list[UnitRef]:
     """Units a report points at, strongest first: the functions of its frames (innermost frame
     first; found by name in the frame's file, else by line), then the files it names."""
     out: dict[int, UnitRef] = {}

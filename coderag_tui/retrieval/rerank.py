@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from coderag_tui.models import SearchHit
 from coderag_tui.retrieval.source import CodeReader
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 Scorer = Callable[[str, Sequence[str]], Sequence[float]]
 PASSAGE_LINES = 40
@@ -22,7 +22,7 @@ PASSAGE_CHARS = 1500
 
 
 class Reranker:
-    def __init__(self, db: Database, scorer: Scorer, top: int = 10) -> None:
+    def __init__(self, db: StoreBackend, scorer: Scorer, top: int = 10) -> None:
         self.db = db
         self.scorer = scorer
         self.top = top

@@ -38,7 +38,7 @@ from coderag_tui.retrieval.refine import refine
 from coderag_tui.retrieval.rerank import Reranker
 from coderag_tui.retrieval.router import Route
 from coderag_tui.store import ranked, read, retrieval_reads
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 QueryEmbedder = Callable[[str], "np.ndarray | None"]
 MODES = ("hybrid", "bm25", "vector")
@@ -112,7 +112,7 @@ class Searcher:
     """Searches one index. `embed_query` returns the query's vector, or None when the index has
     no vectors for the configured model (then search runs on keywords, symbols and the graph)."""
 
-    def __init__(self, db: Database, settings: SearchSettings, embed_query: QueryEmbedder | None = None,
+    def __init__(self, db: StoreBackend, settings: SearchSettings, embed_query: QueryEmbedder | None = None,
                  matrix: VectorMatrix | None = None, reranker: Reranker | None = None,
                  default_mode: str = "hybrid") -> None:
         self.db = db

@@ -8,13 +8,12 @@ from pathlib import Path
 
 from coderag_tui.parsing.extract import content_hash
 from coderag_tui.sources.names import fs_path
-from coderag_tui.store.backend import ContextReads
-from coderag_tui.store.db import Database
-from coderag_tui.store.sqlite_backend import context_reads
+from coderag_tui.store.backend import ContextReads, StoreBackend
+from coderag_tui.store.retrieval_reads import context_reads
 
 
 class CodeReader:
-    def __init__(self, source: Database | ContextReads, root: Path | None = None) -> None:
+    def __init__(self, source: StoreBackend | ContextReads, root: Path | None = None) -> None:
         self.reads = context_reads(source)
         self.root = root
         self._chunks: dict[str, dict[int, str]] = {}

@@ -20,7 +20,7 @@ from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.repo_map import RepoGraph
 from coderag_tui.retrieval.vector import has_vectors
 from coderag_tui.store import retrieval_reads
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 QUERY_CACHE = 256
 # A query is one short text: onnxruntime's second thread mostly spins on it (measured on 2 cores:
@@ -96,7 +96,7 @@ class RetrievalState:
 
         threading.Thread(target=load, name="coderag-query-model", daemon=True).start()
 
-    def query_embedder(self, db: Database, settings: EmbedSettings) -> Callable[[str], np.ndarray | None] | None:
+    def query_embedder(self, db: StoreBackend, settings: EmbedSettings) -> Callable[[str], np.ndarray | None] | None:
         """A function giving a query's vector, or None when the index has no usable vectors
         (none yet, or made by another model): then the model is not even loaded."""
         if not settings.enabled or db.get_meta("embed_model") != model_identity(settings):
@@ -118,7 +118,7 @@ class RetrievalState:
 
         return embed
 
-    def graph(self, db: Database) -> RepoGraph:
+    def graph(self, db: StoreBackend) -> RepoGraph:
         key = (db.get_meta("last_update"), *retrieval_reads.graph_state(db))
         with self._graph_lock:
             if self._graph is None or self._graph_key != key:

@@ -19,9 +19,8 @@ from coderag_tui.errors import CoderagError
 from coderag_tui.indexing.profiles import IMPORTANCE
 from coderag_tui.models import SearchHit
 from coderag_tui.store import descriptions
-from coderag_tui.store.backend import ContextReads
-from coderag_tui.store.db import Database
-from coderag_tui.store.sqlite_backend import context_reads
+from coderag_tui.store.backend import ContextReads, StoreBackend
+from coderag_tui.store.retrieval_reads import context_reads
 
 STRATEGIES = ("relevance", "importance", "breadth", "depth")
 POOL = 3  # candidates per primary slot that importance and breadth choose from
@@ -35,11 +34,11 @@ def check_strategy(name: str | None) -> str:
     return s
 
 
-def importance(db: Database | ContextReads, unit_ids: Sequence[int]) -> dict[int, float]:
+def importance(db: StoreBackend | ContextReads, unit_ids: Sequence[int]) -> dict[int, float]:
     """A unit's importance from its profile: its file's role, then connectivity (log-scaled, so a
     role outweighs a few more callers). Profiles are the SQLite index's: elsewhere all are equal."""
     rows = (descriptions.importance_rows(db, unit_ids)
-            if isinstance(db, Database) and db.has_table("profiles") else {})
+            if isinstance(db, StoreBackend) and db.has_table("profiles") else {})
     out: dict[int, float] = {}
     for uid in unit_ids:
         fan_in, role, file_fan_in = rows.get(uid, (0, "module", 0))
@@ -101,7 +100,7 @@ def _depth(reads: ContextReads, hits: Sequence[SearchHit], n: int) -> list[Searc
     return chain + [h for h in hits[1:] if h.unit.id not in seen]
 
 
-def select(db: Database | ContextReads, hits: Sequence[SearchHit], strategy: str, n: int) -> list[SearchHit]:
+def select(db: StoreBackend | ContextReads, hits: Sequence[SearchHit], strategy: str, n: int) -> list[SearchHit]:
     """The hits reordered (and, for `depth`, completed from the graph) so that the first `n` are
     the ones the strategy builds the context around."""
     strategy = check_strategy(strategy)

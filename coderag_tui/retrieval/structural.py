@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from coderag_tui.models import SearchFilters, UnitRef
 from coderag_tui.retrieval.symbols import passes, symbol_units
 from coderag_tui.store import read, retrieval_reads
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 
 @dataclass(frozen=True)
@@ -18,13 +18,13 @@ class Answer:
     line: int = 0
 
 
-def definitions(db: Database, name: str) -> list[UnitRef]:
+def definitions(db: StoreBackend, name: str) -> list[UnitRef]:
     """The units a name denotes: exact matches when there are any, else the best fuzzy one."""
     exact, fuzzy = symbol_units(db, name, limit=50)
     return exact or fuzzy[:1]
 
 
-def files_for_module(db: Database, target: str) -> list[UnitRef]:
+def files_for_module(db: StoreBackend, target: str) -> list[UnitRef]:
     """File units a module name or path denotes (`pkg.util`, `pkg/util.py`, `util`)."""
     t = target.strip().strip("`")
     stems = {t, t.replace(".", "/")} if "/" not in t else {t}
@@ -35,7 +35,7 @@ def files_for_module(db: Database, target: str) -> list[UnitRef]:
     return sorted(out.values(), key=lambda u: (len(u.path), u.path))
 
 
-def answer(db: Database, op: str, target: str, filters: SearchFilters | None = None,
+def answer(db: StoreBackend, op: str, target: str, filters: SearchFilters | None = None,
            limit: int = 200) -> list[Answer]:
     """The graph's answer to `op target` (see router.Route.op), best first."""
     out: list[Answer] = []

@@ -7,7 +7,7 @@ import re
 from coderag_tui.models import SearchFilters, UnitRef
 from coderag_tui.retrieval.router import looks_like_symbol
 from coderag_tui.store import retrieval_reads
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 _TOKEN = re.compile(r"`?[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?`?")
 MAX_NAMES = 16
@@ -49,7 +49,7 @@ def _order(u: UnitRef, target_last: str) -> tuple[int, int, int, int, str, int]:
             _KIND_RANK.get(u.kind, 2), len(u.path), u.path, u.start_line)
 
 
-def symbol_units(db: Database, target: str, limit: int,
+def symbol_units(db: StoreBackend, target: str, limit: int,
                  filters: SearchFilters | None = None) -> tuple[list[UnitRef], list[UnitRef]]:
     """Definitions for a symbol query (`QuerySet`, `Foo.bar`, `parse_url()`, `pkg/auth`), best
     first: those it names exactly, and fuzzy matches (name prefix, then substring). Every query
@@ -104,7 +104,7 @@ def mentioned_names(text: str, limit: int = MAX_NAMES) -> list[str]:
     return sorted(counts, key=lambda n: (-counts[n], order[n]))[:limit]
 
 
-def exact_units(db: Database, name: str, filters: SearchFilters | None = None, limit: int = 8) -> list[UnitRef]:
+def exact_units(db: StoreBackend, name: str, filters: SearchFilters | None = None, limit: int = 8) -> list[UnitRef]:
     """Definitions whose name or qualified name is exactly `name` (last segment for dotted names)."""
     qual = name.replace("::", ".").replace("#", ".")
     last = qual.split(".")[-1]
@@ -123,7 +123,7 @@ def exact_units(db: Database, name: str, filters: SearchFilters | None = None, l
     return units[:limit]
 
 
-def mentioned_units(db: Database, text: str, filters: SearchFilters | None = None, limit: int = 60) -> list[UnitRef]:
+def mentioned_units(db: StoreBackend, text: str, filters: SearchFilters | None = None, limit: int = 60) -> list[UnitRef]:
     """Definitions of the names a free-text query mentions, interleaved by mention rank."""
     per_name = [exact_units(db, n, filters) for n in mentioned_names(text)]
     per_name = [units for units in per_name if units and len(units) <= 6]  # common names say little
@@ -139,7 +139,7 @@ def mentioned_units(db: Database, text: str, filters: SearchFilters | None = Non
     return out[:limit]
 
 
-def units_named(db: Database, words: list[str], filters: SearchFilters | None = None,
+def units_named(db: StoreBackend, words: list[str], filters: SearchFilters | None = None,
                 per_name: int = 50) -> list[UnitRef]:
     """Definitions (not files) whose name is one of the words, any case; few per name."""
     out: list[UnitRef] = []

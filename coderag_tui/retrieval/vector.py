@@ -1,4 +1,5 @@
-"""Vector KNN over sqlite-vec: a query vector -> the nearest chunk hashes -> their chunks.
+"""Vector KNN: a query vector -> the nearest chunk hashes -> their chunks (in memory, or the
+backend's search: a sqlite-vec scan, pgvector's HNSW).
 
 Vectors are keyed by chunk hash (or by the hash of a chunk's document with its summary, see
 store/embed_docs.py), so one vector may stand for several identical chunks; each of them is
@@ -12,23 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from coderag_tui.indexing.embedder import VEC_TABLE, to_blob
 from coderag_tui.models import SearchFilters
 from coderag_tui.retrieval.common import ChunkMatch, match_from_row
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.store import embed_docs, ranked
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.filters import chunks_passing, has_filters
 
 MAX_K = 4096  # sqlite-vec's limit on k
 
 
-def has_vectors(db: Database) -> bool:
+def has_vectors(db: StoreBackend) -> bool:
     """Whether the index holds any vector."""
-    return ranked.has_vectors(db)
+    return db.has_vectors()
 
 
-def vectors_by_id(db: Database, ids: Sequence[int], matrix: VectorMatrix | None = None) -> np.ndarray:
+def vectors_by_id(db: StoreBackend, ids: Sequence[int], matrix: VectorMatrix | None = None) -> np.ndarray:
     """The vectors with these ids, as rows in their order, unknown ids left out. They come from
     the in-memory copy when one is kept: sqlite-vec reads a vector by id in ~0.3 ms here, so a
     70-chunk file took ~20 ms."""
@@ -37,17 +37,17 @@ def vectors_by_id(db: Database, ids: Sequence[int], matrix: VectorMatrix | None 
     rows = matrix.vectors(db, ids) if matrix is not None else None
     if rows is not None:
         return rows
-    found = ranked.vector_blobs(db, ids)
+    found = db.vector_blobs(ids)
     blobs = [found[i] for i in ids if i in found]
     if not blobs:
         return np.zeros((0, 0), dtype=np.float32)
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
 
 
-def knn_hashes(db: Database, vec: np.ndarray, k: int, matrix: VectorMatrix | None = None) -> list[tuple[str, float]]:
+def knn_hashes(db: StoreBackend, vec: np.ndarray, k: int, matrix: VectorMatrix | None = None) -> list[tuple[str, float]]:
     """(chunk hash, cosine distance) of the k nearest vectors (in memory when `matrix` can hold
     the index's vectors, else a sqlite-vec scan)."""
-    if not db.has_table(VEC_TABLE) or k <= 0:
+    if k <= 0 or not db.vec_ready():
         return []
     nearest = matrix.knn(db, vec, k) if matrix is not None else None
     if nearest is not None:
@@ -55,12 +55,11 @@ def knn_hashes(db: Database, vec: np.ndarray, k: int, matrix: VectorMatrix | Non
             return []
         hashes = ranked.vector_hashes(db, [i for i, _ in nearest])
         return [(str(hashes[i]), d) for i, d in nearest if i in hashes]
-    rows = ranked.knn_rows(db, to_blob(vec), min(k, MAX_K))
-    return [(str(h), float(d)) for h, d in rows]
+    return db.knn_rows(vec, min(k, MAX_K))
 
 
 def knn_chunks(
-    db: Database,
+    db: StoreBackend,
     vec: np.ndarray,
     limit: int = 60,
     filters: SearchFilters | None = None,

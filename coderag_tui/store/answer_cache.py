@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 MAX_ENTRIES = 500  # per index; the oldest go first
 
@@ -31,7 +31,7 @@ class CacheRow:
     created: float
 
 
-def range_fingerprint(db: Database, path: str, start: int, end: int) -> str:
+def range_fingerprint(db: StoreBackend, path: str, start: int, end: int) -> str:
     rows = db.rows(
         "SELECT c.start_line, c.end_line, c.hash FROM chunks c JOIN files f ON f.id = c.file_id "
         "WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? ORDER BY c.start_line, c.id",
@@ -45,7 +45,7 @@ def range_fingerprint(db: Database, path: str, start: int, end: int) -> str:
     return hashlib.sha1(repr(rows).encode()).hexdigest()
 
 
-def candidates(db: Database, model: str) -> list[CacheRow]:
+def candidates(db: StoreBackend, model: str) -> list[CacheRow]:
     out = []
     for r in db.rows(
         "SELECT id, question, norm, embed_model, vector, answer, sources, invalid, cited, created "
@@ -61,24 +61,23 @@ def candidates(db: Database, model: str) -> list[CacheRow]:
     return out
 
 
-def put(db: Database, model: str, question: str, norm: str, embed_model: str, vector: bytes | None,
+def put(db: StoreBackend, model: str, question: str, norm: str, embed_model: str, vector: bytes | None,
         answer: str, sources: list[dict[str, Any]], invalid: list[str],
         cited: list[tuple[str, int, int]]) -> int:
     with db.transaction():
         marked = [(p, s, e, range_fingerprint(db, p, s, e)) for p, s, e in cited]
         db.execute("DELETE FROM answer_cache WHERE model=? AND norm=?", (model, norm))
-        db.execute(
+        new_id = int(db.scalar(
             "INSERT INTO answer_cache(model, question, norm, embed_model, vector, answer, sources, "
-            "invalid, cited, created) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "invalid, cited, created) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (model, question, norm, embed_model, vector, answer, json.dumps(sources), json.dumps(invalid),
              json.dumps(marked), time.time()),
-        )
-        new_id = int(db.conn.last_insert_rowid())
+        ))
         db.execute("DELETE FROM answer_cache WHERE id NOT IN "
                    "(SELECT id FROM answer_cache ORDER BY id DESC LIMIT ?)", (MAX_ENTRIES,))
     return new_id
 
 
-def delete(db: Database, entry_id: int) -> None:
+def delete(db: StoreBackend, entry_id: int) -> None:
     with db.transaction():
         db.execute("DELETE FROM answer_cache WHERE id=?", (entry_id,))

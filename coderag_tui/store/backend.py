@@ -1,56 +1,39 @@
-"""The store interface: what the indexer, retrieval and the service need from an index, in one
-Protocol that both backends satisfy (SQLite: `store/sqlite_backend.py`, the default;
-PostgreSQL with pgvector: `store/postgres/`).
+"""The store interface: one index of one repository, as everything above `store/` sees it.
 
-Rows come in as `write.FileRows` (built by the parse workers, backend-neutral) and go out as the
-frozen dataclasses of `models.py`, so nothing above the store sees a backend's SQL or types.
+A store is the SQL surface the store's query modules run on (`store/sql.py`: `read.py`,
+`descriptions.py`, `conversations.py`, ... are written once for both backends) plus what each
+backend does its own way: keyword rows (FTS5 / BM25 postings), vectors (sqlite-vec / pgvector
+with HNSW), rows in bulk (executemany / COPY), its size and place. The backends:
+`sqlite_backend.SqliteStore` (one index file, the default) and `postgres.store.PostgresStore`
+(one repository of a PostgreSQL database). Nothing above `store/` runs SQL or knows which
+backend it holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from coderag_tui.errors import StoreError
-from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, UnitRef
+from coderag_tui.models import EdgeRef, SearchFilters, UnitRef
+from coderag_tui.store.sql import Row, Sql
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from coderag_tui.store.write import FileMeta, FileRows
-
-# Keyword columns and their weights: names first, then path / signature / docstring, then code.
-# SQLite gives them to FTS5's bm25(); PostgreSQL maps them to tsvector weights A, B, C.
-KEYWORD_WEIGHTS = {"names": 6.0, "path": 3.0, "signature": 3.0, "doc": 2.0, "code": 1.0}
-
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-@dataclass(frozen=True)
-class ChunkHit:
-    """A chunk found by a keyword or vector search; `score`: higher is better (BM25 for
-    keywords on both backends, 1 - cosine distance for vectors)."""
-
-    chunk_id: int
-    path: str
-    start_line: int
-    end_line: int
-    unit_id: int | None
-    score: float
-
-
-Row = tuple[Any, ...]
+# Keyword columns and their weights: names first, then path / signature / docstring, then code.
+# SQLite gives them to FTS5's bm25(); PostgreSQL's postings weigh each word by them.
+KEYWORD_WEIGHTS = {"names": 6.0, "path": 3.0, "signature": 3.0, "doc": 2.0, "code": 1.0}
 
 
 class GraphRows(Protocol):
     """What graph resolution (`indexing/graph.py`) and call confidence (`store/confidence.py`)
-    read and write, on either backend: rows as plain tuples in the column order each names, so
-    one resolver runs over both (SQLite: `graph_edges.SqliteGraph`; PostgreSQL:
-    `postgres/graph.py`). Writes run in the caller's transaction."""
+    read and write: rows as plain tuples in the column order each names
+    (`graph_edges.StoreGraph` on either backend). Writes run in the caller's transaction."""
 
     def all_units(self) -> Iterable[Row]:
         """Every unit as (id, file_id, parent_id, kind, name, is_test), by id."""
@@ -90,7 +73,6 @@ class GraphRows(Protocol):
         """Insert TESTS edges: (src, src_file, dst, name, line)."""
         ...
 
-    # ---------------------------------------------------------------- what confidence reads
     def unit_places(self, ids: Sequence[int]) -> dict[int, tuple[int, int | None, str]]:
         """id -> (file id, parent id, kind) of these units."""
         ...
@@ -111,8 +93,8 @@ class GraphRows(Protocol):
 @runtime_checkable
 class ContextReads(Protocol):
     """The reads that compose a question's context around its hits (graph expansion, outlines,
-    metadata, code lines) and open an answer: `retrieval/expansion.py`, `retrieval/source.py`
-    and `answering/opening.py` run on either backend through these."""
+    metadata, code lines) and open an answer (`read.StoreReads` over a store; the composer
+    memoizes them: `retrieval/expansion.MemoReads`)."""
 
     def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]: ...
 
@@ -152,117 +134,119 @@ class ContextReads(Protocol):
 
 
 @runtime_checkable
-class StoreBackend(ContextReads, Protocol):
-    """One index. A connection is used from one thread; open one store per thread."""
+class StoreBackend(Sql, Protocol):
+    """One repository's index. A connection is used from one thread; open one store per thread
+    (`reader()` gives the calling thread its own)."""
 
-    backend: str  # "sqlite" or "postgresql"
+    backend: str  # "sqlite" or "postgresql" (the same as `dialect`)
+
+    @property
+    def location(self) -> str:
+        """Where the index is, for people: a file's path, or the database (without its
+        password) and the repository."""
+        ...
 
     @property
     def schema_version(self) -> int: ...  # migrations run when the store is opened
 
-    def transaction(self) -> AbstractContextManager[object]: ...
+    def size_bytes(self) -> int: ...
 
-    def get_meta(self, key: str, default: str = "") -> str: ...
-
-    def set_meta(self, key: str, value: str) -> None: ...  # (committed at once outside `transaction()`)
-
-    # ---------------------------------------------------------------- writes
-    def write_file(self, rows: FileRows, meta: FileMeta) -> int:
-        """Replace one file's units, chunks, keyword rows, imports and outgoing edges in one
-        transaction (a savepoint inside `transaction()`). Returns the file's id."""
+    def verify(self) -> None:
+        """Read the whole index once: damage raises the one clear error now (SQLite; a server
+        keeps its own pages whole)."""
         ...
 
-    def delete_file(self, path: str) -> bool:
-        """Delete every row of one file (one transaction); False when it was not indexed."""
-        ...
-
-    def set_vectors(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
-        """Store a vector per chunk hash for `model` (skipping hashes already stored)."""
-        ...
-
-    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
-        """(hash, text to embed) of up to `limit` chunk texts with no vector of `model`."""
-        ...
-
-    def link_calls(self) -> int:
-        """Resolve unresolved calls by name only: a definition of the called name in the same
-        file, else the only one in the index. Returns the edges resolved. (A quick link for rows
-        written by hand; an index build runs the full resolver, `indexing/graph.py`, over
-        `graph()`.)"""
-        ...
-
-    def graph(self) -> GraphRows:
-        """The rows graph resolution and call confidence read and write."""
-        ...
-
-    def refresh_statistics(self) -> None:
-        """After a build: whatever the backend's searches need counted again (PostgreSQL: the
-        planner's statistics and the keyword counts; SQLite: nothing)."""
-        ...
-
-    def skips(self) -> dict[str, tuple[str, int, int]]:
-        """path -> (reason, size, mtime_ns) of every file the last build skipped."""
-        ...
-
-    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
-        """Record the files a build skipped, and why (replacing the last build's)."""
-        ...
-
-    # ---------------------------------------------------------------- searches
-    def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
-        """Chunks holding any of the search words, best first (weighted by column)."""
-        ...
-
-    def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
-        """Chunks whose vector of `model` is nearest (cosine) to `vector`, best first."""
-        ...
-
-    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
-                     fuzzy: bool = True) -> list[UnitRef]:
-        """Definitions matching a name: exact, qualified, case-insensitive, prefix, then (`fuzzy`)
-        part and letters in order. The fuzzy levels read every unit name; without them each
-        level is an index range."""
-        ...
-
-    # ---------------------------------------------------------------- rows (graph: ContextReads)
-    def files(self) -> list[str]: ...
-
-    def file_hashes(self) -> dict[str, str]: ...  # path -> content hash (what an update compares)
-
-    def counts(self) -> IndexCounts: ...
-
-    def edge_count(self) -> int: ...
-
-    def status(self, repo_root: str) -> IndexStatus:
-        """What the index holds, as `coderag status` and `GET /index/status` show it."""
-        ...
-
-    def units_at(self, path: str, line: int) -> list[UnitRef]:
-        """Units of a file that contain a line, innermost first."""
-        ...
-
-    def importers(self, path: str) -> list[UnitRef]:
-        """File units that import the file at `path`."""
-        ...
-
-    def file_facts(self, path: str) -> tuple[str, int, bool] | None:
-        """(language, lines, has syntax errors) of an indexed file."""
-        ...
-
-    def unit_summaries(self, path: str) -> dict[int, str]:
-        """Stored model summaries of one file's units, by unit id."""
-        ...
-
-    def file_index_states(self) -> dict[str, tuple[str, int, int]]:
-        """Every indexed file: path -> (language, chunks, chunks with a vector of the index's
-        embedding model)."""
-        ...
-
-    def skip_reasons(self) -> dict[str, str]:
-        """Files the last index run skipped: path -> why."""
+    def reader(self) -> StoreBackend:
+        """A connection to the same index for the calling thread (this one on its own thread)."""
         ...
 
     def close(self) -> None: ...
+
+    def set_packages(self, packages: Sequence[dict[str, Any]]) -> None:
+        """Record the packages the repository defines (a database's other repositories import them)."""
+        ...
+
+    def packages(self) -> list[dict[str, Any]]:
+        """The packages recorded by `set_packages` (an index file records none: its folder says)."""
+        ...
+
+    # ---------------------------------------------------------------- bulk writes (indexing)
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def insert_chunks(self, file_id: int, rows: Sequence[Sequence[Any]],
+                      keyword_rows: Sequence[tuple[str, str, str, str, str]]) -> None:
+        """A file's chunks with explicit ids and their keyword rows (names, path words,
+        signatures, docstrings, code sub-words)."""
+        ...
+
+    def delete_keyword_rows(self, file_id: int) -> None: ...
+
+    def clear_keyword_rows(self) -> None: ...
+
+    def tune_keywords(self) -> None: ...
+
+    def secondary_indexes(self, tables: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(name, table, CREATE statement) of these tables' indexes (a bulk build drops them and
+        creates them again at its end)."""
+        ...
+
+    def refresh_statistics(self) -> None:
+        """After a build: whatever the backend's searches need counted again."""
+        ...
+
+    # ---------------------------------------------------------------- keyword search
+    def keyword_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each word (words the index lacks left out)."""
+        ...
+
+    def keyword_rows(self, terms: Sequence[str], limit: int, filters: SearchFilters | None = None,
+                     names_only: bool = False) -> list[Row]:
+        """(chunk id, unit id, file id, start, end, score) of the chunks best matching any of the
+        words, best first (BM25; `names_only`: in the names column alone)."""
+        ...
+
+    def name_pair_rows(self, pairs: Sequence[tuple[str, str]], limit: int,
+                       filters: SearchFilters | None = None) -> list[Row]:
+        """As `keyword_rows`, for chunks whose names hold one of the word pairs in order."""
+        ...
+
+    def clear_description_rows(self) -> None: ...
+
+    def delete_description_rows(self, unit_ids: Sequence[int]) -> None: ...
+
+    def insert_description_rows(self, rows: Sequence[tuple[int, str]]) -> None:
+        """(unit id, text) keyword rows of descriptions (profiles and summaries)."""
+        ...
+
+    def description_search(self, terms: Sequence[str], limit: int,
+                           filters: SearchFilters | None = None) -> list[int]:
+        """Unit ids whose description holds any of the words, best first."""
+        ...
+
+    # ---------------------------------------------------------------- vectors
+    def vec_ready(self, model_id: str | None = None) -> bool: ...
+
+    def ensure_model_table(self, model_id: str, dim: int) -> bool:
+        """Make the vectors fit the model; True when old vectors were dropped."""
+        ...
+
+    def write_vectors(self, hashes: Sequence[str], vecs: np.ndarray, model_id: str) -> int: ...
+
+    def delete_vectors(self, ids: Sequence[int]) -> None: ...
+
+    def has_vectors(self) -> bool: ...
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, np.ndarray]: ...
+
+    def vectors_after(self, after: int) -> list[tuple[int, bytes]]:
+        """(vector id, float32 bytes) of the vectors with a larger id, by id."""
+        ...
+
+    def vector_blobs(self, ids: Sequence[int]) -> dict[int, bytes]: ...
+
+    def knn_rows(self, vec: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """(vector hash, cosine distance) of the k nearest vectors."""
+        ...
 
 
 def redact(url: str) -> str:
@@ -282,19 +266,52 @@ def is_postgres_url(target: str | Path) -> bool:
     return str(target).startswith(POSTGRES_SCHEMES)
 
 
-def open_store(target: str | Path, repo: str | None = None) -> StoreBackend:
-    """The store at `target`: a PostgreSQL connection URL (`postgresql://...`) or an index file.
-    A database holds several repositories: `repo` names one (store/postgres/repos.py); an index
-    file holds one."""
-    if repo is not None and not is_postgres_url(target):
-        raise StoreError("an index file holds one repository", "leave out the repository's name")
-    if is_postgres_url(target):
-        try:
-            from coderag_tui.store.postgres import open_postgres
-        except ImportError as exc:  # psycopg is an optional extra
-            raise StoreError("the PostgreSQL backend needs psycopg",
-                             "pip install 'coderag-tui[postgres]'") from exc
-        return open_postgres(str(target), repo)
-    from coderag_tui.store.sqlite_backend import SqliteStore
+@dataclass(frozen=True)
+class StoreTarget:
+    """Where one repository's index is: an index file (`path`), or a PostgreSQL database (`url`,
+    kept in memory only: `location` is what people see) and its repository named `repo`, else
+    the one indexed from `source` (a folder's absolute path, or a git URL without credentials)."""
 
-    return SqliteStore.open(Path(target))
+    path: Path | None = None
+    url: str = field(default="", repr=False)
+    repo: str | None = None
+    source: str | None = None
+
+    @property
+    def location(self) -> str:
+        if not self.url:
+            return str(self.path)
+        return redact(self.url) + (f" (repository {self.repo or self.source})" if self.repo or self.source else "")
+
+    def open(self, create: bool = False, readonly: bool = False) -> StoreBackend:
+        """The store (`create`: a database's repository is made when it has none yet)."""
+        if self.url:
+            return open_store(self.url, self.repo, self.source, create)
+        assert self.path is not None
+        return open_store(self.path, readonly=readonly)
+
+    def exists(self) -> bool:
+        """Whether the index was ever made (opening nothing that is not there)."""
+        if not self.url:
+            return self.path is not None and self.path.exists()
+        from coderag_tui.store.postgres.store import find_repository
+
+        return find_repository(self.url, self.repo, self.source) is not None
+
+
+def open_store(target: str | Path, repo: str | None = None, source: str | None = None,
+               create: bool = False, readonly: bool = False) -> StoreBackend:
+    """The store at `target`: an index file, or a PostgreSQL URL (`postgresql://...`) and one of
+    its database's repositories: the one named `repo`, else the one indexed from `source`
+    (`create`: made when none was)."""
+    if not is_postgres_url(target):
+        if repo is not None:
+            raise StoreError("an index file holds one repository", "leave out the repository's name")
+        from coderag_tui.store.db import open_database
+
+        return open_database(Path(target), readonly=readonly)
+    try:
+        from coderag_tui.store.postgres import open_postgres
+    except ImportError as exc:  # psycopg is an optional extra
+        raise StoreError("the PostgreSQL backend needs psycopg", "pip install 'coderag-tui[postgres]'") from exc
+    return open_postgres(str(target), repo, source, create)

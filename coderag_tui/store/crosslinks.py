@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 MAX_ROWS = 20_000  # of unresolved imports read at a time: a workspace reads them per question
 
 
-def open_imports(db: Database) -> list[tuple[int, str, str, str, int]]:
+def open_imports(db: StoreBackend) -> list[tuple[int, str, str, str, int]]:
     """(the importing file's unit id, its path, module, imported name, line) of every import
     that names no module of this repository: unresolved, or resolved to a file of another
     language (`import flask` taken for a `docs/_themes/flask/` folder's template)."""
@@ -22,7 +22,7 @@ def open_imports(db: Database) -> list[tuple[int, str, str, str, int]]:
                        "ORDER BY f.path, e.line LIMIT ?", (MAX_ROWS,))]
 
 
-def open_calls(db: Database, names: Sequence[str] = (), src_ids: Sequence[int] = (),
+def open_calls(db: StoreBackend, names: Sequence[str] = (), src_ids: Sequence[int] = (),
                limit: int = 2000) -> list[tuple[int, str, str, str, int]]:
     """(the calling unit's id, its file's path, called name, receiver, line) of unresolved calls,
     those of `names` or those made by the units `src_ids`."""

@@ -13,13 +13,16 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from coderag_tui.errors import CorruptIndexError, IndexError_, StoreError
 from coderag_tui.parsing.identifiers import base_name
 from coderag_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from coderag_tui.store.sqlite_backend import SqliteStore
 
 _CORRUPT = (apsw.CorruptError, apsw.NotADBError)
 _REBUILD = "delete it or run `coderag index --rebuild`"
@@ -87,14 +90,19 @@ def load_vec(conn: apsw.Connection) -> None:
 
 
 class Database:
-    """One apsw connection to one index file. Not shared between threads: open one per thread."""
+    """One apsw connection to one index file. Not shared between threads: open one per thread.
+    The store's SQL surface (`store/sql.py`) on SQLite; `sqlite_backend.SqliteStore` is the
+    store itself."""
+
+    dialect = "sqlite"
+    like = "LIKE"  # (ASCII case-insensitive)
 
     def __init__(self, path: Path, conn: apsw.Connection) -> None:
         self.path = path
         self.conn = conn
         self._tx_depth = 0
         self._owner = threading.get_ident()
-        self._readers: dict[int, Database] = {}
+        self._readers: dict[int, SqliteStore] = {}
         self._readers_lock = threading.Lock()
 
     # ------------------------------------------------------------------ queries
@@ -122,6 +130,15 @@ class Database:
             part = list(values[i : i + batch])
             out.extend(self.execute(sql.format(marks=",".join("?" * len(part))), (*part, *params)))
         return out
+
+    def changed(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a write; the number of rows it changed."""
+        self.execute(sql, params)
+        return int(self.conn.changes())
+
+    def ci(self, expr: str) -> str:
+        """`expr` compared without (ASCII) case; the NOCASE indexes serve it."""
+        return f"{expr} COLLATE NOCASE"
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple[Any, ...] | None:
         for row in self.execute(sql, params):
@@ -179,21 +196,6 @@ class Database:
     def schema_version(self) -> int:
         return int(self.scalar("PRAGMA user_version", default=0))
 
-    def reader(self) -> Database:
-        """A read-only connection to the same file for the calling thread (this one on its own
-        thread; opened once per thread, closed with this one), so that a search can read on two
-        cores at once."""
-        ident = threading.get_ident()
-        if ident == self._owner:
-            return self
-        with self._readers_lock:
-            db = self._readers.get(ident)
-        if db is None:
-            db = open_database(self.path, readonly=True)
-            with self._readers_lock:
-                self._readers[ident] = db
-        return db
-
     def close(self) -> None:
         with self._readers_lock:
             readers, self._readers = list(self._readers.values()), {}
@@ -206,7 +208,7 @@ class Database:
         self.close()
 
 
-def _migrate(db: Database) -> None:
+def _migrate(db: SqliteStore) -> None:
     version = db.schema_version
     if version > SCHEMA_VERSION:
         raise IndexError_(
@@ -232,7 +234,7 @@ def _migrate(db: Database) -> None:
 _OPEN_LOCK = threading.Lock()
 
 
-def open_database(path: Path, readonly: bool = False, one_thread: bool = False) -> Database:
+def open_database(path: Path, readonly: bool = False, one_thread: bool = False) -> SqliteStore:
     """Open (creating and migrating when needed) the index file at `path`.
 
     `one_thread`: the caller promises to use the connection from one thread only (a worker's
@@ -254,7 +256,7 @@ def open_database(path: Path, readonly: bool = False, one_thread: bool = False) 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _open(path: Path, readonly: bool, one_thread: bool = False) -> Database:
+def _open(path: Path, readonly: bool, one_thread: bool = False) -> SqliteStore:
     path = Path(path)
     if readonly and not path.exists():
         raise IndexError_(f"no index at {path}", "run `coderag index` first")
@@ -275,7 +277,9 @@ def _open(path: Path, readonly: bool, one_thread: bool = False) -> Database:
     load_vec(conn)
     # (migration 6 fills the base names of INHERITS edges with it)
     conn.create_scalar_function("coderag_base_name", base_name, 1, deterministic=True)
-    db = Database(path, conn)
+    from coderag_tui.store.sqlite_backend import SqliteStore  # (which builds on this module)
+
+    db = SqliteStore(path, conn)
     try:
         # before anything writes to it (setting WAL mode changes the file's header)
         if db.schema_version == 0 and db.scalar("SELECT count(*) FROM sqlite_master"):

@@ -1,7 +1,8 @@
 """The SQL of descriptions: profiles (from the graph), model summaries and their keyword rows.
 
-`descriptions_fts` has one row per unit (rowid = unit id) holding the unit's profile text (files
-only: a unit's own words are already in the chunks' keyword rows) and its summary, if any.
+The keyword rows of descriptions (the backend's: `description_search`) have one row per unit
+holding the unit's profile text (files only: a unit's own words are already in the chunks'
+keyword rows) and its summary, if any.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coderag_tui.models import SearchFilters
-from coderag_tui.store.db import Database
-from coderag_tui.store.filters import filter_sql
+from coderag_tui.store.backend import StoreBackend
 
 SEP = "\x1f"
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
@@ -23,7 +22,7 @@ REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
 SEARCH_META = "summaries_in_search"  # '1' when summary words are in the keyword rows and documents
 
 
-def summaries_searched(db: Database) -> bool:
+def summaries_searched(db: StoreBackend) -> bool:
     """Whether the model's summaries join the ranking (see `[summaries] search`)."""
     return db.get_meta(SEARCH_META) == "1"
 
@@ -59,11 +58,11 @@ def _unit(r: Sequence[Any]) -> UnitRow:
                    str(r[6] or ""), str(r[7] or ""), int(r[8]), int(r[9]), bool(r[10]), str(r[11]), str(r[12]))
 
 
-def all_file_ids(db: Database) -> list[int]:
+def all_file_ids(db: StoreBackend) -> list[int]:
     return [int(r[0]) for r in db.execute("SELECT id FROM files ORDER BY id")]
 
 
-def file_ids_under(db: Database, paths: Sequence[str]) -> list[int]:
+def file_ids_under(db: StoreBackend, paths: Sequence[str]) -> list[int]:
     """The files at or under `paths` (files or folders; "" or "." is everything)."""
     wanted = [p.strip("/") for p in paths]
     if any(not p or p == "." for p in wanted):
@@ -76,22 +75,22 @@ def file_ids_under(db: Database, paths: Sequence[str]) -> list[int]:
     return sorted(ids)
 
 
-def units_of(db: Database, file_ids: Sequence[int]) -> list[UnitRow]:
+def units_of(db: StoreBackend, file_ids: Sequence[int]) -> list[UnitRow]:
     return [_unit(r) for r in db.rows_in(
         f"SELECT {_UNIT_COLS} FROM units u JOIN files f ON f.id=u.file_id WHERE u.file_id IN ({{marks}}) "
         "ORDER BY u.file_id, u.start_line, u.id", list(file_ids))]
 
 
-def units_by_id(db: Database, ids: Sequence[int]) -> dict[int, UnitRow]:
+def units_by_id(db: StoreBackend, ids: Sequence[int]) -> dict[int, UnitRow]:
     return {int(r[0]): _unit(r) for r in db.rows_in(
         f"SELECT {_UNIT_COLS} FROM units u JOIN files f ON f.id=u.file_id WHERE u.id IN ({{marks}})", list(ids))}
 
 
-def file_lines(db: Database, file_ids: Sequence[int]) -> dict[int, int]:
+def file_lines(db: StoreBackend, file_ids: Sequence[int]) -> dict[int, int]:
     return {int(a): int(b) for a, b in db.rows_in("SELECT id, lines FROM files WHERE id IN ({marks})", list(file_ids))}
 
 
-def neighbour_files(db: Database, file_ids: Sequence[int]) -> set[int]:
+def neighbour_files(db: StoreBackend, file_ids: Sequence[int]) -> set[int]:
     """Files that refer to, or are referred to by, the given files (their profiles list them)."""
     marks_kinds = ",".join("?" * len(REF_KINDS))
     out: set[int] = set()
@@ -104,7 +103,7 @@ def neighbour_files(db: Database, file_ids: Sequence[int]) -> set[int]:
     return out
 
 
-def callers(db: Database, unit_ids: Sequence[int]) -> dict[int, list[str]]:
+def callers(db: StoreBackend, unit_ids: Sequence[int]) -> dict[int, list[str]]:
     """Unit id -> the qualified names of the units that call it (distinct)."""
     out: dict[int, list[str]] = {}
     for dst, qual in db.rows_in(
@@ -114,18 +113,18 @@ def callers(db: Database, unit_ids: Sequence[int]) -> dict[int, list[str]]:
     return out
 
 
-def caller_ids(db: Database, unit_ids: Sequence[int]) -> set[int]:
+def caller_ids(db: StoreBackend, unit_ids: Sequence[int]) -> set[int]:
     return {int(r[0]) for r in db.rows_in(
         "SELECT DISTINCT src FROM edges WHERE kind='CALLS' AND dst IN ({marks})", list(unit_ids))}
 
 
-def callee_counts(db: Database, file_ids: Sequence[int]) -> dict[int, int]:
+def callee_counts(db: StoreBackend, file_ids: Sequence[int]) -> dict[int, int]:
     return {int(s): int(n) for s, n in db.rows_in(
         "SELECT src, count(DISTINCT dst) FROM edges WHERE kind='CALLS' AND dst IS NOT NULL "
         "AND src_file IN ({marks}) GROUP BY src", list(file_ids))}
 
 
-def imports_of(db: Database, file_ids: Sequence[int]) -> dict[int, list[str]]:
+def imports_of(db: StoreBackend, file_ids: Sequence[int]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     for fid, module in db.rows_in("SELECT file_id, module FROM imports WHERE file_id IN ({marks}) "
                                   "ORDER BY file_id, line", list(file_ids)):
@@ -133,7 +132,7 @@ def imports_of(db: Database, file_ids: Sequence[int]) -> dict[int, list[str]]:
     return out
 
 
-def importer_paths(db: Database, file_ids: Sequence[int]) -> dict[int, list[str]]:
+def importer_paths(db: StoreBackend, file_ids: Sequence[int]) -> dict[int, list[str]]:
     """File id -> paths of the other files that import it."""
     out: dict[int, list[str]] = {}
     for fid, path in db.rows_in(
@@ -144,7 +143,7 @@ def importer_paths(db: Database, file_ids: Sequence[int]) -> dict[int, list[str]
     return out
 
 
-def file_degrees(db: Database, file_ids: Sequence[int]) -> tuple[dict[int, int], dict[int, int]]:
+def file_degrees(db: StoreBackend, file_ids: Sequence[int]) -> tuple[dict[int, int], dict[int, int]]:
     """(fan-in, fan-out): how many other files refer to each file, and how many it refers to."""
     kinds = ",".join("?" * len(REF_KINDS))
     fan_in = {int(f): int(n) for f, n in db.rows_in(
@@ -158,14 +157,14 @@ def file_degrees(db: Database, file_ids: Sequence[int]) -> tuple[dict[int, int],
     return fan_in, fan_out
 
 
-def stored_file_fan_ins(db: Database, exclude: Iterable[int]) -> list[int]:
+def stored_file_fan_ins(db: StoreBackend, exclude: Iterable[int]) -> list[int]:
     skip = set(exclude)
     return [int(n) for fid, n in db.execute(
         "SELECT p.file_id, p.fan_in FROM profiles p JOIN units u ON u.id=p.unit_id WHERE u.kind='file'")
         if int(fid) not in skip]
 
 
-def code_hashes(db: Database, units: Sequence[UnitRow]) -> dict[int, str]:
+def code_hashes(db: StoreBackend, units: Sequence[UnitRow]) -> dict[int, str]:
     """Unit id -> a digest of the unit's signature and lines (read from its file's chunks)."""
     import hashlib
 
@@ -185,14 +184,14 @@ def code_hashes(db: Database, units: Sequence[UnitRow]) -> dict[int, str]:
 
 
 # ---------------------------------------------------------------------- profiles
-def replace_profiles(db: Database, file_ids: Sequence[int] | None,
+def replace_profiles(db: StoreBackend, file_ids: Sequence[int] | None,
                      rows: Sequence[tuple[int, int, str, int, int, str, str]]) -> None:
     """Replace the profiles of the given files (None: of every file) with `rows`
     (unit id, file id, role, fan-in, fan-out, data JSON, text); keeps the keyword rows in step.
     Call inside a transaction."""
     new_ids = [r[0] for r in rows]
     if file_ids is None:
-        db.execute("INSERT INTO descriptions_fts(descriptions_fts) VALUES('delete-all')")
+        db.clear_description_rows()
         db.execute("DELETE FROM profiles")
     else:
         old = {int(r[0]) for r in db.rows_in("SELECT unit_id FROM profiles WHERE file_id IN ({marks})",
@@ -204,23 +203,20 @@ def replace_profiles(db: Database, file_ids: Sequence[int] | None,
         for i in range(0, len(gone), 500):
             part = gone[i:i + 500]
             marks = ",".join("?" * len(part))
-            db.execute(f"DELETE FROM descriptions_fts WHERE rowid IN ({marks})", part)
+            db.delete_description_rows(part)
             db.execute(f"DELETE FROM profiles WHERE unit_id IN ({marks})", part)
     db.executemany("INSERT INTO profiles(unit_id, file_id, role, fan_in, fan_out, data, text) "
                    "VALUES(?,?,?,?,?,?,?)", rows)
 
 
-def write_keyword_rows(db: Database, texts: dict[int, str]) -> None:
+def write_keyword_rows(db: StoreBackend, texts: dict[int, str]) -> None:
     """Set the keyword rows of these units (an empty text removes the row)."""
     ids = sorted(texts)
-    for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        db.execute(f"DELETE FROM descriptions_fts WHERE rowid IN ({','.join('?' * len(part))})", part)
-    db.executemany("INSERT INTO descriptions_fts(rowid, text) VALUES(?,?)",
-                   [(uid, texts[uid]) for uid in ids if texts[uid].strip()])
+    db.delete_description_rows(ids)
+    db.insert_description_rows([(uid, texts[uid]) for uid in ids if texts[uid].strip()])
 
 
-def profile_of(db: Database, unit_id: int) -> tuple[str, int, int, dict[str, Any], str] | None:
+def profile_of(db: StoreBackend, unit_id: int) -> tuple[str, int, int, dict[str, Any], str] | None:
     """(role, fan-in, fan-out, data, text) of a unit's profile."""
     row = db.one("SELECT role, fan_in, fan_out, data, text FROM profiles WHERE unit_id=?", (unit_id,))
     if row is None:
@@ -232,29 +228,14 @@ def profile_of(db: Database, unit_id: int) -> tuple[str, int, int, dict[str, Any
     return str(row[0]), int(row[1]), int(row[2]), data, str(row[4])
 
 
-def profiles_for(db: Database, unit_ids: Sequence[int]) -> dict[int, tuple[str, int, int, str]]:
+def profiles_for(db: StoreBackend, unit_ids: Sequence[int]) -> dict[int, tuple[str, int, int, str]]:
     """Unit id -> (role, fan-in, fan-out, text)."""
     return {int(r[0]): (str(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in db.rows_in(
         "SELECT unit_id, role, fan_in, fan_out, text FROM profiles WHERE unit_id IN ({marks})", list(unit_ids))}
 
 
-def profile_count(db: Database) -> int:
+def profile_count(db: StoreBackend) -> int:
     return int(db.scalar("SELECT count(*) FROM profiles", default=0))
-
-
-def search_descriptions(db: Database, expr: str, limit: int, filters: SearchFilters | None = None) -> list[int]:
-    """Unit ids whose description matches the FTS5 expression and passes the language and path
-    filters, best first (BM25)."""
-    cond, params = filter_sql(filters)
-    if cond:
-        rows = db.rows(
-            "SELECT m.rowid FROM (SELECT rowid, rank FROM descriptions_fts WHERE descriptions_fts MATCH ?) m "
-            "JOIN units u ON u.id=m.rowid JOIN files f ON f.id=u.file_id "
-            f"WHERE {cond} ORDER BY m.rank LIMIT ?", (expr, *params, limit))
-    else:
-        rows = db.rows("SELECT d.rowid FROM descriptions_fts d JOIN units u ON u.id=d.rowid "
-                       "WHERE descriptions_fts MATCH ? ORDER BY d.rank LIMIT ?", (expr, limit))
-    return [int(r[0]) for r in rows]
 
 
 # ---------------------------------------------------------------------- summaries
@@ -282,54 +263,55 @@ def _summary(r: Sequence[Any]) -> StoredSummary:
                          str(r[8]), bool(r[9]), float(r[10]), float(r[11]))
 
 
-def summaries_by_key(db: Database, keys: Sequence[str]) -> dict[str, StoredSummary]:
+def summaries_by_key(db: StoreBackend, keys: Sequence[str]) -> dict[str, StoredSummary]:
     return {str(r[0]): _summary(r) for r in db.rows_in(
         f"SELECT {_SUM_COLS} FROM unit_summaries WHERE key IN ({{marks}})", list(keys))}
 
 
-def summaries_of_paths(db: Database, paths: Sequence[str]) -> dict[str, StoredSummary]:
+def summaries_of_paths(db: StoreBackend, paths: Sequence[str]) -> dict[str, StoredSummary]:
     return {str(r[0]): _summary(r) for r in db.rows_in(
         f"SELECT {_SUM_COLS} FROM unit_summaries WHERE path IN ({{marks}})", list(paths))}
 
 
-def all_summaries(db: Database) -> list[StoredSummary]:
+def all_summaries(db: StoreBackend) -> list[StoredSummary]:
     return [_summary(r) for r in db.execute(f"SELECT {_SUM_COLS} FROM unit_summaries ORDER BY path, key")]
 
 
-def put_summary(db: Database, s: StoredSummary) -> None:
-    db.execute(f"INSERT OR REPLACE INTO unit_summaries({_SUM_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+def put_summary(db: StoreBackend, s: StoredSummary) -> None:
+    updates = ", ".join(f"{c} = excluded.{c}" for c in _SUM_COLS.split(", ")[1:])
+    db.execute(f"INSERT INTO unit_summaries({_SUM_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) "
+               f"ON CONFLICT(key) DO UPDATE SET {updates}",
                (s.key, s.path, s.kind, s.qualname, s.text, s.model, s.prompt_version, s.code_hash, s.child_hash,
                 int(s.stale), s.created or time.time(), s.seconds))
 
 
-def mark_stale(db: Database, keys: Iterable[str]) -> int:
+def mark_stale(db: StoreBackend, keys: Iterable[str]) -> int:
     keys = sorted(set(keys))
     n = 0
     for i in range(0, len(keys), 500):
         part = keys[i:i + 500]
-        db.execute(f"UPDATE unit_summaries SET stale=1 WHERE stale=0 AND key IN ({','.join('?' * len(part))})",
-                   part)
-        n += db.conn.changes()
+        n += db.changed(f"UPDATE unit_summaries SET stale=1 WHERE stale=0 AND key IN ({','.join('?' * len(part))})",
+                        part)
     return n
 
 
-def summary_count(db: Database) -> int:
+def summary_count(db: StoreBackend) -> int:
     return int(db.scalar("SELECT count(*) FROM unit_summaries", default=0))
 
 
-def importer_file_units(db: Database, file_ids: Sequence[int]) -> set[int]:
+def importer_file_units(db: StoreBackend, file_ids: Sequence[int]) -> set[int]:
     """The file units of the files that import any of these files."""
     return {int(r[0]) for r in db.rows_in(
         "SELECT DISTINCT e.src FROM edges e JOIN units t ON t.id=e.dst WHERE e.kind='IMPORTS' "
         "AND t.file_id IN ({marks}) AND e.src_file<>t.file_id", list(file_ids))}
 
 
-def drop_orphan_summaries(db: Database) -> None:
+def drop_orphan_summaries(db: StoreBackend) -> None:
     """Summaries of files that are gone (folders stay: their path is not a file's)."""
     db.execute("DELETE FROM unit_summaries WHERE kind<>'folder' AND path NOT IN (SELECT path FROM files)")
 
 
-def drop_summaries_except(db: Database, paths: Sequence[str], keep: set[str]) -> None:
+def drop_summaries_except(db: StoreBackend, paths: Sequence[str], keep: set[str]) -> None:
     """Summaries of units of these files that no longer exist."""
     gone = [str(r[0]) for r in db.rows_in("SELECT key FROM unit_summaries WHERE path IN ({marks})", list(paths))
             if str(r[0]) not in keep]
@@ -338,7 +320,7 @@ def drop_summaries_except(db: Database, paths: Sequence[str], keep: set[str]) ->
         db.execute(f"DELETE FROM unit_summaries WHERE key IN ({','.join('?' * len(part))})", part)
 
 
-def file_descriptions(db: Database, path: str) -> tuple[str, dict[int, str]]:
+def file_descriptions(db: StoreBackend, path: str) -> tuple[str, dict[int, str]]:
     """A file's profile text and the stored summaries of its units (unit id -> text; a stale one
     is marked so)."""
     file_id = db.scalar("SELECT id FROM files WHERE path=?", (path,))
@@ -357,25 +339,25 @@ def file_descriptions(db: Database, path: str) -> tuple[str, dict[int, str]]:
     return profile, out
 
 
-def call_pairs(db: Database) -> list[tuple[int, int]]:
+def call_pairs(db: StoreBackend) -> list[tuple[int, int]]:
     """(caller, callee) unit ids of every resolved call."""
     return [(int(a), int(b)) for a, b in db.execute(
         "SELECT src, dst FROM edges WHERE kind='CALLS' AND dst IS NOT NULL AND src<>dst")]
 
 
-def bases_of(db: Database, unit_id: int) -> list[str]:
+def bases_of(db: StoreBackend, unit_id: int) -> list[str]:
     return [str(r[0]) for r in db.execute(
         "SELECT name FROM edges WHERE src=? AND kind IN ('INHERITS','IMPLEMENTS') ORDER BY line", (unit_id,))]
 
 
-def file_head(db: Database, path: str) -> tuple[int, int] | None:
+def file_head(db: StoreBackend, path: str) -> tuple[int, int] | None:
     """(file unit id, line count) of the file at `path`."""
     row = db.one("SELECT u.id, f.lines FROM units u JOIN files f ON f.id=u.file_id WHERE f.path=? AND u.kind='file'",
                  (path,))
     return None if row is None else (int(row[0]), int(row[1] or 0))
 
 
-def importance_rows(db: Database, unit_ids: Sequence[int]) -> dict[int, tuple[int, str, int]]:
+def importance_rows(db: StoreBackend, unit_ids: Sequence[int]) -> dict[int, tuple[int, str, int]]:
     """Unit id -> (its fan-in, its file's role, its file's fan-in), from the profiles."""
     return {int(r[0]): (int(r[1]), str(r[2]), int(r[3])) for r in db.rows_in(
         "SELECT p.unit_id, p.fan_in, fp.role, fp.fan_in FROM profiles p "
@@ -383,7 +365,7 @@ def importance_rows(db: Database, unit_ids: Sequence[int]) -> dict[int, tuple[in
         "WHERE p.unit_id IN ({marks})", list(unit_ids))}
 
 
-def summary_texts(db: Database, units: Iterable[tuple[int, str, str, str]]) -> dict[int, str]:
+def summary_texts(db: StoreBackend, units: Iterable[tuple[int, str, str, str]]) -> dict[int, str]:
     """Unit id -> its stored summary's text, for (id, path, kind, qualname) of units."""
     keyed = {summary_key(p, k, q): uid for uid, p, k, q in units}
     if not keyed or not db.has_table("unit_summaries"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 ABOUT_CHARS = 600  # of a summary in the document (the embedding model reads ~256 tokens)
 PREFIX = "doc:"  # document keys never look like a chunk hash
@@ -39,7 +39,7 @@ def doc_key(chunk_hash: str, about: str) -> str:
                                     digest_size=16).hexdigest()
 
 
-def sync(db: Database, dry_run: bool = False) -> int:
+def sync(db: StoreBackend, dry_run: bool = False) -> int:
     """Make the current documents those of the chunks whose unit has a summary now; returns how
     many changed (a document to embed, or a chunk back to its plain vector). Writes only when something changed (never when
     `dry_run`: then it only counts)."""
@@ -55,12 +55,13 @@ def sync(db: Database, dry_run: bool = False) -> int:
     with db.transaction():
         for h in [*changes, *gone]:
             db.execute("UPDATE embed_docs SET current=0 WHERE chunk_hash=? AND current=1", (h,))
-        db.executemany("INSERT OR REPLACE INTO embed_docs(key, chunk_hash, about, current) VALUES(?,?,?,1)",
+        db.executemany("INSERT INTO embed_docs(key, chunk_hash, about, current) VALUES(?,?,?,1) ON CONFLICT(key) "
+                       "DO UPDATE SET chunk_hash = excluded.chunk_hash, about = excluded.about, current = 1",
                        [(k, h, wanted[h]) for h, k in changes.items()])
     return len(changes) + len(gone)
 
 
-def pending_docs(db: Database, paths: Sequence[str] | None = None) -> list[str]:
+def pending_docs(db: StoreBackend, paths: Sequence[str] | None = None) -> list[str]:
     """Keys of the current documents that have no vector yet (of chunks in `paths`, when given)."""
     if not db.has_table("embed_docs"):
         return []
@@ -74,20 +75,20 @@ def pending_docs(db: Database, paths: Sequence[str] | None = None) -> list[str]:
     return [str(r[0]) for r in db.rows_in(sql.format(where=where), list(paths))]
 
 
-def doc_texts(db: Database, keys: Sequence[str]) -> dict[str, str]:
+def doc_texts(db: StoreBackend, keys: Sequence[str]) -> dict[str, str]:
     """The documents of these keys (those whose chunk still exists)."""
     return {k: head + code for k, (head, code) in doc_parts(db, keys).items()}
 
 
-def doc_parts(db: Database, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+def doc_parts(db: StoreBackend, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
     """(head, code) of the documents of these keys: the head is the chunk's header and the
     summary line, what every window of a long document keeps (see `document`)."""
     return {str(k): (document(str(h), "", str(a)), str(t)) for k, a, h, t in db.rows_in(
-        "SELECT d.key, d.about, c.header, c.text FROM embed_docs d JOIN chunks c ON c.hash=d.chunk_hash "
-        "WHERE d.key IN ({marks}) GROUP BY d.key", list(keys))}
+        "SELECT d.key, min(d.about), min(c.header), min(c.text) FROM embed_docs d JOIN chunks c "
+        "ON c.hash=d.chunk_hash WHERE d.key IN ({marks}) GROUP BY d.key", list(keys))}
 
 
-def chunk_hashes(db: Database, keys: Sequence[str]) -> dict[str, str]:
+def chunk_hashes(db: StoreBackend, keys: Sequence[str]) -> dict[str, str]:
     """Vector key -> the chunk hash it stands for, for the document keys among `keys`."""
     docs = [k for k in keys if k.startswith(PREFIX)]
     if not docs or not db.has_table("embed_docs"):
@@ -96,7 +97,7 @@ def chunk_hashes(db: Database, keys: Sequence[str]) -> dict[str, str]:
         "SELECT key, chunk_hash FROM embed_docs WHERE key IN ({marks})", docs)}
 
 
-def obsolete_vectors(db: Database) -> list[int]:
+def obsolete_vectors(db: StoreBackend) -> list[int]:
     """Drop the document rows no chunk needs any more, and return the ids of the vectors nothing
     stands for: no chunk has their hash and no document their key, or the chunk's current
     document has a vector of its own. Call inside a transaction."""
@@ -118,7 +119,7 @@ def obsolete_vectors(db: Database) -> list[int]:
     return orphans + superseded
 
 
-def unembedded_docs(db: Database) -> bool:
+def unembedded_docs(db: StoreBackend) -> bool:
     """A current document lacks a vector, or a vector is left that nothing needs."""
     if not db.has_table("embed_docs"):
         return False

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coderag_tui.models import SearchFilters
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 
 def _prefix(path_prefix: str) -> str:
@@ -31,7 +31,7 @@ def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
     where: list[str] = []
     params: list[Any] = []
     if filters.language:
-        where.append("f.language = ? COLLATE NOCASE")
+        where.append("lower(f.language) = lower(?)")
         params.append(filters.language)
     prefix = _prefix(filters.path_prefix or "")
     if prefix:
@@ -40,18 +40,18 @@ def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
     return " AND ".join(where), params
 
 
-def units_of_kind(db: Database, ids: Sequence[int], kind: str) -> set[int]:
+def units_of_kind(db: StoreBackend, ids: Sequence[int], kind: str) -> set[int]:
     """The unit ids among `ids` whose kind is `kind` (in any case)."""
     ok: set[int] = set()
     for i in range(0, len(ids), 500):
         part = ids[i : i + 500]
         marks = ",".join("?" * len(part))
         ok.update(r[0] for r in db.execute(
-            f"SELECT id FROM units WHERE id IN ({marks}) AND kind = ? COLLATE NOCASE", (*part, kind)))
+            f"SELECT id FROM units WHERE id IN ({marks}) AND lower(kind) = lower(?)", (*part, kind)))
     return ok
 
 
-def chunks_passing(db: Database, ids: Sequence[int], filters: SearchFilters | None) -> set[int]:
+def chunks_passing(db: StoreBackend, ids: Sequence[int], filters: SearchFilters | None) -> set[int]:
     """The chunk ids among `ids` that pass the language and path filters."""
     if not has_filters(filters):
         return set(ids)

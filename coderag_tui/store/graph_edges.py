@@ -7,11 +7,10 @@ every edge of a repository and builds its own tables from them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 Row = tuple[Any, ...]
 _UNIT = "SELECT id, file_id, parent_id, kind, name, is_test FROM units"
@@ -24,30 +23,30 @@ _TEST_INSERT = "INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?
 # ---------------------------------------------------------------- units and files
 
 
-def all_units(db: Database) -> Iterator[Row]:
+def all_units(db: StoreBackend) -> Iterator[Row]:
     """Every unit as (id, file_id, parent_id, kind, name, is_test as 0/1)."""
     return db.execute("SELECT id, file_id, parent_id, kind, name, is_test<>0 FROM units")
 
 
-def units_named(db: Database, names: Sequence[str]) -> list[Row]:
+def units_named(db: StoreBackend, names: Sequence[str]) -> list[Row]:
     """The units of these names, (id, file_id, parent_id, kind, name, is_test), by id per batch."""
     return db.rows_in(f"{_UNIT} WHERE name IN ({{marks}}) ORDER BY id", names)
 
 
-def units_by_id(db: Database, ids: Sequence[int]) -> list[Row]:
+def units_by_id(db: StoreBackend, ids: Sequence[int]) -> list[Row]:
     return db.rows_in(f"{_UNIT} WHERE id IN ({{marks}})", ids)
 
 
-def unit_row(db: Database, uid: int) -> Row | None:
+def unit_row(db: StoreBackend, uid: int) -> Row | None:
     return db.one(f"{_UNIT} WHERE id=?", (uid,))
 
 
-def file_units(db: Database) -> Iterator[Row]:
+def file_units(db: StoreBackend) -> Iterator[Row]:
     """(file id, its file unit's id) for every file."""
     return db.execute("SELECT file_id, id FROM units WHERE kind='file'")
 
 
-def file_paths(db: Database) -> Iterator[Row]:
+def file_paths(db: StoreBackend) -> Iterator[Row]:
     """(file id, path) for every file."""
     return db.execute("SELECT id, path FROM files")
 
@@ -55,7 +54,7 @@ def file_paths(db: Database) -> Iterator[Row]:
 # ---------------------------------------------------------------- resolved imports and bases
 
 
-def imports_of_files(db: Database, fids: Sequence[int]) -> list[Row]:
+def imports_of_files(db: StoreBackend, fids: Sequence[int]) -> list[Row]:
     """(file id, imported names csv, target file or None) of these files' imports, in edge order
     per batch."""
     return db.rows_in(
@@ -63,13 +62,13 @@ def imports_of_files(db: Database, fids: Sequence[int]) -> list[Row]:
         "WHERE e.src_file IN ({marks}) AND e.kind='IMPORTS' ORDER BY e.id", fids)
 
 
-def imports_of_file(db: Database, fid: int) -> list[Row]:
+def imports_of_file(db: StoreBackend, fid: int) -> list[Row]:
     """(imported names csv, target file or None) of one file's imports, in edge order."""
     return db.rows("SELECT e.receiver, t.file_id FROM edges e LEFT JOIN units t ON t.id = e.dst "
                    "WHERE e.src_file=? AND e.kind='IMPORTS' ORDER BY e.id", (fid,))
 
 
-def resolved_bases(db: Database, type_id: int) -> list[int]:
+def resolved_bases(db: StoreBackend, type_id: int) -> list[int]:
     """The units a type's resolved INHERITS/IMPLEMENTS edges point at, in edge order."""
     return [r[0] for r in db.rows("SELECT dst FROM edges WHERE src=? AND kind IN ('INHERITS','IMPLEMENTS') "
                                   "AND dst IS NOT NULL ORDER BY id", (type_id,))]
@@ -78,38 +77,38 @@ def resolved_bases(db: Database, type_id: int) -> list[int]:
 # ---------------------------------------------------------------- edges to resolve
 
 
-def import_edges(db: Database) -> Iterator[Row]:
+def import_edges(db: StoreBackend) -> Iterator[Row]:
     """Every IMPORTS edge as (id, src_file, module, names csv, dst)."""
     return db.execute(_IMPORT)
 
 
-def import_edges_of(db: Database, fids: Sequence[int]) -> list[Row]:
+def import_edges_of(db: StoreBackend, fids: Sequence[int]) -> list[Row]:
     """The IMPORTS edges of these files, by id, as `import_edges` gives them."""
     return db.rows_in(f"{_IMPORT} AND src_file IN ({{marks}}) ORDER BY id", fids) if fids else []
 
 
-def base_edges(db: Database) -> list[Row]:
+def base_edges(db: StoreBackend) -> list[Row]:
     """Every INHERITS/IMPLEMENTS edge as (id, src, src_file, base text, dst, kind), by id: a
     type's bases in the order they are declared, which is the order `self.m()` searches them
     (the covering index would give them by name)."""
     return db.rows(_BASE + " ORDER BY id")
 
 
-def base_edges_touching(db: Database, files: Iterable[int], names: Iterable[str], ids: Iterable[int]) -> list[Row]:
+def base_edges_touching(db: StoreBackend, files: Iterable[int], names: Iterable[str], ids: Iterable[int]) -> list[Row]:
     """The base edges of these files, of these base names, or with these ids (through the
     covering index edges_bases; an INHERITS edge's receiver is its base's name)."""
-    return db.rows(
-        f"{_BASE} AND (src_file IN (SELECT value FROM json_each(?1)) "
-        "OR receiver IN (SELECT value FROM json_each(?2)) OR id IN (SELECT value FROM json_each(?3)))",
-        (json.dumps(sorted(files)), json.dumps(sorted(names)), json.dumps(sorted(ids))))
+    query = _BASE + " AND {column} IN ({{marks}})"
+    found = {r[0]: r for column, values in (("src_file", sorted(files)), ("receiver", sorted(names)),
+                                            ("id", sorted(ids))) for r in db.rows_in(query.format(column=column), values)}
+    return [found[i] for i in sorted(found)]
 
 
-def call_edges(db: Database) -> Iterator[Row]:
+def call_edges(db: StoreBackend) -> Iterator[Row]:
     """Every CALLS edge as (id, src, src_file, name, receiver, dst, line)."""
     return db.execute("SELECT id, src, src_file, name, receiver, dst, line FROM edges WHERE kind='CALLS'")
 
 
-def call_edges_touching(db: Database, files: Iterable[int], ids: Iterable[int], names: Iterable[str]) -> list[Row]:
+def call_edges_touching(db: StoreBackend, files: Iterable[int], ids: Iterable[int], names: Iterable[str]) -> list[Row]:
     """The CALLS edges (id, src, src_file, name, receiver, dst) from these files, with these ids
     and of these names, in that order (an edge may come more than once)."""
     query = _CALL + " AND {column} IN ({{marks}})"
@@ -118,7 +117,7 @@ def call_edges_touching(db: Database, files: Iterable[int], ids: Iterable[int], 
             *db.rows_in(query.format(column="name"), sorted(names))]
 
 
-def resolved_calls(db: Database, files: Sequence[int] | None = None) -> list[Row]:
+def resolved_calls(db: StoreBackend, files: Sequence[int] | None = None) -> list[Row]:
     """(src, src_file, dst, line) of the resolved CALLS edges, of every file or of these."""
     query = "SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL"
     if files is None:
@@ -126,7 +125,7 @@ def resolved_calls(db: Database, files: Sequence[int] | None = None) -> list[Row
     return db.rows_in(query + " AND src_file IN ({marks})", files) if files else []
 
 
-def resolved_calls_at(db: Database, spots: Iterable[tuple[int, int]]) -> list[Row]:
+def resolved_calls_at(db: StoreBackend, spots: Iterable[tuple[int, int]]) -> list[Row]:
     """`resolved_calls` made by these units at these lines ((unit, line) pairs)."""
     rows: list[Row] = []
     for src, line in spots:
@@ -135,7 +134,7 @@ def resolved_calls_at(db: Database, spots: Iterable[tuple[int, int]]) -> list[Ro
     return rows
 
 
-def call_spots(db: Database, ids: Sequence[int]) -> list[Row]:
+def call_spots(db: StoreBackend, ids: Sequence[int]) -> list[Row]:
     """(src, src_file, line) of these edges."""
     return db.rows_in("SELECT src, src_file, line FROM edges WHERE id IN ({marks})", ids)
 
@@ -143,17 +142,17 @@ def call_spots(db: Database, ids: Sequence[int]) -> list[Row]:
 # ---------------------------------------------------------------- writes
 
 
-def set_targets(db: Database, updates: Iterable[tuple[int | None, int]]) -> None:
+def set_targets(db: StoreBackend, updates: Iterable[tuple[int | None, int]]) -> None:
     """Point edges at new targets: (dst, edge id) pairs."""
     db.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
 
 
-def set_base_targets(db: Database, updates: Iterable[tuple[int | None, str, int]]) -> None:
+def set_base_targets(db: StoreBackend, updates: Iterable[tuple[int | None, str, int]]) -> None:
     """Point base edges at new targets with their kind: (dst, INHERITS or IMPLEMENTS, edge id)."""
     db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", updates)
 
 
-def clear_orphans(db: Database, ids: Iterable[int] | None = None) -> None:
+def clear_orphans(db: StoreBackend, ids: Iterable[int] | None = None) -> None:
     """An edge that resolves is no orphan: of these edges, or of every resolved edge."""
     if ids is None:
         db.execute("UPDATE edges SET orphan='' WHERE orphan<>'' AND dst IS NOT NULL")
@@ -161,7 +160,7 @@ def clear_orphans(db: Database, ids: Iterable[int] | None = None) -> None:
         db.executemany("UPDATE edges SET orphan='' WHERE id=? AND orphan<>''", [(i,) for i in ids])
 
 
-def delete_tests_edges(db: Database, files: Sequence[int] | None = None) -> None:
+def delete_tests_edges(db: StoreBackend, files: Sequence[int] | None = None) -> None:
     """Delete the TESTS edges of every file, or of these source files."""
     if files is None:
         db.execute("DELETE FROM edges WHERE kind='TESTS'")
@@ -170,20 +169,20 @@ def delete_tests_edges(db: Database, files: Sequence[int] | None = None) -> None
                    tuple(files))
 
 
-def delete_file_tests_edges(db: Database) -> None:
+def delete_file_tests_edges(db: StoreBackend) -> None:
     """Delete the file -> file TESTS edges (those derived from test file names)."""
     db.execute("DELETE FROM edges WHERE kind='TESTS' AND src IN (SELECT id FROM units WHERE kind='file') "
                "AND dst IN (SELECT id FROM units WHERE kind='file')")
 
 
-def delete_tests_edges_at(db: Database, spots: Iterable[tuple[int, int]]) -> None:
+def delete_tests_edges_at(db: StoreBackend, spots: Iterable[tuple[int, int]]) -> None:
     """Delete the TESTS edges these units derive at these lines ((unit, line) pairs); file-level
     TESTS edges stay."""
     db.executemany("DELETE FROM edges WHERE kind='TESTS' AND src=? AND line=? AND NOT EXISTS "
                    "(SELECT 1 FROM units u WHERE u.id = edges.dst AND u.kind = 'file')", spots)
 
 
-def insert_tests_edges(db: Database, rows: Iterable[tuple[int, int, int, str, int]]) -> None:
+def insert_tests_edges(db: StoreBackend, rows: Iterable[tuple[int, int, int, str, int]]) -> None:
     """Insert TESTS edges: (src, src_file, dst, name, line)."""
     db.executemany(_TEST_INSERT, rows)
 
@@ -191,35 +190,35 @@ def insert_tests_edges(db: Database, rows: Iterable[tuple[int, int, int, str, in
 # ---------------------------------------------------------------- what call confidence reads
 
 
-def unit_places(db: Database, ids: Sequence[int]) -> dict[int, tuple[int, int | None, str]]:
+def unit_places(db: StoreBackend, ids: Sequence[int]) -> dict[int, tuple[int, int | None, str]]:
     """id -> (file id, parent id, kind) of these units."""
     return {int(r[0]): (int(r[1]), r[2], str(r[3])) for r in db.rows_in(
         "SELECT id, file_id, parent_id, kind FROM units WHERE id IN ({marks})", ids)} if ids else {}
 
 
-def imported_files(db: Database, file_id: int) -> set[int]:
+def imported_files(db: StoreBackend, file_id: int) -> set[int]:
     """The files a file's resolved imports point at."""
     return {int(r[0]) for r in db.rows("SELECT t.file_id FROM edges e JOIN units t ON t.id = e.dst "
                                         "WHERE e.src_file=? AND e.kind='IMPORTS'", (file_id,))}
 
 
-def definitions_named(db: Database, name: str) -> int:
+def definitions_named(db: StoreBackend, name: str) -> int:
     """How many units (not files) have exactly this name (NOCASE first: the index on names)."""
-    return int(db.scalar("SELECT count(*) FROM units WHERE name=? COLLATE NOCASE AND kind<>'file' AND name=?",
+    return int(db.scalar(f"SELECT count(*) FROM units WHERE {db.ci('name')} = {db.ci('?')} AND kind<>'file' AND name=?",
                          (name, name)) or 0)
 
 
-def bases_of(db: Database, type_ids: Iterable[int]) -> set[int]:
+def bases_of(db: StoreBackend, type_ids: Iterable[int]) -> set[int]:
     """The units these types' resolved INHERITS/IMPLEMENTS edges point at."""
     return {int(r[0]) for r in db.rows_in(
         "SELECT dst FROM edges WHERE src IN ({marks}) AND kind IN ('INHERITS','IMPLEMENTS') AND dst IS NOT NULL",
         sorted(type_ids))}
 
 
-class SqliteGraph:
+class StoreGraph:
     """`backend.GraphRows` over an SQLite index (the functions above, bound to one connection)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: StoreBackend) -> None:
         self.db = db
 
     def all_units(self) -> Iterator[Row]:

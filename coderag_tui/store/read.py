@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from coderag_tui.models import EdgeRef, Excluded, IndexCounts, IndexStatus, LanguageCount, UnitRef
 from coderag_tui.store import confidence, graph_edges
-from coderag_tui.store.db import Database
-from coderag_tui.store.schema import SCHEMA_VERSION
+from coderag_tui.store.backend import StoreBackend
 
 UNIT_SELECT = (
     "SELECT u.id, f.path, u.kind, u.name, u.qualname, u.signature, u.start_line, u.end_line, "
@@ -28,12 +25,12 @@ def unit_from_row(row: Sequence) -> UnitRef:
     )
 
 
-def get_unit(db: Database, unit_id: int) -> UnitRef | None:
+def get_unit(db: StoreBackend, unit_id: int) -> UnitRef | None:
     row = db.one(UNIT_SELECT + " WHERE u.id=?", (unit_id,))
     return unit_from_row(row) if row else None
 
 
-def get_units(db: Database, ids: Iterable[int]) -> dict[int, UnitRef]:
+def get_units(db: StoreBackend, ids: Iterable[int]) -> dict[int, UnitRef]:
     ids = list(dict.fromkeys(ids))
     out: dict[int, UnitRef] = {}
     for i in range(0, len(ids), 500):
@@ -44,23 +41,23 @@ def get_units(db: Database, ids: Iterable[int]) -> dict[int, UnitRef]:
     return out
 
 
-def file_unit(db: Database, path: str) -> UnitRef | None:
+def file_unit(db: StoreBackend, path: str) -> UnitRef | None:
     row = db.one(UNIT_SELECT + " WHERE f.path=? AND u.kind='file'", (path,))
     return unit_from_row(row) if row else None
 
 
-def paths_ending(db: Database, suffix: str, limit: int = 20) -> list[str]:
+def paths_ending(db: StoreBackend, suffix: str, limit: int = 20) -> list[str]:
     """Indexed paths equal to `suffix` or ending with `/suffix`, shortest first."""
-    rows = db.rows("SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\' ORDER BY length(path), path "
+    rows = db.rows(f"SELECT path FROM files WHERE path = ? OR path {db.like} ? ESCAPE '\\' ORDER BY length(path), path "
                    "LIMIT ?", (suffix, "%/" + _like_escape(suffix), limit))
     return [str(r[0]) for r in rows]
 
 
-def file_outline(db: Database, path: str) -> list[UnitRef]:
+def file_outline(db: StoreBackend, path: str) -> list[UnitRef]:
     return [unit_from_row(r) for r in db.execute(UNIT_SELECT + " WHERE f.path=? ORDER BY u.start_line, u.id", (path,))]
 
 
-def units_at(db: Database, path: str, line: int) -> list[UnitRef]:
+def units_at(db: StoreBackend, path: str, line: int) -> list[UnitRef]:
     """Units of a file that contain a line, innermost first."""
     rows = db.rows(
         UNIT_SELECT + " WHERE f.path=? AND u.start_line<=? AND u.end_line>=? "
@@ -81,7 +78,7 @@ MAX_LIKE_QUERY = 1000
 _MAX_FUZZY_QUERY = 64  # '%q%u%e%r%y%': each letter more, more backtracking per name
 
 
-def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
+def find_symbols(db: StoreBackend, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
                  fuzzy: bool = True) -> list[UnitRef]:
     """Definitions matching a name: exact, qualified, case-insensitive, prefix, then (`fuzzy`:
     they read every name) part and letters in order."""
@@ -107,27 +104,27 @@ def find_symbols(db: Database, query: str, limit: int = 20, kinds: Sequence[str]
     if "." in q or "::" in q or "#" in q:
         qual = q.replace("::", ".").replace("#", ".")
         if like:
-            add(db.execute(UNIT_SELECT + " WHERE u.qualname=? OR u.qualname LIKE ?", (qual, "%." + qual)), 0)
+            add(db.execute(UNIT_SELECT + f" WHERE u.qualname=? OR u.qualname {db.like} ?", (qual, "%." + qual)), 0)
         else:
             add(db.execute(UNIT_SELECT + " WHERE u.qualname=?", (qual,)), 0)
         add(db.execute(UNIT_SELECT + " WHERE u.name=?", (last,)), 2)
     if "/" in q and like:
-        add(db.execute(UNIT_SELECT + " WHERE u.kind='file' AND (f.path=? OR f.path LIKE ?)",
+        add(db.execute(UNIT_SELECT + f" WHERE u.kind='file' AND (f.path=? OR f.path {db.like} ?)",
                        (q, "%" + q + "%")), 1)
     if len(found) < limit:
-        add(db.execute(UNIT_SELECT + " WHERE u.name=? COLLATE NOCASE", (last,)), 1)
+        add(db.execute(UNIT_SELECT + f" WHERE {db.ci('u.name')} = {db.ci('?')}", (last,)), 1)
     word = _like_escape(last)
     if len(found) < limit and like:
-        add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' LIMIT 200", (word + "%",)), 3)
+        add(db.execute(UNIT_SELECT + f" WHERE u.name {db.like} ? ESCAPE '\\' LIMIT 200", (word + "%",)), 3)
     if len(found) < limit and like and fuzzy:
-        add(db.execute(UNIT_SELECT + " WHERE u.name LIKE ? ESCAPE '\\' LIMIT 200", ("%" + word + "%",)), 4)
+        add(db.execute(UNIT_SELECT + f" WHERE u.name {db.like} ? ESCAPE '\\' LIMIT 200", ("%" + word + "%",)), 4)
     if len(found) < limit and fuzzy and 3 <= len(last) <= _MAX_FUZZY_QUERY:
         # fuzzy: the names holding the query's letters in order, shortest first (LIKE '%q%r%y%'
         # in SQLite: reading every distinct name into Python took ~90 ms on Django)
         subsequence = "%" + "%".join(_like_escape(ch) for ch in last) + "%"
         for (name,) in db.execute(
-                "SELECT DISTINCT name FROM units WHERE kind<>'file' AND name LIKE ? ESCAPE '\\' "
-                "ORDER BY length(name), name LIMIT ?", (subsequence, limit * 2)):
+                f"SELECT name FROM units WHERE kind<>'file' AND name {db.like} ? ESCAPE '\\' "
+                "GROUP BY name ORDER BY length(name), name LIMIT ?", (subsequence, limit * 2)):
             add(db.execute(UNIT_SELECT + " WHERE u.name=?", (name,)), 5)
     ranked = sorted(found.values(), key=lambda kv: kv[0])
     return [u for _, u in ranked[:limit]]
@@ -138,7 +135,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _edge_rows(db: Database, end: str, unit_ids: Sequence[int], kinds: Sequence[str], order: str
+def _edge_rows(db: StoreBackend, end: str, unit_ids: Sequence[int], kinds: Sequence[str], order: str
                ) -> list[tuple[Any, ...]]:
     """(src, dst, kind, name, line, receiver, src_file) of the edges of these kinds whose `end`
     ('src' or 'dst') is one of the units."""
@@ -151,7 +148,7 @@ def _edge_rows(db: Database, end: str, unit_ids: Sequence[int], kinds: Sequence[
     )
 
 
-def callers(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+def callers(db: StoreBackend, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
     """Edges into the units, seen from their sources (who calls / inherits / tests them)."""
     if not unit_ids:
         return []
@@ -166,7 +163,7 @@ def callers(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALL
     return sorted(edges, key=lambda e: -e.confidence)  # stable: file and line order within a level
 
 
-def callees(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
+def callees(db: StoreBackend, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
     """Edges out of the units: what they call (resolved to a unit, or just a name)."""
     if not unit_ids:
         return []
@@ -180,15 +177,15 @@ def callees(db: Database, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALL
     ]
 
 
-def _sureness(db: Database, rows: Sequence[Sequence]) -> list[tuple[str, float]]:
-    return confidence.sureness(graph_edges.SqliteGraph(db), rows)
+def _sureness(db: StoreBackend, rows: Sequence[Sequence]) -> list[tuple[str, float]]:
+    return confidence.sureness(graph_edges.StoreGraph(db), rows)
 
 
-def children(db: Database, unit_id: int) -> list[UnitRef]:
+def children(db: StoreBackend, unit_id: int) -> list[UnitRef]:
     return [unit_from_row(r) for r in db.execute(UNIT_SELECT + " WHERE u.parent_id=? ORDER BY u.start_line", (unit_id,))]
 
 
-def importers(db: Database, path: str) -> list[UnitRef]:
+def importers(db: StoreBackend, path: str) -> list[UnitRef]:
     """File units that import the file at path."""
     rows = db.rows(
         UNIT_SELECT + " WHERE u.id IN (SELECT e.src FROM edges e JOIN units t ON t.id=e.dst "
@@ -198,12 +195,12 @@ def importers(db: Database, path: str) -> list[UnitRef]:
     return [unit_from_row(r) for r in rows]
 
 
-def orphans(db: Database, limit: int = 200) -> list[EdgeRef]:
+def orphans(db: StoreBackend, limit: int = 200) -> list[EdgeRef]:
     """Calls whose target was removed or renamed (seed 003's breaking-change signal)."""
     # the partial index holds just the orphans, but without statistics SQLite prefers
     # edges_dst (every unresolved call: a scan of ~45 ms on Django, twice per watcher batch);
     # a fresh build that was stopped before its indexes came back has neither
-    hint = " INDEXED BY edges_orphan" if db.has_table("edges_orphan") else ""
+    hint = " INDEXED BY edges_orphan" if db.dialect == "sqlite" and db.has_table("edges_orphan") else ""
     rows = db.rows(
         f"SELECT e.src, e.name, e.line, e.orphan, e.kind FROM edges e{hint} WHERE e.orphan<>'' AND e.dst IS NULL "
         "ORDER BY e.src_file, e.line LIMIT ?",
@@ -214,15 +211,17 @@ def orphans(db: Database, limit: int = 200) -> list[EdgeRef]:
             for src, name, line, orphan, kind in rows]
 
 
-def skip_kinds(db: Database) -> dict[str, int]:
+def skip_kinds(db: StoreBackend) -> dict[str, int]:
     """Skipped files by kind of reason. An error or a file indexed as plain text keeps its reason
     after the kind ("error: why", "partial: why"): counted under the kind."""
-    return {str(r): int(n) for r, n in db.rows(
-        "SELECT CASE WHEN instr(reason, ':') THEN substr(reason, 1, instr(reason, ':') - 1) ELSE reason END AS r,"
-        " count(*) FROM skips GROUP BY r ORDER BY r")}
+    kinds: dict[str, int] = {}
+    for reason, n in db.rows("SELECT reason, count(*) FROM skips GROUP BY reason"):
+        kind = str(reason).split(":", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + int(n)
+    return dict(sorted(kinds.items()))
 
 
-def counts(db: Database) -> IndexCounts:
+def counts(db: StoreBackend) -> IndexCounts:
     """The index's counts, as every interface shows them (see `IndexCounts`)."""
     skips = skip_kinds(db)
     vectors = 0
@@ -242,12 +241,12 @@ def counts(db: Database) -> IndexCounts:
     )
 
 
-def status(db: Database, repo_root: str) -> IndexStatus:
+def status(db: StoreBackend, repo_root: str) -> IndexStatus:
     langs = []
-    unit_counts = dict(db.rows(
+    unit_counts: dict[str, int] = dict(db.rows(
         "SELECT f.language, count(*) FROM units u JOIN files f ON f.id=u.file_id WHERE u.kind<>'file' "
         "GROUP BY f.language"))
-    chunk_counts = dict(db.rows(
+    chunk_counts: dict[str, int] = dict(db.rows(
         "SELECT f.language, count(*) FROM chunks c JOIN files f ON f.id=c.file_id GROUP BY f.language"))
     for lang, n in db.rows("SELECT language, count(*) FROM files GROUP BY language ORDER BY count(*) DESC, language"):
         langs.append(LanguageCount(lang, n, unit_counts.get(lang, 0), chunk_counts.get(lang, 0)))
@@ -256,15 +255,11 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         (path, reason) for path, reason in db.rows(
             "SELECT path, reason FROM skips WHERE reason = 'error' OR reason LIKE 'error:%'"
             " OR reason LIKE 'partial:%' ORDER BY path LIMIT 50"))
-    size = 0
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(OSError):
-            size += os.path.getsize(str(db.path) + suffix)
     n = counts(db)
     return IndexStatus(
         repo_root=repo_root,
-        db_path=str(db.path),
-        schema_version=SCHEMA_VERSION,
+        db_path=db.location,
+        schema_version=db.schema_version,
         files=n.files,
         units=n.units,
         chunks=n.chunks,
@@ -274,7 +269,7 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         languages=tuple(langs),
         skips=skips,
         errors=n.errors,
-        index_bytes=size,
+        index_bytes=db.size_bytes(),
         last_update=float(db.get_meta("last_update") or 0),
         commit=db.get_meta("commit"),
         orphaned=tuple(orphans(db, 50)),
@@ -283,7 +278,7 @@ def status(db: Database, repo_root: str) -> IndexStatus:
     )
 
 
-def excluded(db: Database) -> tuple[Excluded, ...]:
+def excluded(db: StoreBackend) -> tuple[Excluded, ...]:
     """What the last full walk's default rules left out (nothing when the stored value is unreadable)."""
     try:
         rows = json.loads(db.get_meta("default_excluded") or "[]")
@@ -292,53 +287,53 @@ def excluded(db: Database) -> tuple[Excluded, ...]:
         return ()
 
 
-def unit_kinds(db: Database) -> set[str]:
+def unit_kinds(db: StoreBackend) -> set[str]:
     """The kinds of unit the index holds."""
     return {str(k) for (k,) in db.rows("SELECT DISTINCT kind FROM units")}
 
 
-def languages(db: Database) -> set[str]:
+def languages(db: StoreBackend) -> set[str]:
     """The languages of the indexed files."""
     return {str(k) for (k,) in db.rows("SELECT DISTINCT language FROM files") if k}
 
 
-def file_count(db: Database) -> int:
+def file_count(db: StoreBackend) -> int:
     return int(db.scalar("SELECT count(*) FROM files", default=0))
 
 
-def has_file(db: Database, path: str) -> bool:
+def has_file(db: StoreBackend, path: str) -> bool:
     """Is `path` (a repository path, exactly as stored) in the index?"""
     return db.one("SELECT 1 FROM files WHERE path=?", (path,)) is not None
 
 
-def paths_ending_with(db: Database, suffix: str, limit: int = 5) -> list[str]:
+def paths_ending_with(db: StoreBackend, suffix: str, limit: int = 5) -> list[str]:
     """Indexed paths that end in `suffix`, shortest first (a near-miss for a path the user gave)."""
-    rows = db.rows("SELECT path FROM files WHERE path LIKE ? ORDER BY length(path) LIMIT ?",
+    rows = db.rows(f"SELECT path FROM files WHERE path {db.like} ? ORDER BY length(path) LIMIT ?",
                    ("%" + suffix, limit))
     return [str(r[0]) for r in rows]
 
 
-def file_facts(db: Database, path: str) -> tuple[str, int, bool] | None:
+def file_facts(db: StoreBackend, path: str) -> tuple[str, int, bool] | None:
     """(language, lines, has syntax errors) of an indexed file."""
     row = db.one("SELECT language, lines, has_errors FROM files WHERE path=?", (path,))
     return (str(row[0]), int(row[1]), bool(row[2])) if row else None
 
 
-def file_summaries(db: Database, path: str) -> dict[int, str]:
+def file_summaries(db: StoreBackend, path: str) -> dict[int, str]:
     """Stored summaries of the units of one file, by unit id."""
     return {int(i): str(t) for i, t in db.rows(
         "SELECT s.unit_id, s.text FROM summaries s JOIN units u ON u.id=s.unit_id "
         "JOIN files f ON f.id=u.file_id WHERE f.path=?", (path,))}
 
 
-def file_imports(db: Database, path: str) -> list[tuple[str, str, int]]:
+def file_imports(db: StoreBackend, path: str) -> list[tuple[str, str, int]]:
     """(module, names as a JSON list, line) of each import statement of one file, in line order."""
     return [(str(m), str(n or ""), int(line)) for m, n, line in db.rows(
         "SELECT i.module, i.names, i.line FROM imports i JOIN files f ON f.id=i.file_id "
         "WHERE f.path=? ORDER BY i.line", (path,))]
 
 
-def import_targets(db: Database, file_unit_id: int) -> dict[int, str]:
+def import_targets(db: StoreBackend, file_unit_id: int) -> dict[int, str]:
     """The repository file each resolved import of a file points to, by import line."""
     return {int(line): str(p) for line, p in db.rows(
         "SELECT e.line, tf.path FROM edges e JOIN units t ON t.id=e.dst JOIN files tf ON tf.id=t.file_id "
@@ -350,28 +345,30 @@ _DOC_VECTOR = ("SELECT 1 FROM embed_docs d JOIN vectors v ON v.hash = d.key "
                "WHERE d.chunk_hash = c.hash AND v.model = ?")
 
 
-def file_index_states(db: Database, embed_model: str | None) -> dict[str, tuple[str, int, int]]:
+def file_index_states(db: StoreBackend, embed_model: str | None) -> dict[str, tuple[str, int, int]]:
     """Every indexed file: path -> (language, chunks, chunks with a vector of `embed_model`)."""
     return {str(p): (str(lang), int(c), int(v)) for p, lang, c, v in db.execute(
-        "SELECT f.path, f.language, count(c.id), coalesce(sum(c.id IS NOT NULL AND (EXISTS (SELECT 1 FROM "
-        f"vectors v WHERE v.hash = c.hash AND v.model = ?) OR EXISTS ({_DOC_VECTOR}))), 0) FROM files f "
-        "LEFT JOIN chunks c ON c.file_id = f.id GROUP BY f.id", (embed_model, embed_model))}
+        "SELECT f.path, f.language, count(c.id), coalesce(sum(CASE WHEN c.id IS NOT NULL AND (EXISTS (SELECT 1 "
+        f"FROM vectors v WHERE v.hash = c.hash AND v.model = ?) OR EXISTS ({_DOC_VECTOR})) THEN 1 ELSE 0 END), 0) "
+        "FROM files f LEFT JOIN chunks c ON c.file_id = f.id GROUP BY f.id, f.path, f.language",
+        (embed_model, embed_model))}
 
 
-def skip_reasons(db: Database) -> dict[str, str]:
+def skip_reasons(db: StoreBackend) -> dict[str, str]:
     """Files the last index run skipped: path -> why."""
     return {str(p): str(r) for p, r in db.rows("SELECT path, reason FROM skips")}
 
 
-def conversation_list(db: Database, limit: int = 100) -> list[tuple[int, str, float]]:
+def conversation_list(db: StoreBackend, limit: int = 100) -> list[tuple[int, str, float]]:
     """Stored conversations, newest first: (id, title, updated)."""
     rows = db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
                    "LIMIT ?", (limit,))
     return [(int(i), str(t), float(u)) for i, t, u in rows]
 
 
-def conversation_messages(db: Database, conversation_id: int) -> list[tuple[str, str]]:
+def conversation_messages(db: StoreBackend, conversation_id: int) -> list[tuple[str, str]]:
     """(role, content) of each message of a conversation, oldest first."""
     rows = db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
                    (conversation_id,))
     return [(str(r), str(c)) for r, c in rows]
+

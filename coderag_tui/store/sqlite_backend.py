@@ -1,239 +1,255 @@
-"""The SQLite backend of `StoreBackend`: today's index file (`Database`), its reads (`read.py`)
-and writes (`write.py`) behind the interface, plus FTS5 and sqlite-vec searches."""
+"""The SQLite backend: one index file (`db.Database`: apsw, sqlite-vec, WAL, migrations) and what
+has no common SQL with PostgreSQL done SQLite's way: keyword rows in the FTS5 tables
+`chunks_fts` and `descriptions_fts`, vectors in the sqlite-vec table `vec_chunks` (rowid =
+`vectors.id`), rows in bulk by `executemany`."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from pathlib import Path
+import contextlib
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from coderag_tui.models import EdgeRef, IndexCounts, IndexStatus, UnitRef
-from coderag_tui.store import descriptions, read, retrieval_reads, tracked, write
-from coderag_tui.store.backend import KEYWORD_WEIGHTS, ChunkHit, ContextReads
+from coderag_tui.models import SearchFilters
+from coderag_tui.store import sql as q
+from coderag_tui.store.backend import KEYWORD_WEIGHTS
 from coderag_tui.store.db import Database, open_database
-from coderag_tui.store.graph_edges import SqliteGraph
-from coderag_tui.store.write import FileMeta, FileRows
+from coderag_tui.store.embeddings import VEC_TABLE, note_removal
+from coderag_tui.store.filters import filter_sql, has_filters
 
-VEC_TABLE = "vec_chunks"  # the embedder's sqlite-vec table (rowid = vectors.id)
-
-# A call resolved by name alone (same SQL in both dialects): a definition of the name in the
-# caller's file, else the index's only definition of it.
-LINK_SAME_FILE = (
-    "UPDATE edges SET dst = (SELECT min(u.id) FROM units u WHERE u.file_id = edges.src_file "
-    "AND u.name = edges.name AND u.kind <> 'file') WHERE kind = 'CALLS' AND dst IS NULL AND EXISTS "
-    "(SELECT 1 FROM units u WHERE u.file_id = edges.src_file AND u.name = edges.name AND u.kind <> 'file')"
-)
-LINK_UNIQUE = (
-    "UPDATE edges SET dst = (SELECT min(u.id) FROM units u WHERE u.name = edges.name AND u.kind <> 'file') "
-    "WHERE kind = 'CALLS' AND dst IS NULL AND "
-    "(SELECT count(*) FROM units u WHERE u.name = edges.name AND u.kind <> 'file') = 1"
-)
+COLUMN_WEIGHTS = tuple(KEYWORD_WEIGHTS.values())  # FTS5's bm25() weights of the keyword columns
+NAMES_ONLY = (1.0, 0.0, 0.0, 0.0, 0.0)
+CHUNK_COLS = "c.id, c.unit_id, c.file_id, c.start_line, c.end_line"
+# FTS5 keeps new terms in memory and writes a segment whenever they pass `hashsize` (1 MB by
+# default): more segments, more merging. 16 MB holds a whole write batch (one segment each).
+_FTS_HASHSIZE = 16 * 1024 * 1024
 
 
 def fts_expression(terms: Sequence[str]) -> str:
-    """An FTS5 expression OR-ing the words, each quoted (no query text is read as syntax)."""
+    """Words OR-ed, each quoted as an FTS5 string (a quote inside is doubled): no query text is
+    read as FTS5 syntax."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t.strip())
 
 
-class SqliteStore:
-    """`StoreBackend` over one SQLite index file."""
+def _blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+class SqliteStore(Database):
+    """The store of one SQLite index file."""
 
     backend = "sqlite"
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    @classmethod
-    def open(cls, path: Path) -> SqliteStore:
-        return cls(open_database(path))
+    def reader(self) -> SqliteStore:
+        """A read-only connection to the same file for the calling thread (this one on its own
+        thread; opened once per thread, closed with this one), so that a search can read on two
+        cores at once."""
+        ident = threading.get_ident()
+        if ident == self._owner:
+            return self
+        with self._readers_lock:
+            db = self._readers.get(ident)
+        if db is None:
+            db = open_database(self.path, readonly=True)
+            with self._readers_lock:
+                self._readers[ident] = db
+        return db
 
     @property
-    def schema_version(self) -> int:
-        return self.db.schema_version
+    def location(self) -> str:
+        return str(self.path)
 
-    def transaction(self) -> AbstractContextManager[object]:
-        return self.db.transaction()
+    def size_bytes(self) -> int:
+        size = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                size += os.path.getsize(str(self.path) + suffix)
+        return size
 
-    def get_meta(self, key: str, default: str = "") -> str:
-        return self.db.get_meta(key, default)
+    def set_packages(self, packages: Sequence[dict[str, Any]]) -> None:
+        """(An index file's packages are read from its folder when a workspace links it.)"""
 
-    def set_meta(self, key: str, value: str) -> None:
-        with self.db.transaction():
-            self.db.set_meta(key, value)
+    def packages(self) -> list[dict[str, Any]]:
+        return []
 
-    # ---------------------------------------------------------------- writes
-    def write_file(self, rows: FileRows, meta: FileMeta) -> int:
-        with self.db.transaction():
-            file_id, _ = write.write_file(self.db, rows, meta)
-        return file_id
+    # ---------------------------------------------------------------- bulk writes
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Append rows to a table (one executemany)."""
+        if rows:
+            self.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES({q.marks(len(columns))})", rows)
 
-    def delete_file(self, path: str) -> bool:
-        with self.db.transaction():
-            return write.delete_file(self.db, path) is not None
+    def insert_chunks(self, file_id: int, rows: Sequence[Sequence[Any]],
+                      keyword_rows: Sequence[tuple[str, str, str, str, str]]) -> None:
+        """A file's chunks (id, file id, unit id, start, end, node kinds, scope, hash, header, text)
+        and their keyword rows (names, path words, signatures, docstrings, code sub-words)."""
+        self.executemany(
+            "INSERT INTO chunks(id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?)", rows)
+        self.executemany(
+            "INSERT INTO chunks_fts(rowid, names, path, signature, doc, code) VALUES(?,?,?,?,?,?)",
+            [(c[0], names, path, sig, doc, c[9] + "\n" + extra if extra else c[9])
+             for c, (names, path, sig, doc, extra) in zip(rows, keyword_rows, strict=True)])
 
-    def set_vectors(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
-        dim = int(vectors.shape[1]) if len(vectors) else 0
-        written = 0
-        with self.db.transaction():
-            if self.db.get_meta("embed_model") != model or not self.db.has_table(VEC_TABLE):
-                # the embedder's layout: one model per index, its vectors in one vec0 table
-                self.db.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
-                self.db.execute("DELETE FROM vectors")
-                self.db.execute(f"CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(embedding float[{dim}] "
-                                "distance_metric=cosine)")
-                self.db.set_meta("embed_model", model)
-                self.db.set_meta("embed_dim", str(dim))
-            for h, v in zip(hashes, vectors, strict=True):
-                self.db.execute("INSERT OR IGNORE INTO vectors(hash, model) VALUES(?, ?)", (h, model))
-                if self.db.conn.changes() == 0:
-                    continue
-                blob = np.ascontiguousarray(v, dtype=np.float32).tobytes()
-                self.db.execute(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES(?, ?)",
-                                (self.db.conn.last_insert_rowid(), blob))
-                written += 1
-        return written
+    def delete_keyword_rows(self, file_id: int) -> None:
+        self.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id=?)", (file_id,))
 
-    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
-        if self.db.get_meta("embed_model") != model:  # one model per file: none of its vectors yet
-            rows = self.db.rows("SELECT hash, min(header || text) FROM chunks GROUP BY hash LIMIT ?", (limit,))
-        else:
-            rows = self.db.rows(
-                "SELECT c.hash, min(c.header || c.text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
-                "WHERE v.hash = c.hash AND v.model = ?) GROUP BY c.hash LIMIT ?", (model, limit))
-        return [(str(h), str(t)) for h, t in rows]
+    def clear_keyword_rows(self) -> None:
+        self.execute("DELETE FROM chunks_fts")
 
-    def link_calls(self) -> int:
-        with self.db.transaction():
-            self.db.execute(LINK_SAME_FILE)
-            n = self.db.conn.changes()
-            self.db.execute(LINK_UNIQUE)
-            return n + self.db.conn.changes()
+    def tune_keywords(self) -> None:
+        """Set FTS5's pending-terms budget (a setting stored in the index; done once)."""
+        if self.scalar("SELECT v FROM chunks_fts_config WHERE k='hashsize'") != _FTS_HASHSIZE:
+            self.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', ?)", (_FTS_HASHSIZE,))
 
-    def graph(self) -> SqliteGraph:
-        return SqliteGraph(self.db)
+    def secondary_indexes(self, tables: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(name, table, CREATE statement) of the tables' indexes."""
+        return [(str(n), str(t), str(s)) for n, t, s in self.rows_in(
+            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL "
+            "AND tbl_name IN ({marks}) ORDER BY name", list(tables))]
 
     def refresh_statistics(self) -> None:
-        """Nothing: FTS5 and SQLite's planner need no counts refreshed after a build."""
+        """(FTS5 and SQLite's planner need nothing counted again after a build.)"""
 
-    def skips(self) -> dict[str, tuple[str, int, int]]:
-        return tracked.skips(self.db)
+    # ---------------------------------------------------------------- keyword search
+    def keyword_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each word (the words the index holds; fts5vocab reads a word's
+        whole doclist to count it)."""
+        if not self.scalar("SELECT 1 FROM temp.sqlite_master WHERE name='chunks_vocab'"):
+            self.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)")
+        return {str(t): int(n) for t, n in self.rows_in(
+            "SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", list(terms))}
 
-    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
-        with self.db.transaction():
-            tracked.replace_skips(self.db, skipped)
+    def _bm25(self, expr: str, weights: Sequence[float], limit: int,
+              filters: SearchFilters | None) -> list[q.Row]:
+        if not expr or limit <= 0:
+            return []
+        rank = "bm25(" + ", ".join(str(float(w)) for w in weights) + ")"
+        if not has_filters(filters):
+            found = self.rows(
+                f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+                f"AND rank MATCH ? ORDER BY rank LIMIT ?) m JOIN chunks c ON c.id = m.rowid ORDER BY m.rank",
+                (expr, rank, limit))
+        else:
+            cond, params = filter_sql(filters)
+            found = self.rows(
+                f"SELECT {CHUNK_COLS}, m.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+                f"AND rank MATCH ?) m JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id "
+                f"WHERE {cond} ORDER BY m.rank LIMIT ?", (expr, rank, *params, limit))
+        return [(*r[:5], -float(r[5])) for r in found]
 
-    # ---------------------------------------------------------------- searches
-    def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
+    def keyword_rows(self, terms: Sequence[str], limit: int, filters: SearchFilters | None = None,
+                     names_only: bool = False) -> list[q.Row]:
+        """(chunk id, unit id, file id, start, end, score) of the chunks best matching any of the
+        words, best first (BM25 over the weighted columns; `names_only`: the names column)."""
+        return self._bm25(fts_expression(terms), NAMES_ONLY if names_only else COLUMN_WEIGHTS, limit, filters)
+
+    def name_pair_rows(self, pairs: Sequence[tuple[str, str]], limit: int,
+                       filters: SearchFilters | None = None) -> list[q.Row]:
+        """Chunks whose names column holds one of the word pairs as a phrase, best first."""
+        expr = " OR ".join('names : "' + f"{a} {b}".replace('"', '""') + '"' for a, b in pairs)
+        return self._bm25(expr, NAMES_ONLY, limit, filters)
+
+    # ---------------------------------------------------------------- descriptions' keyword rows
+    def clear_description_rows(self) -> None:
+        self.execute("INSERT INTO descriptions_fts(descriptions_fts) VALUES('delete-all')")
+
+    def delete_description_rows(self, unit_ids: Sequence[int]) -> None:
+        ids = list(unit_ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            self.execute(f"DELETE FROM descriptions_fts WHERE rowid IN ({q.marks(len(part))})", part)
+
+    def insert_description_rows(self, rows: Sequence[tuple[int, str]]) -> None:
+        self.delete_description_rows([uid for uid, _ in rows])
+        self.executemany("INSERT INTO descriptions_fts(rowid, text) VALUES(?,?)", rows)
+
+    def description_search(self, terms: Sequence[str], limit: int, filters: SearchFilters | None = None) -> list[int]:
+        """Unit ids whose description holds any of the words and passes the filters, best first."""
         expr = fts_expression(terms)
         if not expr or limit <= 0:
             return []
-        rank = "bm25(" + ", ".join(str(w) for w in KEYWORD_WEIGHTS.values()) + ")"
-        rows = self.db.rows(
-            "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, m.rank FROM (SELECT rowid, rank "
-            "FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) m "
-            "JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id ORDER BY m.rank, c.id",
-            (expr, rank, limit))
-        return [ChunkHit(int(i), str(p), int(s), int(e), u, -float(r)) for i, p, s, e, u, r in rows]
+        cond, params = filter_sql(filters)
+        if cond:
+            rows = self.rows(
+                "SELECT m.rowid FROM (SELECT rowid, rank FROM descriptions_fts WHERE descriptions_fts MATCH ?) m "
+                "JOIN units u ON u.id=m.rowid JOIN files f ON f.id=u.file_id "
+                f"WHERE {cond} ORDER BY m.rank LIMIT ?", (expr, *params, limit))
+        else:
+            rows = self.rows("SELECT d.rowid FROM descriptions_fts d JOIN units u ON u.id=d.rowid "
+                             "WHERE descriptions_fts MATCH ? ORDER BY d.rank LIMIT ?", (expr, limit))
+        return [int(r[0]) for r in rows]
 
-    def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
-        if limit <= 0 or not self.db.has_table(VEC_TABLE) or self.db.get_meta("embed_model") != model:
+    # ---------------------------------------------------------------- vectors
+    def vec_ready(self, model_id: str | None = None) -> bool:
+        """The index has a vector table (for `model_id`, when given)."""
+        if not self.has_table(VEC_TABLE):
+            return False
+        return model_id is None or self.get_meta("embed_model") == model_id
+
+    def ensure_model_table(self, model_id: str, dim: int) -> bool:
+        """Make the vector table fit the model. Returns True when old vectors were dropped."""
+        same = self.get_meta("embed_model") == model_id and self.get_meta("embed_dim") == str(dim)
+        if same and self.has_table(VEC_TABLE):
+            return False
+        had = bool(self.scalar("SELECT count(*) FROM vectors", default=0)) or self.has_table(VEC_TABLE)
+        with self.transaction():
+            self.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+            self.execute("DELETE FROM vectors")
+            self.execute(f"CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(embedding float[{dim}] distance_metric=cosine)")
+            self.set_meta("embed_model", model_id)
+            self.set_meta("embed_dim", str(dim))
+            note_removal(self)
+        return had and not same
+
+    def write_vectors(self, hashes: Sequence[str], vecs: np.ndarray, model_id: str) -> int:
+        """Store vectors for chunk hashes (skipping hashes another writer stored meanwhile)."""
+        written = 0
+        with self.transaction():
+            for h, v in zip(hashes, vecs, strict=True):
+                if not self.changed("INSERT INTO vectors(hash, model) VALUES(?, ?) ON CONFLICT DO NOTHING",
+                                    (h, model_id)):
+                    continue
+                self.execute(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES(?, ?)",
+                             (self.conn.last_insert_rowid(), _blob(v)))
+                written += 1
+        return written
+
+    def delete_vectors(self, ids: Sequence[int]) -> None:
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            self.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({q.marks(len(part))})", part)
+            self.execute(f"DELETE FROM vectors WHERE id IN ({q.marks(len(part))})", part)
+
+    def has_vectors(self) -> bool:
+        """Whether the index holds any vector (a count would read the whole table)."""
+        return self.has_table(VEC_TABLE) and bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of chunk hashes (those that have one)."""
+        if not self.has_table(VEC_TABLE):
+            return {}
+        return {str(h): np.frombuffer(blob, dtype=np.float32) for h, blob in self.rows_in(
+            f"SELECT v.hash, t.embedding FROM vectors v JOIN {VEC_TABLE} t ON t.rowid = v.id "
+            "WHERE v.hash IN ({marks})", list(dict.fromkeys(hashes)), batch=400)}
+
+    def vectors_after(self, after: int) -> list[tuple[int, bytes]]:
+        """(vector id, float32 blob) of the vectors with an id above `after`, by id."""
+        return [(int(i), blob) for i, blob in self.execute(
+            f"SELECT v.id, t.embedding FROM vectors v JOIN {VEC_TABLE} t ON t.rowid = v.id "
+            "WHERE v.id > ? ORDER BY v.id", (after,))]
+
+    def vector_blobs(self, ids: Sequence[int]) -> dict[int, bytes]:
+        """vector id -> its stored float32 blob, for the ids that have one."""
+        return dict(self.rows_in(f"SELECT rowid, embedding FROM {VEC_TABLE} WHERE rowid IN ({{marks}})", list(ids)))
+
+    def knn_rows(self, vec: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """(chunk hash, cosine distance) of the k vectors nearest `vec` (a sqlite-vec scan)."""
+        if k <= 0 or not self.has_table(VEC_TABLE):
             return []
-        blob = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-        rows = self.db.rows(
-            "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, n.distance FROM (SELECT rowid, distance "
-            f"FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ?) n JOIN vectors v ON v.id = n.rowid "
-            "JOIN chunks c ON c.hash = v.hash JOIN files f ON f.id = c.file_id ORDER BY n.distance, c.id LIMIT ?",
-            (blob, min(limit, 4096), limit))
-        return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
-
-    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
-                     fuzzy: bool = True) -> list[UnitRef]:
-        return read.find_symbols(self.db, query, limit, kinds, fuzzy)
-
-    # ---------------------------------------------------------------- graph and rows
-    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return read.callers(self.db, unit_ids, kinds)
-
-    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return read.callees(self.db, unit_ids, kinds)
-
-    def get_unit(self, unit_id: int) -> UnitRef | None:
-        return read.get_unit(self.db, unit_id)
-
-    def file_outline(self, path: str) -> list[UnitRef]:
-        return read.file_outline(self.db, path)
-
-    def files(self) -> list[str]:
-        return [str(p) for (p,) in self.db.rows("SELECT path FROM files ORDER BY path")]
-
-    def file_hashes(self) -> dict[str, str]:
-        return {str(p): str(h) for p, h in self.db.rows("SELECT path, hash FROM files")}
-
-    def edge_count(self) -> int:
-        return int(self.db.scalar("SELECT count(*) FROM edges", default=0))
-
-    def counts(self) -> IndexCounts:
-        return read.counts(self.db)
-
-    def status(self, repo_root: str) -> IndexStatus:
-        return read.status(self.db, repo_root)
-
-    # ---------------------------------------------------------------- context reads
-    def children(self, unit_id: int) -> list[UnitRef]:
-        return read.children(self.db, unit_id)
-
-    def file_imports(self, path: str) -> list[str]:
-        return retrieval_reads.file_imports(self.db, path)
-
-    def file_constants(self, path: str, limit: int = 20) -> list[str]:
-        return retrieval_reads.file_constants(self.db, path, limit)
-
-    def unit_bases(self, unit_id: int) -> list[str]:
-        return bases_of(retrieval_reads.unit_bases(self.db, unit_id))
-
-    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
-        return descriptions.summary_texts(self.db, units) if units else {}
-
-    def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:
-        return retrieval_reads.file_chunk_texts(self.db, path)
-
-    def file_hash(self, path: str) -> str | None:
-        return retrieval_reads.file_hash(self.db, path)
-
-    def units_at(self, path: str, line: int) -> list[UnitRef]:
-        return read.units_at(self.db, path, line)
-
-    def importers(self, path: str) -> list[UnitRef]:
-        return read.importers(self.db, path)
-
-    def file_facts(self, path: str) -> tuple[str, int, bool] | None:
-        return read.file_facts(self.db, path)
-
-    def unit_summaries(self, path: str) -> dict[int, str]:
-        return read.file_summaries(self.db, path)
-
-    def file_index_states(self) -> dict[str, tuple[str, int, int]]:
-        return read.file_index_states(self.db, self.db.get_meta("embed_model"))
-
-    def skip_reasons(self) -> dict[str, str]:
-        return read.skip_reasons(self.db)
-
-    def close(self) -> None:
-        self.db.close()
-
-
-def bases_of(stored: str | None) -> list[str]:
-    """A unit's bases column (a JSON list) as names; [] when empty or unreadable."""
-    try:
-        found = json.loads(stored) if stored else []
-    except ValueError:
-        return []
-    return [str(b) for b in found] if isinstance(found, list) else []
-
-
-def context_reads(source: Database | ContextReads) -> ContextReads:
-    """The context reads of a store, or of a SQLite index file's connection."""
-    return SqliteStore(source) if isinstance(source, Database) else source
+        return [(str(h), float(d)) for h, d in self.rows(
+            f"SELECT v.hash, n.distance FROM (SELECT rowid, distance FROM {VEC_TABLE} "
+            f"WHERE embedding MATCH ? AND k = ?) n JOIN vectors v ON v.id = n.rowid ORDER BY n.distance",
+            (_blob(vec), min(k, 4096)))]

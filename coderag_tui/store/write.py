@@ -1,6 +1,8 @@
-"""Writing one file's rows: units, chunks, keyword rows, imports and its outgoing edges.
+"""Writing one file's rows: units, chunks, keyword rows, imports and its outgoing edges, on
+either backend (rows in bulk and keyword rows are the backend's: `insert_rows`,
+`insert_chunks`).
 
-Callers wrap these in `Database.transaction()`, so a file is replaced whole or not at all.
+Callers wrap these in the store's `transaction()`, so a file is replaced whole or not at all.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from coderag_tui.models import Excluded
 from coderag_tui.parsing.identifiers import base_name, expand_identifiers, name_words, path_words
 from coderag_tui.parsing.languages import is_prose
 from coderag_tui.parsing.records import ParsedFile, ParsedUnit
-from coderag_tui.store.db import Database
+from coderag_tui.store.backend import StoreBackend
 
 
 @dataclass(frozen=True)
@@ -40,17 +42,6 @@ class Removed:
     prior_targets: dict[tuple[str, str], str]  # (src qualname, called name) -> target descriptor
 
 
-# FTS5 keeps new terms in memory and writes a segment whenever they pass `hashsize` (1 MB by
-# default): more segments, more merging. 16 MB holds a whole write batch (one segment each).
-_FTS_HASHSIZE = 16 * 1024 * 1024
-
-
-def tune_keyword_index(db: Database) -> None:
-    """Set FTS5's pending-terms budget (a setting stored in the index; done once)."""
-    if db.scalar("SELECT v FROM chunks_fts_config WHERE k='hashsize'") != _FTS_HASHSIZE:
-        db.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', ?)", (_FTS_HASHSIZE,))
-
-
 FILES_GENERATION = "files_generation"  # meta key: a new value whenever the set of files changes
 
 # Secondary indexes of the tables a build fills. A build into an empty index drops them and
@@ -60,11 +51,9 @@ _BULK_TABLES = ("units", "edges", "chunks", "imports")
 _DEFERRED_META = "deferred_indexes"
 
 
-def defer_indexes(db: Database) -> None:
+def defer_indexes(db: StoreBackend) -> None:
     """Drop the bulk tables' secondary indexes until `restore_indexes` (call in a transaction)."""
-    marks = ",".join("?" * len(_BULK_TABLES))
-    found = db.rows(f"SELECT name, tbl_name, sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL "
-                    f"AND tbl_name IN ({marks}) ORDER BY name", _BULK_TABLES)
+    found = db.secondary_indexes(_BULK_TABLES)
     if not found:
         return
     pending = json.loads(db.get_meta(_DEFERRED_META) or "[]")
@@ -73,16 +62,15 @@ def defer_indexes(db: Database) -> None:
         db.execute(f'DROP INDEX "{name}"')
 
 
-def restore_indexes(db: Database, skip: Collection[str] = ()) -> None:
+def restore_indexes(db: StoreBackend, skip: Collection[str] = ()) -> None:
     """Create the indexes `defer_indexes` dropped (call in a transaction), but those named in
     `skip`: a caller about to rewrite their columns in bulk creates them afterwards."""
     stored = db.get_meta(_DEFERRED_META)
     if not stored:
         return
-    existing = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     left = []
     for name, table, sql in json.loads(stored):
-        if name in existing:
+        if db.has_table(name):
             continue
         if name in skip:
             left.append([name, table, sql])
@@ -94,7 +82,7 @@ def restore_indexes(db: Database, skip: Collection[str] = ()) -> None:
         db.execute("DELETE FROM meta WHERE key=?", (_DEFERRED_META,))
 
 
-def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
+def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
     """Delete every row a file owns; edges from other files into it lose their target."""
     layout = {(n, k, q) for n, k, q in db.execute(
         "SELECT name, kind, qualname FROM units WHERE file_id=? AND kind<>'file'", (file_id,))}
@@ -131,7 +119,7 @@ def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
     for eid, former in inbound:
         db.execute("UPDATE edges SET orphan=? WHERE id=?", (former, eid))
     db.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
-    db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id=?)", (file_id,))
+    db.delete_keyword_rows(file_id)
     db.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
     db.execute("DELETE FROM imports WHERE file_id=?", (file_id,))
     db.execute("DELETE FROM summaries WHERE unit_id IN (SELECT id FROM units WHERE file_id=?)", (file_id,))
@@ -139,14 +127,14 @@ def remove_file_rows(db: Database, file_id: int, path: str) -> Removed:
     return Removed(names=names, inbound_edges=inbound, layout=layout, prior_targets=prior)
 
 
-def mark_file_set_changed(db: Database) -> None:
+def mark_file_set_changed(db: StoreBackend) -> None:
     """Give `files_generation` a new value: files were added, removed or renamed (readers keep
     tables of every file's path while it stays the same). Random, not a counter: a rolled-back
     change must not hand the same value to a different set of files."""
     db.set_meta(FILES_GENERATION, secrets.token_hex(8))
 
 
-def delete_file(db: Database, path: str) -> Removed | None:
+def delete_file(db: StoreBackend, path: str) -> Removed | None:
     row = db.one("SELECT id FROM files WHERE path=?", (path,))
     if row is None:
         return None
@@ -232,7 +220,7 @@ def file_rows(parsed: ParsedFile) -> FileRows:
                     import_rows, chunk_rows, fts_rows)
 
 
-def write_file(db: Database, parsed: ParsedFile | FileRows, meta: FileMeta,
+def write_file(db: StoreBackend, parsed: ParsedFile | FileRows, meta: FileMeta,
                next_ids: list[int] | None = None) -> tuple[int, Removed | None]:
     """Replace a file's rows with a fresh parse. Returns its file id and what was removed.
 
@@ -259,18 +247,17 @@ def write_file(db: Database, parsed: ParsedFile | FileRows, meta: FileMeta,
         )
     else:
         mark_file_set_changed(db)
-        db.execute(
+        file_id = int(db.scalar(
             "INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, has_errors, "
-            "error, indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+            "error, indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING id",
             (meta.path, rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines,
              int(rows.structured), int(rows.has_errors), meta.error, now),
-        )
-        file_id = int(db.conn.last_insert_rowid())
+        ))
     _insert_rows(db, file_id, rows, file_unit_id, next_ids)
     return file_id, removed
 
 
-def _insert_rows(db: Database, file_id: int, rows: FileRows, file_unit_id: int | None,
+def _insert_rows(db: StoreBackend, file_id: int, rows: FileRows, file_unit_id: int | None,
                  next_ids: list[int]) -> None:
     # Explicit ids (max + 1) let every table be written with one executemany.
     if not next_ids[0]:
@@ -280,37 +267,25 @@ def _insert_rows(db: Database, file_id: int, rows: FileRows, file_unit_id: int |
     if file_unit_id is not None and ids:
         ids[0] = int(file_unit_id)
     next_ids[0] = max(next_ids[0], max(ids, default=0) + 1)
-    db.executemany(
-        "INSERT INTO units(id, file_id, parent_id, kind, name, qualname, signature, params, "
-        "return_type, decorators, docstring, bases, start_line, end_line, is_test) "
-        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [(ids[r[0]], file_id, None if r[1] is None else ids[r[1]], *r[2:]) for r in rows.units],
-    )
-    db.executemany(
-        "INSERT INTO edges(src, src_file, dst, kind, name, receiver, line, argc) VALUES(?,?,?,?,?,?,?,?)",
-        [(ids[s], file_id, None if d is None else ids[d], k, n, r, ln, a) for s, d, k, n, r, ln, a in rows.edges],
-    )
-    if rows.imports:
-        db.executemany(
-            "INSERT INTO imports(file_id, module, names, line) VALUES(?,?,?,?)",
-            [(file_id, *i) for i in rows.imports],
-        )
+    db.insert_rows("units", _UNIT_COLUMNS,
+                   [(ids[r[0]], file_id, None if r[1] is None else ids[r[1]], *r[2:]) for r in rows.units])
+    db.insert_rows("edges", _EDGE_COLUMNS,
+                   [(ids[s], file_id, None if d is None else ids[d], k, n, r, ln, a)
+                    for s, d, k, n, r, ln, a in rows.edges])
+    db.insert_rows("imports", ("file_id", "module", "names", "line"), [(file_id, *i) for i in rows.imports])
     if not rows.chunks:
         return
     if not next_ids[1]:
         next_ids[1] = int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks", default=0)) + 1
     first_chunk = next_ids[1]
     next_ids[1] = first_chunk + len(rows.chunks)
-    db.executemany(
-        "INSERT INTO chunks(id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text) "
-        "VALUES(?,?,?,?,?,?,?,?,?,?)",
-        [(first_chunk + n, file_id, ids[c[0]], *c[1:]) for n, c in enumerate(rows.chunks)],
-    )
-    db.executemany(
-        "INSERT INTO chunks_fts(rowid, names, path, signature, doc, code) VALUES(?,?,?,?,?,?)",
-        [(first_chunk + n, names, path, sig, doc, c[7] + "\n" + extra if extra else c[7])
-         for n, (c, (names, path, sig, doc, extra)) in enumerate(zip(rows.chunks, rows.fts, strict=True))],
-    )
+    db.insert_chunks(file_id, [(first_chunk + n, file_id, ids[c[0]], *c[1:]) for n, c in enumerate(rows.chunks)],
+                     rows.fts)
+
+
+_UNIT_COLUMNS = ("id", "file_id", "parent_id", "kind", "name", "qualname", "signature", "params", "return_type",
+                 "decorators", "docstring", "bases", "start_line", "end_line", "is_test")
+_EDGE_COLUMNS = ("src", "src_file", "dst", "kind", "name", "receiver", "line", "argc")
 
 
 def _json_list(items: tuple[str, ...]) -> str:
@@ -331,7 +306,7 @@ def _units_in(units: Sequence[ParsedUnit], starts: list[int], owner: int, start:
 EXCLUDED_META = "default_excluded"  # meta key: what the last full walk's default rules left out
 
 
-def save_excluded(db: Database, excluded: Iterable[Excluded]) -> None:
+def save_excluded(db: StoreBackend, excluded: Iterable[Excluded]) -> None:
     with db.transaction():
         db.set_meta(EXCLUDED_META, json.dumps([[e.rule, e.folder, e.files, e.folders, e.capped]
                                                for e in excluded]))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from coderag_tui.errors import CoderagError, RepoError
 from coderag_tui.models import EdgeRef, FileState, IndexStatus, SearchFilters, SearchHit, UnitRef
 from coderag_tui.service import CodeRag
+from coderag_tui.store import read
 from coderag_tui.workspace.jobs import Job, Jobs
 from coderag_tui.workspace.links import Links
 
@@ -157,17 +158,17 @@ class Workspace:
         if unit is None:
             return None
         parent = service.unit(unit.parent_id) if unit.parent_id else None
-        store = service.store
-        summary = store.unit_summaries(unit.path).get(unit.id, "")
+        db = service.db
+        summary = read.file_summaries(db, unit.path).get(unit.id, "")
         return {
             "repository": name,
             "unit": tag_unit(unit, name),
             "summary": summary,
             "relationships": {
                 "parent": parent and tag_unit(parent, name),
-                "children": [tag_unit(u, name) for u in store.children(unit.id)],
-                "callers": [_tag_edge(e, name) for e in store.callers([unit.id])],
-                "callees": [_tag_edge(e, name) for e in store.callees([unit.id])],
+                "children": [tag_unit(u, name) for u in read.children(db, unit.id)],
+                "callers": [_tag_edge(e, name) for e in read.callers(db, [unit.id])],
+                "callees": [_tag_edge(e, name) for e in read.callees(db, [unit.id])],
             },
         }
 
@@ -197,10 +198,10 @@ class Workspace:
             elif kind == "methods_of":
                 for owner in service.symbols(target, 5):
                     if owner.kind != "file" and owner.qualname == target.strip().rstrip("()"):
-                        units += [tag_unit(u, name) for u in service.store.children(owner.id)]
+                        units += [tag_unit(u, name) for u in read.children(service.db, owner.id)]
             else:
-                units += [tag_unit(u, name) for u in service.store.importers(target.partition(":")[2]
-                                                                      if target.startswith(name + ":") else target)]
+                units += [tag_unit(u, name) for u in read.importers(service.db, target.partition(":")[2]
+                                                                   if target.startswith(name + ":") else target)]
         if links is not None and kind == "called_by":
             edges += links.callers({name: service._definitions(target) for name, service in chosen}, limit)
         elif links is not None and kind == "files_importing":
@@ -309,7 +310,7 @@ class Workspace:
         `most` lines. A file the index left out (a secret, an ignored folder) is refused, as
         the MCP tools refuse it: what is read here may go to a remote model."""
         name, service = self.one(repo)
-        facts = service.store.file_facts(path)
+        facts = read.file_facts(service.db, path)
         if facts is None:
             raise CoderagError(f"no file {path!r} in the index of {name}")
         first = max(1, start)
@@ -328,9 +329,9 @@ class Workspace:
 
     def neighbours(self, unit: UnitRef, limit: int = 5) -> list[dict[str, Any]]:
         """A unit's callers and callees, a few of each, as {relation, name, path, line}."""
-        store = self.get(unit.repo).store
+        db = self.get(unit.repo).db
         out: list[dict[str, Any]] = []
-        for relation, edges in (("caller", store.callers([unit.id])), ("callee", store.callees([unit.id]))):
+        for relation, edges in (("caller", read.callers(db, [unit.id])), ("callee", read.callees(db, [unit.id]))):
             for e in edges[:limit]:  # e.unit: the caller, or the callee when resolved
                 name = e.unit.qualname if relation == "caller" and e.unit is not None else e.name
                 path = e.unit.path if e.unit is not None else ""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.models import EdgeRef, UnitRef
 from coderag_tui.store import crosslinks, read
-from coderag_tui.workspace.packages import Package, packages
+from coderag_tui.workspace.packages import Package
 
 if TYPE_CHECKING:
     from coderag_tui.service import CodeRag
@@ -88,7 +88,7 @@ class Links:
     def __init__(self, chosen: Sequence[tuple[str, CodeRag]]) -> None:
         self.chosen = list(chosen)
         self.services = dict(chosen)
-        self.packages: dict[str, list[Package]] = {name: packages(s.root) for name, s in chosen}
+        self.packages: dict[str, list[Package]] = {name: s.packages() for name, s in chosen}
         self._imports: dict[str, list[CrossImport]] = {}  # by importing repository, read once
 
     def target(self, module: str, importer: str) -> tuple[str, str, Package] | None:

@@ -6,11 +6,14 @@ holds is untrusted: files are read up to a size, and a broken one names nothing.
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import json
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -104,4 +107,24 @@ def packages(root: Path) -> list[Package]:
     if isinstance(name, str) and re.fullmatch(r"(@[\w.-]+/)?[\w.-]+", name):
         main = doc.get("main")
         out.append(Package(name, "js", "", re.sub(r"^\./", "", main) if isinstance(main, str) else ""))
+    return out
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Package))
+
+
+def package_rows(root: Path) -> list[dict[str, Any]]:
+    """What the repository at `root` defines for others to import, as stored rows (a database
+    keeps them with each repository: its files may not be on the machine that reads them)."""
+    return [dataclasses.asdict(p) for p in packages(root)]
+
+
+def from_rows(rows: Iterable[Any]) -> list[Package]:
+    """Stored rows as packages (a row without a field names nothing)."""
+    out = []
+    for row in rows:
+        try:
+            out.append(Package(**{k: v for k, v in row.items() if k in _FIELDS}))
+        except (TypeError, AttributeError):
+            continue
     return out

@@ -1,4 +1,5 @@
-"""Connecting to PostgreSQL: one clear line for every failure (never the password), migrations."""
+"""Connecting to PostgreSQL: one clear line for every failure (never the password), and the
+`public` schema's migrations (the list of repositories; schema.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import psycopg
 
 from coderag_tui.errors import IndexError_, StoreError
 from coderag_tui.store.backend import redact
-from coderag_tui.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from coderag_tui.store.postgres.schema import MIGRATIONS, MOVE_MIGRATION, SCHEMA_VERSION
 
 _MIGRATE_LOCK = 7_265_211_901  # advisory lock key: one migrator at a time per database
 
@@ -35,9 +36,9 @@ def connect(url: str) -> psycopg.Connection[Any]:
 
 
 def schema_version(conn: psycopg.Connection[Any]) -> int:
-    if conn.execute("SELECT to_regclass('meta')").fetchone() == (None,):
+    if conn.execute("SELECT to_regclass('public.meta')").fetchone() == (None,):
         return 0
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    row = conn.execute("SELECT value FROM public.meta WHERE key = 'schema_version'").fetchone()
     return int(row[0]) if row else 0
 
 
@@ -48,11 +49,16 @@ def migrate(conn: psycopg.Connection[Any], url: str) -> None:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
                 if schema_version(conn) >= number:
                     continue  # another connection migrated it meanwhile
-                if number == 1 and conn.execute("SELECT to_regclass('units')").fetchone() != (None,):
+                if number == 1 and conn.execute("SELECT to_regclass('public.units')").fetchone() != (None,):
                     raise StoreError(f"{redact(url)} holds tables that are not a coderag index",
-                                     "give another database, or a schema in the URL's search_path")
-                conn.execute(MIGRATIONS[number - 1].encode())  # several statements: no parameters
-                conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', %s) "
+                                     "give another database")
+                if number == MOVE_MIGRATION:
+                    from coderag_tui.store.postgres.move import move_to_schemas
+
+                    move_to_schemas(conn)
+                else:
+                    conn.execute(f"SET LOCAL search_path TO public; {MIGRATIONS[number - 1]}".encode())
+                conn.execute("INSERT INTO public.meta(key, value) VALUES('schema_version', %s) "
                              "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(number),))
     except psycopg.errors.FeatureNotSupported as exc:
         raise StoreError(f"{redact(url)}: {str(exc).strip().splitlines()[0]}",
@@ -64,5 +70,5 @@ def migrate(conn: psycopg.Connection[Any], url: str) -> None:
         raise StoreError(f"cannot migrate {redact(url)}: {str(exc).strip().splitlines()[0]}") from exc
     version = schema_version(conn)
     if version > SCHEMA_VERSION:
-        raise IndexError_(f"the index {redact(url)} was written by a newer coderag (schema {version})",
+        raise IndexError_(f"the database {redact(url)} was written by a newer coderag (schema {version})",
                           "upgrade coderag")

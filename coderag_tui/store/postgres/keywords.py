@@ -43,8 +43,7 @@ POSTINGS_SELECT = f"""
             UNION ALL SELECT unnest(string_to_array(c.kw_code, ' ')), {_W_CODE}) w
         WHERE w.term <> '' AND length(w.term) <= {MAX_TERM_CHARS} GROUP BY w.term) t"""
 
-INSERT_POSTINGS = f"INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT} WHERE c.file_id = %s"
-DELETE_POSTINGS = "DELETE FROM keyword_postings WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = %s)"
+INSERT_POSTINGS = f"INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT} WHERE c.file_id = ?"
 
 # one statement (a round trip costs more than the search on a busy machine): each word's chunk
 # count (keyword_df, else its postings counted now, bounded), the number of chunks (counted at
@@ -53,20 +52,25 @@ _SEARCH = f"""
     WITH q AS (
         SELECT t.term, coalesce(d.ndoc, (SELECT count(*) FROM (SELECT 1 FROM keyword_postings k
             WHERE k.term = t.term LIMIT {MAX_DF_COUNT}) x)) AS n
-        FROM unnest(%s::text[]) AS t(term) LEFT JOIN keyword_df d ON d.word = t.term),
+        FROM unnest(?::text[]) AS t(term) LEFT JOIN keyword_df d ON d.word = t.term),
     total AS (
         SELECT greatest(coalesce((SELECT value::bigint FROM meta WHERE key = 'keyword_df_chunks'),
                                  (SELECT count(*) FROM chunks)), (SELECT max(n) FROM q)) AS n),
     w AS MATERIALIZED (  -- (once per word, in float8: numeric's ln per posting costs ~10 us)
         SELECT q.term, greatest(ln((total.n - q.n + 0.5)::float8 / (q.n + 0.5)), 1e-6) AS idf
         FROM q, total WHERE q.n > 0)
-    SELECT s.chunk_id, f.path, c.start_line, c.end_line, c.unit_id, s.score FROM (
+    SELECT c.id, c.unit_id, c.file_id, c.start_line, c.end_line, s.score FROM (
         SELECT p.chunk_id, sum(p.impact * w.idf) AS score FROM w CROSS JOIN LATERAL (
-            SELECT k.chunk_id, k.impact FROM keyword_postings k{{join}} WHERE k.term = w.term{{scope}}
-            ORDER BY k.impact DESC LIMIT %s) p
-        GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s) s
-    JOIN chunks c ON c.id = s.chunk_id JOIN files f ON f.id = c.file_id
+            SELECT k.chunk_id, k.impact FROM keyword_postings k WHERE k.term = w.term
+            ORDER BY k.impact DESC LIMIT ?) p
+        GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT ?) s
+    JOIN chunks c ON c.id = s.chunk_id{{names}}
     ORDER BY s.score DESC, s.chunk_id"""
+
+
+def words(*texts: str) -> str:
+    """Lower-cased words of the texts, space-separated (what the keyword columns hold)."""
+    return " ".join(WORD.findall(" ".join(texts).lower()))
 
 
 def query_words(terms: Sequence[str]) -> list[str]:
@@ -75,29 +79,25 @@ def query_words(terms: Sequence[str]) -> list[str]:
 
 
 def search(rows: Rows, terms: Sequence[str], limit: int, per_term: int = PER_TERM,
-           scope: str = "TRUE") -> list[tuple[Any, ...]]:
-    """(chunk id, path, start, end, unit id, score) of the best chunks for any of the words;
-    `scope`: a condition on the chunk's file `f` (its repository), applied to each word's
-    postings as they are read in impact order, so a small repository still gets its best."""
-    words = query_words(terms)
-    if not words or limit <= 0:
+           names_only: bool = False) -> list[tuple[Any, ...]]:
+    """(chunk id, unit id, file id, start, end, score) of the best chunks for any of the words,
+    best first (`names_only`: chunks whose names column holds one of them)."""
+    found = query_words(terms)
+    if not found or limit <= 0:
         return []
-    if scope == "TRUE":  # every repository: the postings alone, an index-only scan
-        sql = _SEARCH.replace("{join}", "").replace("{scope}", "")
-    else:
-        sql = _SEARCH.replace("{join}", " JOIN chunks kc ON kc.id = k.chunk_id JOIN files f ON f.id = kc.file_id")
-        sql = sql.replace("{scope}", f" AND {scope}")
-    return rows(sql, (words, per_term, limit))
+    names = (" WHERE ' ' || c.kw_names || ' ' LIKE ANY (SELECT '% ' || t || ' %' FROM unnest(?::text[]) t)"
+             if names_only else "")
+    sql = _SEARCH.replace("{names}", names)
+    return rows(sql, (found, per_term, limit, *((found,) if names_only else ())))
 
 
-def refresh_counts(conn: Any, get_meta: Callable[[str], str], set_meta: Callable[[str, str], None]) -> None:
+def refresh_counts(store: Any) -> None:
     """Count the chunks of each word again when the chunks changed by more than 5% since."""
-    row = conn.execute("SELECT count(*) FROM chunks").fetchone()
-    total = int(row[0]) if row else 0
-    last = int(get_meta("keyword_df_chunks") or 0)
+    total = int(store.scalar("SELECT count(*) FROM chunks", default=0))
+    last = int(store.get_meta("keyword_df_chunks") or 0)
     if total and last and abs(total - last) <= 0.05 * last:
         return
-    with conn.transaction():
-        conn.execute("DELETE FROM keyword_df")
-        conn.execute("INSERT INTO keyword_df SELECT term, count(*) FROM keyword_postings GROUP BY term")
-        set_meta("keyword_df_chunks", str(total))
+    with store.transaction():
+        store.execute("DELETE FROM keyword_df")
+        store.execute("INSERT INTO keyword_df SELECT term, count(*) FROM keyword_postings GROUP BY term")
+        store.set_meta("keyword_df_chunks", str(total))

@@ -1,7 +1,9 @@
-"""Numbered migrations of the PostgreSQL backend (its own dialect and numbering; append only).
+"""Numbered migrations of a PostgreSQL database's `public` schema (its own dialect and numbering;
+append only). Migrations 1-5 made the first layout, where every repository's rows shared one set
+of tables; migration 6 moves each repository into a schema of its own (layout.py) and drops them.
 
-The version lives in `meta('schema_version')`; migrations run one at a time under an advisory
-lock, each in its own transaction.
+The version lives in `public.meta('schema_version')`; migrations run one at a time under an
+advisory lock, each in its own transaction.
 """
 
 from __future__ import annotations
@@ -155,6 +157,10 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX units_name_lower_c ON units ((lower(name) COLLATE "C"));
     """,
+
+    # 6: every repository in a schema of its own (layout.py); done by `move_to_schemas`
+    "",
 ]
 
+MOVE_MIGRATION = 6
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,12 +1,15 @@
-"""The PostgreSQL backend of `StoreBackend`: rows by COPY in one transaction per file, keyword
-search with BM25 impacts in ordered postings (`keywords.py`), vector KNN with pgvector's HNSW."""
+"""The PostgreSQL backend: one repository of a database (its schema first on the connection's
+`search_path`, postgres/layout.py), giving the store's query modules the same SQL surface as the
+SQLite file (store/sql.py: `?` parameters become psycopg's, a server's failure one line) and doing
+what has no common SQL in its own way: rows in bulk by COPY, keyword rows as BM25 postings
+(keywords.py), the descriptions' keyword rows as a tsvector, vectors in pgvector with HNSW."""
 
 from __future__ import annotations
 
 import functools
-import secrets
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -14,24 +17,28 @@ import numpy as np
 import psycopg
 
 from coderag_tui.errors import StoreError
-from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
-from coderag_tui.store import confidence
-from coderag_tui.store.backend import ChunkHit, redact
-from coderag_tui.store.postgres import keywords, lookups, repos
-from coderag_tui.store.postgres.connect import connect, schema_version
-from coderag_tui.store.postgres.graph import PgGraph
-from coderag_tui.store.postgres.reads import READS, PostgresReads
-from coderag_tui.store.write import FileMeta, FileRows
+from coderag_tui.models import SearchFilters
+from coderag_tui.store import sql as q
+from coderag_tui.store.backend import redact
+from coderag_tui.store.embeddings import note_removal
+from coderag_tui.store.filters import filter_sql, has_filters
+from coderag_tui.store.postgres import keywords, repos
+from coderag_tui.store.postgres.connect import connect
+from coderag_tui.store.postgres.layout import REPO_SCHEMA_VERSION, schema_name
 
-# a chunk's code column keeps its first words up to this
-_MAX_KEYWORD_CHARS = 400_000
+_TOKENS = re.compile(r"--[^\n]*|'(?:[^']|'')*'|\?|%")  # a comment, a quoted string, a mark
+_HNSW = "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)"
+_KEYWORD_CHARS = 400_000  # of a chunk's code column (longer tails are not searched)
 
-VECTOR_DIM = 384  # the `vector(384)` column of migration 1
 
-
-def words(*texts: str) -> str:
-    """Lower-cased words of the texts, space-separated (what the keyword columns hold)."""
-    return " ".join(keywords.WORD.findall(" ".join(texts).lower()))[:_MAX_KEYWORD_CHARS]
+@functools.lru_cache(maxsize=4096)
+def to_postgres(sql: str) -> str:
+    """SQLite-style `?` parameters as psycopg's `%s` (a literal `%` doubled), outside quotes and
+    comments."""
+    def sub(m: re.Match[str]) -> str:
+        token = m.group()
+        return "%s" if token == "?" else "%%" if token == "%" else token.replace("%", "%%")
+    return _TOKENS.sub(sub, sql)
 
 
 def _clean(value: Any) -> Any:
@@ -43,278 +50,390 @@ def vector_literal(vec: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
 
 
-class PostgresStore(repos.RepoViews, PostgresReads):
-    """`StoreBackend` over one repository of a PostgreSQL database (with the pgvector extension),
-    or a read-only view across several (`across`; repos.py)."""
+def _vector_from_binary(data: bytes) -> bytes:
+    """pgvector's binary form (dimensions, unused, float4 big-endian) as float32 bytes."""
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32).tobytes()
 
-    backend = "postgresql"
 
-    def __init__(self, conn: psycopg.Connection[Any], url: str, repo_id: int | None = repos.DEFAULT_REPO_ID,
-                 scope: Sequence[int] | None = None) -> None:
+class PostgresStore:
+    """The store of one repository of a PostgreSQL database (with pgvector)."""
+
+    backend = dialect = "postgresql"
+    like = "ILIKE"
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str, repo: repos.StoredRepo) -> None:
         self.conn = conn
-        self.url = redact(url)
-        self.repo_id = repo_id  # the repository written (None: a view, read-only)
-        self.scope = (repo_id,) if repo_id is not None else None if scope is None else tuple(scope)
+        self.url = url  # as given: opening another connection needs its password
+        self.repo = repo
+        self.location = f"{redact(url)} (repository {repo.name})"
+        self._depth = 0
+        self._owner = threading.get_ident()
+        self._readers: dict[int, PostgresStore] = {}
+        self._readers_lock = threading.Lock()
+        conn.execute(f"SET search_path TO {schema_name(repo.id)}, public")
 
-    @property
-    def schema_version(self) -> int:
-        return schema_version(self.conn)
+    # ---------------------------------------------------------------- the SQL surface
+    def _fail(self, exc: psycopg.Error) -> StoreError:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return StoreError(f"PostgreSQL at {redact(self.url)}: {first}",
+                          "check the server; an interrupted `coderag index --store` is finished by running it again")
+
+    def _run(self, sql: str, params: q.Params = ()) -> psycopg.Cursor[Any]:
+        try:
+            return self.conn.execute(to_postgres(sql), [_clean(p) for p in params])
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    def execute(self, sql: str, params: q.Params = ()) -> Iterator[q.Row]:
+        cur = self._run(sql, params)
+        return iter(cur.fetchall()) if cur.description is not None else iter(())
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        try:
+            with self.conn.cursor() as cur:
+                cur.executemany(to_postgres(sql), [[_clean(v) for v in r] for r in rows])
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    def rows(self, sql: str, params: q.Params = ()) -> list[q.Row]:
+        return list(self.execute(sql, params))
+
+    def rows_in(self, sql: str, values: Sequence[Any], params: q.Params = (), batch: int = 500) -> list[q.Row]:
+        out: list[q.Row] = []
+        for i in range(0, len(values), batch):
+            part = list(values[i : i + batch])
+            out.extend(self.execute(sql.format(marks=q.marks(len(part))), (*part, *params)))
+        return out
+
+    def one(self, sql: str, params: q.Params = ()) -> q.Row | None:
+        return next(self.execute(sql, params), None)
+
+    def scalar(self, sql: str, params: q.Params = (), default: Any = None) -> Any:
+        row = self.one(sql, params)
+        return default if row is None or row[0] is None else row[0]
+
+    def changed(self, sql: str, params: q.Params = ()) -> int:
+        return max(self._run(sql, params).rowcount, 0)
 
     @contextmanager
-    def transaction(self) -> Iterator[object]:
-        with self.conn.transaction():  # nested: a savepoint
-            yield self
-
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.conn.execute(sql, [_clean(p) for p in params]).fetchall()
-
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self.conn.execute(sql, [_clean(p) for p in params]).fetchone()
-
-    def _copy(self, table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
-        with self.conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row([_clean(v) for v in row])
+    def transaction(self) -> Iterator[PostgresStore]:
+        """A write transaction; the outermost waits for the repository's other writers."""
+        try:
+            with self.conn.transaction():
+                self._depth += 1
+                try:
+                    if self._depth == 1:
+                        repos.write_lock(self.conn, self.repo.id)
+                    yield self
+                finally:
+                    self._depth -= 1
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
 
     def get_meta(self, key: str, default: str = "") -> str:
-        row = self._one("SELECT value FROM meta WHERE key = %s", (self._meta_key(key),))
-        return default if row is None else str(row[0])
+        value = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+        return default if value is None else str(value)
 
     def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT INTO meta(key, value) VALUES(%s, %s) "
-                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (self._meta_key(key), value))
+        self._run("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                  (key, value))
 
-    # ---------------------------------------------------------------- writes
-    def write_file(self, rows: FileRows, meta: FileMeta) -> int:
-        now = time.time()
-        with self.conn.transaction():
-            found = self._one("SELECT id FROM files WHERE repo_id = %s AND path = %s FOR UPDATE",
-                              (self._writing(), meta.path))
-            file_unit_id = None
-            fields = (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, bool(rows.structured),
-                      bool(rows.has_errors), _clean(meta.error), now)
-            if found is not None:
-                file_id = int(found[0])
-                unit = self._one("SELECT id FROM units WHERE file_id = %s AND kind = 'file'", (file_id,))
-                file_unit_id = None if unit is None else int(unit[0])
-                self._remove_rows(file_id, meta.path)
-                self.conn.execute("UPDATE files SET language=%s, hash=%s, size=%s, mtime_ns=%s, lines=%s, "
-                                  "structured=%s, has_errors=%s, error=%s, indexed_at=%s WHERE id=%s",
-                                  (*fields, file_id))
-            else:
-                self.set_meta("files_generation", secrets.token_hex(8))
-                new = self._one("INSERT INTO files(repo_id, path, language, hash, size, mtime_ns, lines, structured, "
-                                "has_errors, error, indexed_at) VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                                (self._writing(), _clean(meta.path), *fields))
-                assert new is not None
-                file_id = int(new[0])
-            self._insert_rows(file_id, rows, file_unit_id)
-        return file_id
+    def has_table(self, name: str) -> bool:
+        return bool(self.scalar("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                "WHERE n.nspname = current_schema() AND c.relname = ?", (name,)))
 
-    def _ids(self, sequence: str, n: int) -> list[int]:
-        if n <= 0:
-            return []
-        return [int(r[0]) for r in self._rows(f"SELECT nextval('{sequence}') FROM generate_series(1, %s)", (n,))]
+    def ci(self, expr: str) -> str:
+        return f"lower({expr})"
 
-    def _insert_rows(self, file_id: int, rows: FileRows, file_unit_id: int | None) -> None:
-        ids = self._ids("unit_ids", len(rows.units) - (file_unit_id is not None))
-        if file_unit_id is not None and rows.units:
-            ids.insert(0, file_unit_id)  # a re-indexed file keeps its file unit (edges into it stay)
-        self._copy("units", "id, file_id, parent_id, kind, name, qualname, signature, params, return_type, "
-                   "decorators, docstring, bases, start_line, end_line, is_test",
-                   ((ids[r[0]], file_id, None if r[1] is None else ids[r[1]], *r[2:13], bool(r[13]))
-                    for r in rows.units))
-        self._copy("edges", "src, src_file, dst, kind, name, receiver, line, argc",
-                   ((ids[s], file_id, None if d is None else ids[d], k, n, r, ln, a)
-                    for s, d, k, n, r, ln, a in rows.edges))
-        if rows.imports:
-            self._copy("imports", "file_id, module, names, line", ((file_id, *i) for i in rows.imports))
-        chunk_ids = self._ids("chunk_ids", len(rows.chunks))
-        self._copy("chunks", "id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text, "
-                   "kw_names, kw_meta, kw_code",
-                   ((cid, file_id, ids[c[0]], *c[1:], words(names), words(path, sig, doc), words(c[7], extra))
-                    for cid, c, (names, path, sig, doc, extra) in zip(chunk_ids, rows.chunks, rows.fts, strict=True)))
-        if chunk_ids:
-            self.conn.execute(keywords.INSERT_POSTINGS, (file_id,))
+    # ---------------------------------------------------------------- the store itself
+    @property
+    def schema_version(self) -> int:
+        return int(self.get_meta("schema_version") or 0)
 
-    def _remove_rows(self, file_id: int, path: str) -> None:
-        """Delete a file's rows; edges from other files into its definitions lose their target
-        (calls and bases keep what they pointed to as `orphan`), their TESTS edges go."""
-        self.conn.execute("DELETE FROM edges WHERE kind = 'TESTS' AND src_file <> %s AND dst IN "
-                          "(SELECT id FROM units WHERE file_id = %s AND kind <> 'file')", (file_id, file_id))
-        self.conn.execute(
-            "UPDATE edges e SET dst = NULL, orphan = CASE WHEN e.kind IN ('CALLS', 'INHERITS', 'IMPLEMENTS') "
-            "THEN u.qualname || ' (' || %s || ':' || u.start_line || ')' ELSE e.orphan END "
-            "FROM units u WHERE u.id = e.dst AND u.file_id = %s AND u.kind <> 'file' AND e.src_file <> %s",
-            (_clean(path), file_id, file_id))
-        self.conn.execute(keywords.DELETE_POSTINGS, (file_id,))
-        for table in ("edges", "chunks", "imports", "units"):
-            column = "src_file" if table == "edges" else "file_id"
-            self.conn.execute(f"DELETE FROM {table} WHERE {column} = %s", (file_id,))
+    def size_bytes(self) -> int:
+        return int(self.scalar("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                               "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
+                               "AND c.relkind IN ('r', 'm')", default=0))
 
-    def delete_file(self, path: str) -> bool:
-        with self.conn.transaction():
-            found = self._one("SELECT id FROM files WHERE repo_id = %s AND path = %s FOR UPDATE",
-                              (self._writing(), _clean(path)))
-            if found is None:
-                return False
-            file_id = int(found[0])
-            unit = self._one("SELECT id FROM units WHERE file_id = %s AND kind = 'file'", (file_id,))
-            self._remove_rows(file_id, path)
-            self.conn.execute("DELETE FROM files WHERE id = %s", (file_id,))
-            if unit is not None:  # edges into the file itself: imports re-resolve, TESTS are re-derived
-                self.conn.execute("UPDATE edges SET dst = NULL WHERE dst = %s AND kind = 'IMPORTS'", (unit[0],))
-                self.conn.execute("DELETE FROM edges WHERE dst = %s AND kind = 'TESTS'", (unit[0],))
-            self.set_meta("files_generation", secrets.token_hex(8))
-        return True
+    def verify(self) -> None:
+        """(The server keeps its own pages whole: nothing to read through.)"""
 
-    def set_vectors(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
-        if len(vectors) and vectors.shape[1] != VECTOR_DIM:
-            raise StoreError(f"the model {model} gives {vectors.shape[1]}-dimensional vectors; the PostgreSQL "
-                             f"index holds {VECTOR_DIM}", "use a 384-dimensional model ([embed] model)")
-        with self.conn.transaction():
-            self.set_meta("embed_model", model)
-            # COPY into a scratch table, then one INSERT that skips hashes already stored
-            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS new_vectors(hash text, embedding vector(384)) "
-                              "ON COMMIT DELETE ROWS")
-            self._copy("new_vectors", "hash, embedding",
-                       ((h, vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)))
-            cur = self.conn.execute("INSERT INTO vectors(hash, model, embedding) SELECT DISTINCT ON (hash) hash, %s, "
-                                    "embedding FROM new_vectors ON CONFLICT DO NOTHING", (model,))
-            return max(cur.rowcount, 0)
-
-    def chunks_without_vector(self, model: str, limit: int = 256) -> list[tuple[str, str]]:
-        rows = self._rows(
-            "SELECT c.hash, min(c.header || c.text) FROM chunks c JOIN files f ON f.id = c.file_id "
-            f"WHERE {self._in_scope('f')} AND NOT EXISTS (SELECT 1 FROM vectors v "
-            "WHERE v.hash = c.hash AND v.model = %s) GROUP BY c.hash LIMIT %s", (model, limit))
-        return [(str(h), str(t)) for h, t in rows]
-
-    def link_calls(self) -> int:
-        """(Also refreshes the statistics, as `refresh_statistics`.)"""
-        with self.conn.transaction():
-            linked = sum(max(self.conn.execute(sql, (self._writing(),)).rowcount, 0)
-                         for sql in (repos.LINK_SAME_FILE_IN_REPO, repos.LINK_UNIQUE_IN_REPO))
-        self.refresh_statistics()
-        return linked
-
-    def graph(self) -> PgGraph:
-        """The graph rows of this store's repositories (resolution keeps to them)."""
-        return PgGraph(self.conn, self.url, self._in_scope("f"))
-
-    def refresh_statistics(self) -> None:
-        """(Run once after a build:) the planner's statistics, without which it guesses the
-        share of chunks a word matches and may scan them all, and the keyword counts."""
-        self.conn.execute("ANALYZE files, units, chunks, edges, keyword_postings")
-        self._refresh_keyword_df()
-
-    def skips(self) -> dict[str, tuple[str, int, int]]:
-        return {str(p): (str(r), int(s), int(m)) for p, r, s, m in
-                self._rows(f"SELECT path, reason, size, mtime_ns FROM skips s WHERE {self._in_scope('s')}")}
-
-    def replace_skips(self, skipped: dict[str, tuple[str, int, int]]) -> None:
-        repo_id = self._writing()
-        with self.conn.transaction():
-            self.conn.execute("DELETE FROM skips WHERE repo_id = %s", (repo_id,))
-            self._copy("skips", "repo_id, path, reason, size, mtime_ns",
-                       ((repo_id, p, r, s, m) for p, (r, s, m) in sorted(skipped.items())))
-
-    def _refresh_keyword_df(self) -> None:
-        keywords.refresh_counts(self.conn, self.get_meta, self.set_meta)
-
-    # ---------------------------------------------------------------- searches
-    def keyword_search(self, terms: Sequence[str], limit: int = 60) -> list[ChunkHit]:
-        return [ChunkHit(int(i), str(p), int(s), int(e), u, float(r))
-                for i, p, s, e, u, r in keywords.search(self._rows, terms, limit, scope=self._keyword_scope())]
-
-    def vector_search(self, vector: np.ndarray, model: str, limit: int = 60) -> list[ChunkHit]:
-        if limit <= 0:
-            return []
-        literal = vector_literal(vector)
-        with self.conn.transaction():  # the search width applies to this query alone
-            self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(limit, 1000))),))
-            rows = self._rows(
-                "SELECT c.id, f.path, c.start_line, c.end_line, c.unit_id, n.d FROM (SELECT hash, "
-                "embedding <=> %s::vector AS d FROM vectors v WHERE model = %s AND "
-                f"{self._vector_in_scope()} ORDER BY embedding <=> %s::vector "
-                "LIMIT %s) n JOIN chunks c ON c.hash = n.hash JOIN files f ON f.id = c.file_id "
-                f"WHERE {self._in_scope('f')} ORDER BY n.d, c.id LIMIT %s", (literal, model, literal, limit, limit))
-        return [ChunkHit(int(i), str(p), int(s), int(e), u, 1.0 - float(d)) for i, p, s, e, u, d in rows]
-
-    def find_symbols(self, query: str, limit: int = 20, kinds: Sequence[str] | None = None,
-                     fuzzy: bool = True) -> list[UnitRef]:
-        return lookups.find_symbols(self._rows, query, limit, kinds, scope=self._in_scope("f"), fuzzy=fuzzy)
-
-    # ---------------------------------------------------------------- graph and rows
-    def callers(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=True, sure=self._sureness)
-
-    def callees(self, unit_ids: Sequence[int], kinds: Sequence[str] = ("CALLS",)) -> list[EdgeRef]:
-        return lookups.edges(self._rows, unit_ids, kinds, inbound=False, sure=self._sureness)
-
-    def _sureness(self, rows: Sequence[Sequence[Any]]) -> list[tuple[str, float]]:
-        return confidence.sureness(self.graph(), rows)
-
-    def get_unit(self, unit_id: int) -> UnitRef | None:
-        return lookups.get_units(self._rows, [unit_id]).get(unit_id)
-
-    def file_outline(self, path: str) -> list[UnitRef]:
-        return lookups.units_where(self._rows, f"f.path = %s AND {self._in_scope('f')} ORDER BY u.start_line, u.id",
-                                   (path,))
-
-    def files(self) -> list[str]:
-        return self._paths()  # repos.py: `repo:path` in a view across several
-
-    def file_hashes(self) -> dict[str, str]:
-        return {str(p): str(h) for p, h in self._rows(f"SELECT path, hash FROM files f WHERE {self._in_scope('f')}")}
-
-    def edge_count(self) -> int:
-        row = self._one(f"SELECT count(*) FROM edges e JOIN files f ON f.id = e.src_file WHERE {self._in_scope('f')}")
-        return int(row[0]) if row else 0
-
-    def counts(self) -> IndexCounts:
-        return lookups.counts(self._rows, self.get_meta("embed_model"), self._in_scope("f"))
+    def reader(self) -> PostgresStore:
+        """A connection to the same repository for the calling thread (this one on its own
+        thread; opened once per thread, closed with this one)."""
+        ident = threading.get_ident()
+        if ident == self._owner:
+            return self
+        with self._readers_lock:
+            store = self._readers.get(ident)
+        if store is None:
+            store = open_repository(self.url, self.repo)
+            with self._readers_lock:
+                self._readers[ident] = store
+        return store
 
     def close(self) -> None:
+        with self._readers_lock:
+            readers, self._readers = list(self._readers.values()), {}
+        for store in readers:
+            store.close()
         self.conn.close()
 
+    def set_packages(self, packages: Sequence[dict[str, Any]]) -> None:
+        repos.set_packages(self.conn, self.repo.id, packages)
 
-def _one_line(method: Callable[..., Any]) -> Callable[..., Any]:
-    """The method with a server's failure (gone, out of space, a lost connection) as one line."""
-    @functools.wraps(method)
-    def wrapper(self: PostgresStore | PgGraph, *args: Any, **kwargs: Any) -> Any:
+    def packages(self) -> list[dict[str, Any]]:
+        return list(self.repo.packages)
+
+    # ---------------------------------------------------------------- bulk writes
+    def _copy(self, table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
         try:
-            return method(self, *args, **kwargs)
+            with self.conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row([_clean(v) for v in row])
         except psycopg.Error as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise StoreError(f"PostgreSQL at {self.url}: {first}", "check the server; an interrupted "
-                             "`coderag index --store` is finished by running it again") from exc
-    return wrapper
+            raise self._fail(exc) from exc
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Append rows to a table (COPY)."""
+        if rows:
+            self._copy(table, ", ".join(columns), rows)
+
+    def insert_chunks(self, file_id: int, rows: Sequence[Sequence[Any]],
+                      keyword_rows: Sequence[tuple[str, str, str, str, str]]) -> None:
+        """A file's chunks (id, file id, unit id, start, end, node kinds, scope, hash, header, text)
+        and their keyword rows (names, path words, signatures, docstrings, code sub-words)."""
+        self._copy("chunks", "id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text, "
+                   "kw_names, kw_meta, kw_code",
+                   ((*c, keywords.words(names), keywords.words(path, sig, doc),
+                     keywords.words(c[9][:_KEYWORD_CHARS], extra))
+                    for c, (names, path, sig, doc, extra) in zip(rows, keyword_rows, strict=True)))
+        if rows:
+            self._run(keywords.INSERT_POSTINGS, (file_id,))
+
+    def delete_keyword_rows(self, file_id: int) -> None:
+        self._run("DELETE FROM keyword_postings WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = ?)",
+                  (file_id,))
+
+    def clear_keyword_rows(self) -> None:
+        self._run("TRUNCATE keyword_postings, keyword_df")
+
+    def tune_keywords(self) -> None:
+        """(Postings need no tuning.)"""
+
+    def secondary_indexes(self, tables: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(name, table, CREATE statement) of the tables' indexes but their primary keys."""
+        return [(str(n), str(t), str(s)) for n, t, s in self.rows_in(
+            "SELECT i.indexname, i.tablename, i.indexdef FROM pg_indexes i WHERE i.schemaname = current_schema() "
+            "AND i.tablename IN ({marks}) AND i.indexname NOT LIKE '%pkey' ORDER BY i.indexname", list(tables))]
+
+    def refresh_statistics(self) -> None:
+        """After a build: the planner's statistics (without them it may scan every chunk for a
+        word) and the keyword counts."""
+        self._run("ANALYZE files, units, chunks, edges, keyword_postings")
+        keywords.refresh_counts(self)
+
+    # ---------------------------------------------------------------- keyword search
+    def keyword_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each word (the words the index holds)."""
+        words = list(dict.fromkeys(t for t in terms if t))
+        if not words:
+            return {}
+        known = {str(w): int(n) for w, n in self.rows("SELECT word, ndoc FROM keyword_df WHERE word = ANY(?)",
+                                                      (words,))}
+        for w in words:
+            if w not in known:
+                n = int(self.scalar(f"SELECT count(*) FROM (SELECT 1 FROM keyword_postings WHERE term = ? "
+                                    f"LIMIT {keywords.MAX_DF_COUNT}) x", (w,), default=0))
+                if n:
+                    known[w] = n
+        return known
+
+    def keyword_rows(self, terms: Sequence[str], limit: int, filters: SearchFilters | None = None,
+                     names_only: bool = False) -> list[q.Row]:
+        """(chunk id, unit id, file id, start, end, score) of the chunks best matching any of the
+        words, best first (BM25; `names_only`: in the names column alone)."""
+        if limit <= 0:
+            return []
+        fetch = limit * 8 if has_filters(filters) else limit
+        found = keywords.search(self.rows, terms, fetch, names_only=names_only)
+        if has_filters(filters):
+            cond, params = filter_sql(filters)
+            passing = {int(r[0]) for r in self.rows_in(
+                "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks}) AND " + cond,
+                [r[0] for r in found], params)}
+            found = [r for r in found if r[0] in passing]
+        return found[:limit]
+
+    def name_pair_rows(self, pairs: Sequence[tuple[str, str]], limit: int,
+                       filters: SearchFilters | None = None) -> list[q.Row]:
+        """Chunks whose names column holds one of the word pairs in order, best first."""
+        if not pairs:
+            return []
+        found = self.keyword_rows(sorted({w for p in pairs for w in p}), limit * 4, filters, names_only=True)
+        if not found:
+            return []
+        phrases = [f" {a} {b} " for a, b in pairs]
+        names: dict[Any, Any] = dict(self.rows_in("SELECT id, ' ' || kw_names || ' ' FROM chunks WHERE id IN ({marks})",
+                                  [r[0] for r in found]))
+        return [r for r in found if any(p in str(names.get(r[0], "")) for p in phrases)][:limit]
+
+    # ---------------------------------------------------------------- descriptions' keyword rows
+    def clear_description_rows(self) -> None:
+        self._run("TRUNCATE descriptions_kw")
+
+    def delete_description_rows(self, unit_ids: Sequence[int]) -> None:
+        if unit_ids:
+            self._run("DELETE FROM descriptions_kw WHERE unit_id = ANY(?)", ([int(i) for i in unit_ids],))
+
+    def insert_description_rows(self, rows: Sequence[tuple[int, str]]) -> None:
+        self.executemany("INSERT INTO descriptions_kw(unit_id, words) VALUES(?, to_tsvector('simple', ?)) "
+                         "ON CONFLICT(unit_id) DO UPDATE SET words = excluded.words",
+                         [(uid, keywords.words(text)) for uid, text in rows])
+
+    def description_search(self, terms: Sequence[str], limit: int, filters: SearchFilters | None = None) -> list[int]:
+        words = keywords.query_words(terms)
+        if not words or limit <= 0:
+            return []
+        cond, params = filter_sql(filters)
+        query = " | ".join(words)
+        join = " JOIN units u ON u.id = d.unit_id JOIN files f ON f.id = u.file_id" if cond else ""
+        return [int(r[0]) for r in self.rows(
+            f"SELECT d.unit_id FROM descriptions_kw d{join} WHERE d.words @@ to_tsquery('simple', ?)"
+            f"{' AND ' + cond if cond else ''} ORDER BY ts_rank(d.words, to_tsquery('simple', ?)) DESC, d.unit_id "
+            "LIMIT ?", (query, *params, query, limit))]
+
+    # ---------------------------------------------------------------- vectors
+    def vec_ready(self, model_id: str | None = None) -> bool:
+        if not self.get_meta("embed_dim"):
+            return False
+        return model_id is None or self.get_meta("embed_model") == model_id
+
+    def ensure_model_table(self, model_id: str, dim: int) -> bool:
+        """Make the vectors fit the model (its dimension, an HNSW index); True when old vectors
+        were dropped."""
+        if self.get_meta("embed_model") == model_id and self.get_meta("embed_dim") == str(dim):
+            return False
+        with self.transaction():
+            had = bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
+            self._run("DROP INDEX IF EXISTS vectors_hnsw")
+            self._run("DELETE FROM vectors")
+            self._run(f"ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({int(dim)})")
+            self._run(_HNSW)
+            self.set_meta("embed_model", model_id)
+            self.set_meta("embed_dim", str(int(dim)))
+            note_removal(self)
+        return had
+
+    def write_vectors(self, hashes: Sequence[str], vecs: np.ndarray, model_id: str) -> int:
+        """Store vectors for chunk hashes (skipping hashes another writer stored meanwhile)."""
+        if not len(hashes):
+            return 0
+        with self.transaction():
+            self._run(f"CREATE TEMP TABLE IF NOT EXISTS new_vectors(hash text, embedding vector({vecs.shape[1]})) "
+                      "ON COMMIT DROP")
+            self._copy("new_vectors", "hash, embedding",
+                       ((h, vector_literal(v)) for h, v in zip(hashes, vecs, strict=True)))
+            return self.changed("INSERT INTO vectors(hash, model, embedding) SELECT DISTINCT ON (hash) hash, ?, "
+                                "embedding FROM new_vectors ON CONFLICT DO NOTHING", (model_id,))
+
+    def delete_vectors(self, ids: Sequence[int]) -> None:
+        if ids:
+            self._run("DELETE FROM vectors WHERE id = ANY(?)", ([int(i) for i in ids],))
+
+    def has_vectors(self) -> bool:
+        return bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
+
+    def _binary_rows(self, sql: str, params: q.Params) -> list[q.Row]:
+        try:
+            with self.conn.cursor(binary=True) as cur:
+                cur.execute(to_postgres(sql), list(params))
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        wanted = list(dict.fromkeys(hashes))
+        if not wanted:
+            return {}
+        return {str(h): np.frombuffer(_vector_from_binary(bytes(b)), dtype=np.float32) for h, b in self._binary_rows(
+            "SELECT hash, embedding FROM vectors WHERE hash = ANY(?)", (wanted,))}
+
+    def vectors_after(self, after: int) -> list[tuple[int, bytes]]:
+        return [(int(i), _vector_from_binary(bytes(b))) for i, b in self._binary_rows(
+            "SELECT id, embedding FROM vectors WHERE id > ? ORDER BY id", (int(after),))]
+
+    def vector_blobs(self, ids: Sequence[int]) -> dict[int, bytes]:
+        if not ids:
+            return {}
+        return {int(i): _vector_from_binary(bytes(b)) for i, b in self._binary_rows(
+            "SELECT id, embedding FROM vectors WHERE id = ANY(?)", ([int(i) for i in ids],))}
+
+    def knn_rows(self, vec: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """(hash, cosine distance) of the k vectors nearest `vec` (HNSW)."""
+        if k <= 0 or not self.vec_ready():
+            return []
+        literal = vector_literal(vec)
+        with self.conn.transaction():  # the search width applies to this query alone
+            self._run("SELECT set_config('hnsw.ef_search', ?, true)", (str(max(40, min(k, 1000))),))
+            rows = self.rows("SELECT hash, embedding <=> ?::vector AS d FROM vectors ORDER BY embedding <=> ?::vector "
+                             "LIMIT ?", (literal, literal, k))
+        return [(str(h), float(d)) for h, d in rows]
 
 
-for _name in ("write_file", "delete_file", "set_vectors", "chunks_without_vector", "link_calls", "refresh_statistics",
-              "get_meta", "set_meta", "skips", "replace_skips", "keyword_search", "vector_search", "find_symbols",
-              "callers", "callees", "get_unit", "file_outline", "files", "file_hashes", "counts", "edge_count",
-              "repository", "repository_at", "across", "repositories", "link_across", "cross_imports", "open_calls",
-              "definitions", "set_call_targets", *READS):
-    setattr(PostgresStore, _name, _one_line(getattr(PostgresStore, _name)))
-
-
-# the graph rows answer a server's failure in one line too (`url` is redacted already)
-for _name in ("all_units", "file_paths", "import_edges", "base_edges", "call_edges", "set_targets",
-              "set_base_targets", "clear_orphans", "delete_tests_edges", "insert_tests_edges", "unit_places",
-              "imported_files", "definitions_named", "bases_of"):
-    setattr(PgGraph, _name, _one_line(getattr(PgGraph, _name)))
-
-
-def open_postgres(url: str, repo: str | None = None) -> PostgresStore:
-    """The index in the PostgreSQL database at `url` (created and migrated when needed): its
-    repository `repo` (which must be there), else the one a database used without names holds."""
-    store = PostgresStore(connect(url), url)
-    if repo is None:
-        return store
+def open_repository(url: str, repo: repos.StoredRepo) -> PostgresStore:
+    """A store on a repository of the database at `url`, on a connection of its own."""
+    conn = connect(url)
     try:
-        return store.repository(repo)
+        if repos.version(conn, repo.id) < REPO_SCHEMA_VERSION:
+            repos.migrate(conn, repo.id)
+        return PostgresStore(conn, url, repo)
     except BaseException:
-        store.close()
+        conn.close()
         raise
+
+
+def open_postgres(url: str, repo: str | None = None, source: str | None = None, create: bool = False) -> PostgresStore:
+    """The store of a repository of the PostgreSQL database at `url` (created and migrated when
+    needed): the one named `repo`, else the one indexed from `source` (`create`: a new one,
+    named after it, when none was)."""
+    conn = connect(url)
+    try:
+        found: repos.StoredRepo | None
+        if repo is not None:
+            found = repos.by_name(conn, repo)
+        elif source is not None:
+            found = repos.by_source(conn, source)
+            if found is None and create:
+                found = repos.add(conn, repos.name_for(source), source)
+            if found is None:
+                raise StoreError(f"{source} is not indexed in {redact(url)}",
+                                 f"run `coderag index {source} --store URL` first")
+        else:
+            raise StoreError("which repository of the database?", "give its folder, or --repo NAME")
+        if repos.version(conn, found.id) < REPO_SCHEMA_VERSION:
+            repos.migrate(conn, found.id)
+        return PostgresStore(conn, url, found)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def find_repository(url: str, repo: str | None, source: str | None) -> repos.StoredRepo | None:
+    """The repository named `repo` (else indexed from `source`), or None."""
+    conn = connect(url)
+    try:
+        if repo is not None:
+            return next((r for r in repos.listing(conn) if r.name == repo), None)
+        return repos.by_source(conn, source) if source is not None else None
+    finally:
+        conn.close()
+
+
+def stored_repositories(url: str) -> list[repos.StoredRepo]:
+    conn = connect(url)
+    try:
+        return repos.listing(conn)
+    finally:
+        conn.close()
+

@@ -1,0 +1,68 @@
+"""The SQL surface both backends give the store's query modules (`read.py`, `descriptions.py`,
+`conversations.py`, ...): statements written once, with `?` parameters, over the same tables and
+columns on SQLite and on PostgreSQL (a repository's schema: postgres/layout.py).
+
+Where the two dialects differ, a query asks its connection (`ci`, `like`) instead of carrying
+SQLite's spelling; what has no common form at all (full-text tables, vector tables, bulk loads)
+is a method of each backend (`StoreBackend`). Only modules under `store/` run SQL: the
+architecture test keeps every statement there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+Row = tuple[Any, ...]
+Params = Sequence[Any]
+
+
+class Sql(Protocol):
+    """One connection to one repository's index, used from one thread."""
+
+    dialect: str  # "sqlite" or "postgresql"
+
+    def execute(self, sql: str, params: Params = ()) -> Iterator[Row]: ...
+
+    def executemany(self, sql: str, rows: Any) -> None: ...
+
+    def rows(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+    def rows_in(self, sql: str, values: Sequence[Any], params: Params = (), batch: int = 500) -> list[Row]:
+        """Rows of `sql` (whose `{marks}` becomes one `?` per value) for the values, in batches."""
+        ...
+
+    def one(self, sql: str, params: Params = ()) -> Row | None: ...
+
+    def scalar(self, sql: str, params: Params = (), default: Any = None) -> Any: ...
+
+    def changed(self, sql: str, params: Params = ()) -> int:
+        """Run a write; the number of rows it changed."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A write transaction (nested: a savepoint); one writer per repository at a time."""
+        ...
+
+    def get_meta(self, key: str, default: str = "") -> str: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def has_table(self, name: str) -> bool:
+        """Whether the repository's index has this table (or index)."""
+        ...
+
+    def ci(self, expr: str) -> str:
+        """`expr` compared without case (ASCII): `{ci('u.name')} = {ci('?')}`."""
+        ...
+
+    @property
+    def like(self) -> str:
+        """The LIKE operator that ignores (ASCII) case, as SQLite's LIKE does."""
+        ...
+
+
+def marks(n: int) -> str:
+    """`?,?,...` for n values (`NULL` for none: `x IN (NULL)` matches nothing)."""
+    return ",".join("?" * n) or "NULL"
