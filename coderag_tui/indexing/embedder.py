@@ -324,10 +324,26 @@ def embed_index(
     todo = len(pending)
     reused = max(total_chunks - without - len(docs_todo), 0)
     emit(Progress("embed", 0, todo, f"{todo} chunks to embed with {model.id}"))
+    embed_started = time.perf_counter()
+    with db.bulk_vectors(todo):
+        done, written, stopped = _embed_pending(db, model, pending, emit, should_stop, embed_started)
+    if (changed or docs_todo) and paths is None and not stopped:  # the vectors new documents replace
+        removed += collect_garbage(db)
+    seconds = time.perf_counter() - started
+    rate = written / max(time.perf_counter() - embed_started, 1e-6) if written else 0.0
+    emit(Progress("done", done, todo, f"{written:,} chunks embedded", chunks=written, rate=rate))
+    return EmbedSummary(model.id, model.dim, total_chunks, written, reused, removed, reset,
+                        seconds, rate, stopped)
+
+
+def _embed_pending(db: StoreBackend, model: EmbeddingModel, pending: list[tuple[int | str, str]], emit: ProgressFn,
+                   should_stop: Callable[[], bool] | None, embed_started: float) -> tuple[int, int, bool]:
+    """Embed the pending chunks and documents in groups, writing every half second; (done,
+    written, stopped)."""
+    todo = len(pending)
     group = max(model.batch_size, 1) * 4
     done = written = 0
     stopped = False
-    embed_started = time.perf_counter()
     buffer_h: list[str] = []
     buffer_v: list[np.ndarray] = []
     last_write = time.perf_counter()
@@ -356,12 +372,4 @@ def embed_index(
                       eta_s=(todo - done) / rate if rate else 0.0))
     if buffer_h:
         written += db.write_vectors(buffer_h, np.concatenate(buffer_v), model.id)
-    if (changed or docs_todo) and paths is None and not stopped:  # the vectors new documents replace
-        removed += collect_garbage(db)
-    seconds = time.perf_counter() - started
-    rate = written / max(time.perf_counter() - embed_started, 1e-6) if written else 0.0
-    emit(Progress("done", done, todo, f"{written:,} chunks embedded", chunks=written, rate=rate))
-    return EmbedSummary(model.id, model.dim, total_chunks, written, reused, removed, reset,
-                        seconds, rate, stopped)
-
-
+    return done, written, stopped

@@ -34,6 +34,7 @@ from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.graph_edges import StoreGraph
 from coderag_tui.store.write import (
     FileMeta,
+    WriteBatch,
     defer_indexes,
     delete_file,
     mark_file_set_changed,
@@ -156,7 +157,8 @@ class Indexer:
             nonlocal indexed, units, chunks, last_flush
             if not pending_writes:
                 return
-            next_ids = [0, 0]  # next unit and chunk ids, tracked through the transaction
+            # next free ids, and the files indexed before this run, kept through the transaction
+            batch = WriteBatch(known={p: v[0] for p, v in known.items()})
             with db.transaction():
                 for out in pending_writes:
                     job = out.job
@@ -166,7 +168,7 @@ class Indexer:
                     rows = out.rows
                     assert rows is not None
                     meta = FileMeta(job.path, out.hash, job.size, job.mtime_ns)
-                    file_id, removed = write_file(db, rows, meta, next_ids)
+                    file_id, removed = write_file(db, rows, meta, batch)
                     if removed is None:
                         file_set[0] = True
                     changed_ids.add(file_id)
@@ -181,6 +183,7 @@ class Indexer:
                     indexed += 1
                     units += len(rows.units) - 1  # counted as IndexCounts does: not the file unit
                     chunks += len(rows.chunks)
+                batch.finish(db)
             pending_writes.clear()
             last_flush = time.perf_counter()
 

@@ -8,6 +8,7 @@ from coderag_tui.models import SearchFilters, UnitRef
 from coderag_tui.retrieval.router import looks_like_symbol
 from coderag_tui.store import retrieval_reads
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.sql import like_escape
 
 _TOKEN = re.compile(r"`?[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?`?")
 MAX_NAMES = 16
@@ -73,19 +74,15 @@ def symbol_units(db: StoreBackend, target: str, limit: int,
     exact = sorted((u for u in found.values() if is_exact(u, t)), key=lambda u: _order(u, last))
     fuzzy: list[UnitRef] = []
     if len(exact) < limit:
-        add(retrieval_reads.units_name_like(db, _like(last) + "%", 200))
+        add(retrieval_reads.units_name_prefix(db, last, 200))
         if not exact and len(found) < FEW and len(last) >= 4:  # a substring scan reads every unit: only when needed
-            add(retrieval_reads.units_name_like(db, "%" + _like(last) + "%", 100))
+            add(retrieval_reads.units_name_like(db, "%" + like_escape(last) + "%", 100))
         if "/" in t and len(found) < FEW:
-            add(retrieval_reads.files_path_like(db, "%" + _like(t) + "%", 100))
+            add(retrieval_reads.files_path_like(db, "%" + like_escape(t) + "%", 100))
         seen = {u.id for u in exact}
         fuzzy = sorted((u for u in found.values() if u.id not in seen),
                        key=lambda u: (len(u.name), _order(u, last)))
     return exact[:limit], fuzzy[:limit]
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def mentioned_names(text: str, limit: int = MAX_NAMES) -> list[str]:

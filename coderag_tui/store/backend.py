@@ -12,6 +12,7 @@ backend it holds.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -171,8 +172,6 @@ class StoreBackend(Sql, Protocol):
         ...
 
     # ---------------------------------------------------------------- bulk writes (indexing)
-    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None: ...
-
     def insert_chunks(self, file_id: int, rows: Sequence[Sequence[Any]],
                       keyword_rows: Sequence[tuple[str, str, str, str, str]]) -> None:
         """A file's chunks with explicit ids and their keyword rows (names, path words,
@@ -231,6 +230,10 @@ class StoreBackend(Sql, Protocol):
         ...
 
     def write_vectors(self, hashes: Sequence[str], vecs: np.ndarray, model_id: str) -> int: ...
+
+    def bulk_vectors(self, expected: int) -> AbstractContextManager[None]:
+        """A block writing `expected` vectors: a backend with a vector index may build it after."""
+        ...
 
     def delete_vectors(self, ids: Sequence[int]) -> None: ...
 

@@ -131,6 +131,18 @@ class Database:
             out.extend(self.execute(sql.format(marks=",".join("?" * len(part))), (*part, *params)))
         return out
 
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """(One executemany.)"""
+        if rows:
+            self.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES({','.join('?' * len(columns))})",
+                             rows)
+
+    def update_rows(self, table: str, columns: Sequence[str], key: str, rows: Sequence[Sequence[Any]]) -> None:
+        """(One executemany.)"""
+        if rows:
+            sets = ", ".join(f"{c}=?" for c in columns)
+            self.executemany(f"UPDATE {table} SET {sets} WHERE {key}=?", rows)
+
     def changed(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a write; the number of rows it changed."""
         self.execute(sql, params)
@@ -139,6 +151,12 @@ class Database:
     def ci(self, expr: str) -> str:
         """`expr` compared without (ASCII) case; the NOCASE indexes serve it."""
         return f"{expr} COLLATE NOCASE"
+
+    def prefix(self, expr: str, text: str) -> tuple[str, tuple[Any, ...]]:
+        """(SQLite reads `LIKE 'x%'` as a range of a NOCASE index.)"""
+        from coderag_tui.store.sql import like_escape
+
+        return f"{expr} LIKE ? ESCAPE '\\'", (like_escape(text) + "%",)
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple[Any, ...] | None:
         for row in self.execute(sql, params):

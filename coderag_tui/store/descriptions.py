@@ -205,8 +205,7 @@ def replace_profiles(db: StoreBackend, file_ids: Sequence[int] | None,
             marks = ",".join("?" * len(part))
             db.delete_description_rows(part)
             db.execute(f"DELETE FROM profiles WHERE unit_id IN ({marks})", part)
-    db.executemany("INSERT INTO profiles(unit_id, file_id, role, fan_in, fan_out, data, text) "
-                   "VALUES(?,?,?,?,?,?,?)", rows)
+    db.insert_rows("profiles", ("unit_id", "file_id", "role", "fan_in", "fan_out", "data", "text"), rows)
 
 
 def write_keyword_rows(db: StoreBackend, texts: dict[int, str]) -> None:

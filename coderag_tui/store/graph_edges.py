@@ -17,7 +17,6 @@ _UNIT = "SELECT id, file_id, parent_id, kind, name, is_test FROM units"
 _IMPORT = "SELECT id, src_file, name, receiver, dst FROM edges WHERE kind='IMPORTS'"
 _BASE = "SELECT id, src, src_file, name, dst, kind FROM edges WHERE kind IN ('INHERITS','IMPLEMENTS')"
 _CALL = "SELECT id, src, src_file, name, receiver, dst FROM edges WHERE kind='CALLS'"
-_TEST_INSERT = "INSERT INTO edges(src, src_file, dst, kind, name, line) VALUES(?,?,?,'TESTS',?,?)"
 
 
 # ---------------------------------------------------------------- units and files
@@ -144,12 +143,12 @@ def call_spots(db: StoreBackend, ids: Sequence[int]) -> list[Row]:
 
 def set_targets(db: StoreBackend, updates: Iterable[tuple[int | None, int]]) -> None:
     """Point edges at new targets: (dst, edge id) pairs."""
-    db.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
+    db.update_rows("edges", ("dst",), "id", list(updates))
 
 
 def set_base_targets(db: StoreBackend, updates: Iterable[tuple[int | None, str, int]]) -> None:
     """Point base edges at new targets with their kind: (dst, INHERITS or IMPLEMENTS, edge id)."""
-    db.executemany("UPDATE edges SET dst=?, kind=? WHERE id=?", updates)
+    db.update_rows("edges", ("dst", "kind"), "id", list(updates))
 
 
 def clear_orphans(db: StoreBackend, ids: Iterable[int] | None = None) -> None:
@@ -184,7 +183,8 @@ def delete_tests_edges_at(db: StoreBackend, spots: Iterable[tuple[int, int]]) ->
 
 def insert_tests_edges(db: StoreBackend, rows: Iterable[tuple[int, int, int, str, int]]) -> None:
     """Insert TESTS edges: (src, src_file, dst, name, line)."""
-    db.executemany(_TEST_INSERT, rows)
+    db.insert_rows("edges", ("src", "src_file", "dst", "kind", "name", "line"),
+                   [(s, f, d, "TESTS", n, ln) for s, f, d, n, ln in rows])
 
 
 # ---------------------------------------------------------------- what call confidence reads

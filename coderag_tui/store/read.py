@@ -9,6 +9,7 @@ from typing import Any
 from coderag_tui.models import EdgeRef, Excluded, IndexCounts, IndexStatus, LanguageCount, UnitRef
 from coderag_tui.store import confidence, graph_edges
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.sql import like_escape
 
 UNIT_SELECT = (
     "SELECT u.id, f.path, u.kind, u.name, u.qualname, u.signature, u.start_line, u.end_line, "
@@ -49,7 +50,7 @@ def file_unit(db: StoreBackend, path: str) -> UnitRef | None:
 def paths_ending(db: StoreBackend, suffix: str, limit: int = 20) -> list[str]:
     """Indexed paths equal to `suffix` or ending with `/suffix`, shortest first."""
     rows = db.rows(f"SELECT path FROM files WHERE path = ? OR path {db.like} ? ESCAPE '\\' ORDER BY length(path), path "
-                   "LIMIT ?", (suffix, "%/" + _like_escape(suffix), limit))
+                   "LIMIT ?", (suffix, "%/" + like_escape(suffix), limit))
     return [str(r[0]) for r in rows]
 
 
@@ -113,26 +114,22 @@ def find_symbols(db: StoreBackend, query: str, limit: int = 20, kinds: Sequence[
                        (q, "%" + q + "%")), 1)
     if len(found) < limit:
         add(db.execute(UNIT_SELECT + f" WHERE {db.ci('u.name')} = {db.ci('?')}", (last,)), 1)
-    word = _like_escape(last)
+    word = like_escape(last)
     if len(found) < limit and like:
-        add(db.execute(UNIT_SELECT + f" WHERE u.name {db.like} ? ESCAPE '\\' LIMIT 200", (word + "%",)), 3)
+        cond, params = db.prefix("u.name", last)
+        add(db.execute(UNIT_SELECT + f" WHERE {cond} LIMIT 200", params), 3)
     if len(found) < limit and like and fuzzy:
         add(db.execute(UNIT_SELECT + f" WHERE u.name {db.like} ? ESCAPE '\\' LIMIT 200", ("%" + word + "%",)), 4)
     if len(found) < limit and fuzzy and 3 <= len(last) <= _MAX_FUZZY_QUERY:
         # fuzzy: the names holding the query's letters in order, shortest first (LIKE '%q%r%y%'
         # in SQLite: reading every distinct name into Python took ~90 ms on Django)
-        subsequence = "%" + "%".join(_like_escape(ch) for ch in last) + "%"
+        subsequence = "%" + "%".join(like_escape(ch) for ch in last) + "%"
         for (name,) in db.execute(
                 f"SELECT name FROM units WHERE kind<>'file' AND name {db.like} ? ESCAPE '\\' "
                 "GROUP BY name ORDER BY length(name), name LIMIT ?", (subsequence, limit * 2)):
             add(db.execute(UNIT_SELECT + " WHERE u.name=?", (name,)), 5)
     ranked = sorted(found.values(), key=lambda kv: kv[0])
     return [u for _, u in ranked[:limit]]
-
-
-def _like_escape(text: str) -> str:
-    """Text matched literally by LIKE ... ESCAPE '\\' (`_` and `%` are wildcards otherwise)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _edge_rows(db: StoreBackend, end: str, unit_ids: Sequence[int], kinds: Sequence[str], order: str

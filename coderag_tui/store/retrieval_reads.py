@@ -97,6 +97,13 @@ def units_named(db: StoreBackend, name: str, limit: int = 400, files: bool = Tru
     return [unit_from_row(r) for r in db.execute(UNIT_SELECT + f" WHERE {where} LIMIT ?", (name, limit))]
 
 
+def units_name_prefix(db: StoreBackend, prefix: str, limit: int) -> list[UnitRef]:
+    """Units but files whose name starts with `prefix` (in any case)."""
+    cond, params = db.prefix("u.name", prefix)
+    return [unit_from_row(r) for r in db.execute(
+        UNIT_SELECT + f" WHERE {cond} AND u.kind <> 'file' LIMIT ?", (*params, limit))]
+
+
 def units_name_like(db: StoreBackend, pattern: str, limit: int) -> list[UnitRef]:
     """Units but files whose name matches a LIKE pattern (escaped with a backslash)."""
     return [unit_from_row(r) for r in db.execute(

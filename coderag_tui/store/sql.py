@@ -37,6 +37,15 @@ class Sql(Protocol):
 
     def scalar(self, sql: str, params: Params = (), default: Any = None) -> Any: ...
 
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Append rows to a table, in bulk (PostgreSQL: COPY, sent with the transaction's other
+        rows of the table when a statement names it, or at its end)."""
+        ...
+
+    def update_rows(self, table: str, columns: Sequence[str], key: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Set `columns` of the rows whose `key` is the last value of each row, in bulk."""
+        ...
+
     def changed(self, sql: str, params: Params = ()) -> int:
         """Run a write; the number of rows it changed."""
         ...
@@ -61,6 +70,16 @@ class Sql(Protocol):
     def like(self) -> str:
         """The LIKE operator that ignores (ASCII) case, as SQLite's LIKE does."""
         ...
+
+    def prefix(self, expr: str, text: str) -> tuple[str, tuple[Any, ...]]:
+        """A condition (and its parameters) that `expr` starts with `text` in any case, read as a
+        range of an index on names."""
+        ...
+
+
+def like_escape(text: str) -> str:
+    """Text matched literally by LIKE ... ESCAPE '\\' (`_` and `%` are wildcards otherwise)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def marks(n: int) -> str:

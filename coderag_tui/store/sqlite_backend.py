@@ -76,11 +76,6 @@ class SqliteStore(Database):
         return []
 
     # ---------------------------------------------------------------- bulk writes
-    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Append rows to a table (one executemany)."""
-        if rows:
-            self.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES({q.marks(len(columns))})", rows)
-
     def insert_chunks(self, file_id: int, rows: Sequence[Sequence[Any]],
                       keyword_rows: Sequence[tuple[str, str, str, str, str]]) -> None:
         """A file's chunks (id, file id, unit id, start, end, node kinds, scope, hash, header, text)
@@ -216,6 +211,10 @@ class SqliteStore(Database):
                              (self.conn.last_insert_rowid(), _blob(v)))
                 written += 1
         return written
+
+    def bulk_vectors(self, expected: int) -> contextlib.AbstractContextManager[None]:
+        """(sqlite-vec keeps no index to build again.)"""
+        return contextlib.nullcontext()
 
     def delete_vectors(self, ids: Sequence[int]) -> None:
         for i in range(0, len(ids), 500):

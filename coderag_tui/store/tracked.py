@@ -36,7 +36,7 @@ def skips(db: StoreBackend) -> dict[str, tuple[str, int, int]]:
 
 def replace_skips(db: StoreBackend, skipped: dict[str, tuple[str, int, int]]) -> None:
     db.execute("DELETE FROM skips")
-    db.executemany("INSERT INTO skips(path, reason, size, mtime_ns) VALUES(?,?,?,?)",
+    db.insert_rows("skips", ("path", "reason", "size", "mtime_ns"),
                    [(p, r, s, m) for p, (r, s, m) in sorted(skipped.items())])
 
 

@@ -220,53 +220,71 @@ def file_rows(parsed: ParsedFile) -> FileRows:
                     import_rows, chunk_rows, fts_rows)
 
 
-def write_file(db: StoreBackend, parsed: ParsedFile | FileRows, meta: FileMeta,
-               next_ids: list[int] | None = None) -> tuple[int, Removed | None]:
-    """Replace a file's rows with a fresh parse. Returns its file id and what was removed.
+@dataclass
+class WriteBatch:
+    """What a caller writing many files in one transaction keeps between them: the next free ids
+    (0: look it up), the file ids of the paths indexed before (None: each looked up), and whether
+    a file was added (the set of files is then marked changed once, by `finish`)."""
 
-    `next_ids`: [next unit id, next chunk id] kept by a caller writing many files in one
-    transaction (0 = look it up); it saves two queries per file.
-    """
+    next_unit: int = 0
+    next_chunk: int = 0
+    next_file: int = 0
+    known: dict[str, int] | None = None
+    added: bool = False
+
+    def finish(self, db: StoreBackend) -> None:
+        if self.added:
+            mark_file_set_changed(db)
+            self.added = False
+
+
+def write_file(db: StoreBackend, parsed: ParsedFile | FileRows, meta: FileMeta,
+               batch: WriteBatch | None = None) -> tuple[int, Removed | None]:
+    """Replace a file's rows with a fresh parse. Returns its file id and what was removed.
+    `batch`: kept by a caller writing many files in one transaction (who then calls its
+    `finish`); it saves three statements per file."""
     rows = parsed if isinstance(parsed, FileRows) else file_rows(parsed)
-    row = db.one("SELECT id FROM files WHERE path=?", (meta.path,))
+    alone = batch is None
+    batch = batch or WriteBatch()
+    if batch.known is not None:
+        found = batch.known.get(meta.path)
+    else:
+        found = db.scalar("SELECT id FROM files WHERE path=?", (meta.path,))
     removed = None
     now = time.time()
     file_unit_id = None
-    if next_ids is None:
-        next_ids = [0, 0]
-    if row is not None:
-        file_id = int(row[0])
+    fields = (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, int(rows.structured),
+              int(rows.has_errors), meta.error, now)
+    if found is not None:
+        file_id = int(found)
         file_unit_id = db.scalar("SELECT id FROM units WHERE file_id=? AND kind='file'", (file_id,))
         removed = remove_file_rows(db, file_id, meta.path)
-        next_ids[0] = next_ids[1] = 0  # the highest ids may have gone
-        db.execute(
-            "UPDATE files SET language=?, hash=?, size=?, mtime_ns=?, lines=?, structured=?, "
-            "has_errors=?, error=?, indexed_at=? WHERE id=?",
-            (rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines, int(rows.structured),
-             int(rows.has_errors), meta.error, now, file_id),
-        )
+        batch.next_unit = batch.next_chunk = 0  # the highest ids may have gone
+        db.execute("UPDATE files SET language=?, hash=?, size=?, mtime_ns=?, lines=?, structured=?, "
+                   "has_errors=?, error=?, indexed_at=? WHERE id=?", (*fields, file_id))
     else:
-        mark_file_set_changed(db)
-        file_id = int(db.scalar(
-            "INSERT INTO files(path, language, hash, size, mtime_ns, lines, structured, has_errors, "
-            "error, indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING id",
-            (meta.path, rows.language, meta.hash, meta.size, meta.mtime_ns, rows.lines,
-             int(rows.structured), int(rows.has_errors), meta.error, now),
-        ))
-    _insert_rows(db, file_id, rows, file_unit_id, next_ids)
+        if not batch.next_file:
+            batch.next_file = int(db.scalar("SELECT coalesce(max(id), 0) FROM files", default=0)) + 1
+        file_id = batch.next_file
+        batch.next_file += 1
+        db.insert_rows("files", _FILE_COLUMNS, [(file_id, meta.path, *fields)])
+        batch.added = True
+    _insert_rows(db, file_id, rows, file_unit_id, batch)
+    if alone:
+        batch.finish(db)
     return file_id, removed
 
 
 def _insert_rows(db: StoreBackend, file_id: int, rows: FileRows, file_unit_id: int | None,
-                 next_ids: list[int]) -> None:
-    # Explicit ids (max + 1) let every table be written with one executemany.
-    if not next_ids[0]:
-        next_ids[0] = int(db.scalar("SELECT coalesce(max(id), 0) FROM units", default=0)) + 1
-    first_unit = next_ids[0]
+                 batch: WriteBatch) -> None:
+    # Explicit ids (max + 1) let every table be written in bulk.
+    if not batch.next_unit:
+        batch.next_unit = int(db.scalar("SELECT coalesce(max(id), 0) FROM units", default=0)) + 1
+    first_unit = batch.next_unit
     ids = list(range(first_unit, first_unit + len(rows.units)))
     if file_unit_id is not None and ids:
         ids[0] = int(file_unit_id)
-    next_ids[0] = max(next_ids[0], max(ids, default=0) + 1)
+    batch.next_unit = max(batch.next_unit, max(ids, default=0) + 1)
     db.insert_rows("units", _UNIT_COLUMNS,
                    [(ids[r[0]], file_id, None if r[1] is None else ids[r[1]], *r[2:]) for r in rows.units])
     db.insert_rows("edges", _EDGE_COLUMNS,
@@ -275,14 +293,16 @@ def _insert_rows(db: StoreBackend, file_id: int, rows: FileRows, file_unit_id: i
     db.insert_rows("imports", ("file_id", "module", "names", "line"), [(file_id, *i) for i in rows.imports])
     if not rows.chunks:
         return
-    if not next_ids[1]:
-        next_ids[1] = int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks", default=0)) + 1
-    first_chunk = next_ids[1]
-    next_ids[1] = first_chunk + len(rows.chunks)
+    if not batch.next_chunk:
+        batch.next_chunk = int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks", default=0)) + 1
+    first_chunk = batch.next_chunk
+    batch.next_chunk = first_chunk + len(rows.chunks)
     db.insert_chunks(file_id, [(first_chunk + n, file_id, ids[c[0]], *c[1:]) for n, c in enumerate(rows.chunks)],
                      rows.fts)
 
 
+_FILE_COLUMNS = ("id", "path", "language", "hash", "size", "mtime_ns", "lines", "structured", "has_errors", "error",
+                 "indexed_at")
 _UNIT_COLUMNS = ("id", "file_id", "parent_id", "kind", "name", "qualname", "signature", "params", "return_type",
                  "decorators", "docstring", "bases", "start_line", "end_line", "is_test")
 _EDGE_COLUMNS = ("src", "src_file", "dst", "kind", "name", "receiver", "line", "argc")

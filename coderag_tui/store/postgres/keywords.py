@@ -43,7 +43,7 @@ POSTINGS_SELECT = f"""
             UNION ALL SELECT unnest(string_to_array(c.kw_code, ' ')), {_W_CODE}) w
         WHERE w.term <> '' AND length(w.term) <= {MAX_TERM_CHARS} GROUP BY w.term) t"""
 
-INSERT_POSTINGS = f"INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT} WHERE c.file_id = ?"
+INSERT_POSTINGS = f"INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT} WHERE c.file_id = ANY(?)"
 
 # one statement (a round trip costs more than the search on a busy machine): each word's chunk
 # count (keyword_df, else its postings counted now, bounded), the number of chunks (counted at

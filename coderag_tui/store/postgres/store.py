@@ -29,6 +29,10 @@ from coderag_tui.store.postgres.layout import REPO_SCHEMA_VERSION, schema_name
 _TOKENS = re.compile(r"--[^\n]*|'(?:[^']|'')*'|\?|%")  # a comment, a quoted string, a mark
 _HNSW = "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)"
 _KEYWORD_CHARS = 400_000  # of a chunk's code column (longer tails are not searched)
+BULK_VECTORS = 20_000  # vectors to write at once that are worth an HNSW build after them
+_CHUNK_COLUMNS = ("id", "file_id", "unit_id", "start_line", "end_line", "node_kinds", "scope", "hash", "header", "text",
+                  "kw_names", "kw_meta", "kw_code")
+_WORD_OF: dict[str, re.Pattern[str]] = {}  # a table's name as a word of a statement
 
 
 @functools.lru_cache(maxsize=4096)
@@ -70,6 +74,11 @@ class PostgresStore:
         self._owner = threading.get_ident()
         self._readers: dict[int, PostgresStore] = {}
         self._readers_lock = threading.Lock()
+        # rows appended by `insert_rows`/`insert_chunks`, sent in one COPY per table when a
+        # statement names the table, or when their transaction ends (a round trip per file and
+        # table cost most of a build's time)
+        self._pending: dict[tuple[str, str], list[Sequence[Any]]] = {}
+        self._posting_files: list[int] = []
         conn.execute(f"SET search_path TO {schema_name(repo.id)}, public")
 
     # ---------------------------------------------------------------- the SQL surface
@@ -79,6 +88,9 @@ class PostgresStore:
                           "check the server; an interrupted `coderag index --store` is finished by running it again")
 
     def _run(self, sql: str, params: q.Params = ()) -> psycopg.Cursor[Any]:
+        if self._pending and (any(_WORD_OF[table].search(sql) for table, _ in self._pending)
+                              or "keyword_postings" in sql):
+            self._flush()
         try:
             return self.conn.execute(to_postgres(sql), [_clean(p) for p in params])
         except psycopg.Error as exc:
@@ -89,6 +101,8 @@ class PostgresStore:
         return iter(cur.fetchall()) if cur.description is not None else iter(())
 
     def executemany(self, sql: str, rows: Any) -> None:
+        if self._pending:
+            self._flush()
         try:
             with self.conn.cursor() as cur:
                 cur.executemany(to_postgres(sql), [[_clean(v) for v in r] for r in rows])
@@ -117,7 +131,10 @@ class PostgresStore:
 
     @contextmanager
     def transaction(self) -> Iterator[PostgresStore]:
-        """A write transaction; the outermost waits for the repository's other writers."""
+        """A write transaction; the outermost waits for the repository's other writers. Rows
+        waiting to be sent belong to the level they were added in: sent when it ends, dropped
+        when it fails."""
+        self._flush()
         try:
             with self.conn.transaction():
                 self._depth += 1
@@ -125,10 +142,23 @@ class PostgresStore:
                     if self._depth == 1:
                         repos.write_lock(self.conn, self.repo.id)
                     yield self
+                    self._flush()
+                except BaseException:
+                    self._pending.clear()
+                    self._posting_files.clear()
+                    raise
                 finally:
                     self._depth -= 1
         except psycopg.Error as exc:
             raise self._fail(exc) from exc
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for (table, columns), rows in pending.items():
+            self._copy(table, columns, rows)
+        files, self._posting_files = self._posting_files, []
+        if files:
+            self._run(keywords.INSERT_POSTINGS, (files,))
 
     def get_meta(self, key: str, default: str = "") -> str:
         value = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
@@ -144,6 +174,11 @@ class PostgresStore:
 
     def ci(self, expr: str) -> str:
         return f"lower({expr})"
+
+    def prefix(self, expr: str, text: str) -> tuple[str, tuple[Any, ...]]:
+        """A range of the `lower(name) COLLATE "C"` index (ILIKE 'x%' reads every row)."""
+        key = f'lower({expr}) COLLATE "C"'
+        return f'{key} >= lower(?) COLLATE "C" AND {key} < (lower(?) || chr(1114111)) COLLATE "C"', (text, text)
 
     # ---------------------------------------------------------------- the store itself
     @property
@@ -173,6 +208,7 @@ class PostgresStore:
         return store
 
     def close(self) -> None:
+        self._pending.clear()
         with self._readers_lock:
             readers, self._readers = list(self._readers.values()), {}
         for store in readers:
@@ -195,21 +231,39 @@ class PostgresStore:
             raise self._fail(exc) from exc
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Append rows to a table (COPY)."""
+        """Append rows to a table (COPY, with the transaction's other rows of the table)."""
         if rows:
-            self._copy(table, ", ".join(columns), rows)
+            if table not in _WORD_OF:
+                _WORD_OF[table] = re.compile(rf"\b{re.escape(table)}\b")
+            self._pending.setdefault((table, ", ".join(columns)), []).extend(rows)
+            if not self._depth:  # (no transaction to end: now)
+                self._flush()
+
+    def update_rows(self, table: str, columns: Sequence[str], key: str, rows: Sequence[Sequence[Any]]) -> None:
+        """COPY into a scratch table, then one UPDATE ... FROM (one statement per row would be a
+        round trip each: a build rewrites most edges' targets)."""
+        rows = list(rows)
+        if not rows:
+            return
+        names = ", ".join([*columns, key])
+        scratch = "_".join(("updating", table, *columns))
+        self._run(f"CREATE TEMP TABLE IF NOT EXISTS {scratch} AS SELECT {names} FROM {table} WITH NO DATA")
+        self._run(f"TRUNCATE {scratch}")
+        self._copy(scratch, names, rows)
+        sets = ", ".join(f"{c} = v.{c}" for c in columns)
+        self._run(f"UPDATE {table} t SET {sets} FROM {scratch} v WHERE t.{key} = v.{key}")
 
     def insert_chunks(self, file_id: int, rows: Sequence[Sequence[Any]],
                       keyword_rows: Sequence[tuple[str, str, str, str, str]]) -> None:
         """A file's chunks (id, file id, unit id, start, end, node kinds, scope, hash, header, text)
         and their keyword rows (names, path words, signatures, docstrings, code sub-words)."""
-        self._copy("chunks", "id, file_id, unit_id, start_line, end_line, node_kinds, scope, hash, header, text, "
-                   "kw_names, kw_meta, kw_code",
-                   ((*c, keywords.words(names), keywords.words(path, sig, doc),
-                     keywords.words(c[9][:_KEYWORD_CHARS], extra))
-                    for c, (names, path, sig, doc, extra) in zip(rows, keyword_rows, strict=True)))
-        if rows:
-            self._run(keywords.INSERT_POSTINGS, (file_id,))
+        if not rows:
+            return
+        self.insert_rows("chunks", _CHUNK_COLUMNS,
+                         [(*c, keywords.words(names), keywords.words(path, sig, doc),
+                           keywords.words(c[9][:_KEYWORD_CHARS], extra))
+                          for c, (names, path, sig, doc, extra) in zip(rows, keyword_rows, strict=True)])
+        self._posting_files.append(file_id)
 
     def delete_keyword_rows(self, file_id: int) -> None:
         self._run("DELETE FROM keyword_postings WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = ?)",
@@ -336,6 +390,23 @@ class PostgresStore:
                        ((h, vector_literal(v)) for h, v in zip(hashes, vecs, strict=True)))
             return self.changed("INSERT INTO vectors(hash, model, embedding) SELECT DISTINCT ON (hash) hash, ?, "
                                 "embedding FROM new_vectors ON CONFLICT DO NOTHING", (model_id,))
+
+    @contextmanager
+    def bulk_vectors(self, expected: int) -> Iterator[None]:
+        """Many vectors to come into few: the HNSW index is dropped meanwhile and built once after
+        (each insert into the graph costs a search of it; a build over all rows costs less and
+        gives the same kind of graph), also after an error: a store never stays without it."""
+        have = int(self.scalar("SELECT count(*) FROM vectors", default=0))
+        if expected < BULK_VECTORS or expected < have:
+            yield
+            return
+        self._run("DROP INDEX IF EXISTS vectors_hnsw")
+        try:
+            yield
+        finally:
+            self._run("SELECT set_config('maintenance_work_mem', '1GB', false)")
+            self._run(_HNSW)
+            self._run("ANALYZE vectors")
 
     def delete_vectors(self, ids: Sequence[int]) -> None:
         if ids:
