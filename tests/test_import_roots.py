@@ -8,6 +8,7 @@ from pathlib import Path
 
 from coderag_tui.config import EmbedSettings, IndexSettings, Settings
 from coderag_tui.indexing.indexer import Indexer
+from coderag_tui.store import read
 from coderag_tui.store.backend import open_store
 from coderag_tui.store.db import open_database
 
@@ -44,9 +45,9 @@ def imports_of(tmp_path: Path) -> dict[tuple[str, str], str | None]:
         db.close()
     store = open_store(tmp_path / "index.db")
     try:
-        ids = [store.file_outline(p)[0].id for p in store.files()]
+        ids = [u.id for u in (read.file_unit(store, p) for p in read.file_index_states(store, "")) if u]
         return {(e.source.path, e.name): e.unit.path if e.unit else None
-                for e in store.callees(ids, kinds=("IMPORTS",)) if e.source}
+                for e in read.callees(store, ids, kinds=("IMPORTS",)) if e.source}
     finally:
         store.close()
 

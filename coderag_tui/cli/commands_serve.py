@@ -56,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("--db names an index file; --store a database", "give one of them")
     if store and targets == [None] and not args.targets and not args.repo:
         # the database's repositories, each served from the database alone
-        from coderag_tui.store.postgres.store import stored_repositories
+        from coderag_tui.store.postgres.opening import stored_repositories
 
         services = [CodeRag.named(store, r.name, config=args.config) for r in stored_repositories(store)]
         if not services:

@@ -297,7 +297,7 @@ class StoreTarget:
         """Whether the index was ever made (opening nothing that is not there)."""
         if not self.url:
             return self.path is not None and self.path.exists()
-        from coderag_tui.store.postgres.store import find_repository
+        from coderag_tui.store.postgres.opening import find_repository
 
         return find_repository(self.url, self.repo, self.source) is not None
 

@@ -23,8 +23,7 @@ from coderag_tui.store.backend import redact
 from coderag_tui.store.embeddings import note_removal
 from coderag_tui.store.filters import filter_sql, has_filters
 from coderag_tui.store.postgres import keywords, repos
-from coderag_tui.store.postgres.connect import connect
-from coderag_tui.store.postgres.layout import REPO_SCHEMA_VERSION, schema_name
+from coderag_tui.store.postgres.layout import schema_name
 
 _TOKENS = re.compile(r"--[^\n]*|'(?:[^']|'')*'|\?|%")  # a comment, a quoted string, a mark
 _HNSW = "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)"
@@ -202,6 +201,10 @@ class PostgresStore:
         with self._readers_lock:
             store = self._readers.get(ident)
         if store is None:
+            from coderag_tui.store.postgres.opening import (
+                open_repository,  # (which builds on this module)
+            )
+
             store = open_repository(self.url, self.repo)
             with self._readers_lock:
                 self._readers[ident] = store
@@ -450,61 +453,3 @@ class PostgresStore:
             rows = self.rows("SELECT hash, embedding <=> ?::vector AS d FROM vectors ORDER BY embedding <=> ?::vector "
                              "LIMIT ?", (literal, literal, k))
         return [(str(h), float(d)) for h, d in rows]
-
-
-def open_repository(url: str, repo: repos.StoredRepo) -> PostgresStore:
-    """A store on a repository of the database at `url`, on a connection of its own."""
-    conn = connect(url)
-    try:
-        if repos.version(conn, repo.id) < REPO_SCHEMA_VERSION:
-            repos.migrate(conn, repo.id)
-        return PostgresStore(conn, url, repo)
-    except BaseException:
-        conn.close()
-        raise
-
-
-def open_postgres(url: str, repo: str | None = None, source: str | None = None, create: bool = False) -> PostgresStore:
-    """The store of a repository of the PostgreSQL database at `url` (created and migrated when
-    needed): the one named `repo`, else the one indexed from `source` (`create`: a new one,
-    named after it, when none was)."""
-    conn = connect(url)
-    try:
-        found: repos.StoredRepo | None
-        if repo is not None:
-            found = repos.by_name(conn, repo)
-        elif source is not None:
-            found = repos.by_source(conn, source)
-            if found is None and create:
-                found = repos.add(conn, repos.name_for(source), source)
-            if found is None:
-                raise StoreError(f"{source} is not indexed in {redact(url)}",
-                                 f"run `coderag index {source} --store URL` first")
-        else:
-            raise StoreError("which repository of the database?", "give its folder, or --repo NAME")
-        if repos.version(conn, found.id) < REPO_SCHEMA_VERSION:
-            repos.migrate(conn, found.id)
-        return PostgresStore(conn, url, found)
-    except BaseException:
-        conn.close()
-        raise
-
-
-def find_repository(url: str, repo: str | None, source: str | None) -> repos.StoredRepo | None:
-    """The repository named `repo` (else indexed from `source`), or None."""
-    conn = connect(url)
-    try:
-        if repo is not None:
-            return next((r for r in repos.listing(conn) if r.name == repo), None)
-        return repos.by_source(conn, source) if source is not None else None
-    finally:
-        conn.close()
-
-
-def stored_repositories(url: str) -> list[repos.StoredRepo]:
-    conn = connect(url)
-    try:
-        return repos.listing(conn)
-    finally:
-        conn.close()
-
