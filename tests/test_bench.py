@@ -123,8 +123,8 @@ def test_timed_gives_the_value_wall_and_cpu_time() -> None:
 
 
 def _sdist_archive(downloads: Path, stem: str) -> None:
-    downloads.mkdir(parents=True)
-    body = b"def hello():\n    return 1\n"
+    downloads.mkdir(parents=True, exist_ok=True)
+    body = f"def hello():\n    return {stem!r}\n".encode()
     with tarfile.open(downloads / f"{stem}.tar.gz", "w:gz") as tar:
         info = tarfile.TarInfo(f"{stem}/pkg/hello.py")
         info.size = len(body)
@@ -168,3 +168,10 @@ def test_a_bench_runs_against_another_source_tree(tmp_path: Path, capfd: pytest.
     out = capfd.readouterr().out
     assert status == 0, out
     assert f"code: {tree}" in out  # the child imported coderag_tui from the other tree
+
+
+def test_sdist_takes_only_the_asked_version(tmp_path: Path) -> None:
+    _sdist_archive(tmp_path / "downloads", "demo-1.0.10")  # a name that starts like the one asked for
+    _sdist_archive(tmp_path / "downloads", "demo-1.0")
+    assert sdist("demo", "1.0", tmp_path) == tmp_path / "demo-1.0"
+    assert "'demo-1.0'" in (tmp_path / "demo-1.0" / "pkg" / "hello.py").read_text()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +119,20 @@ def data_cache(cache: Path | str | None = None) -> Path:
     return Path(os.environ.get("CODERAG_TEST_DATA", Path.home() / ".cache" / "coderag-test-data"))
 
 
+def _normal(project: str) -> str:
+    """A project's name as PyPI compares them (PEP 503): Flask_Login, flask.login -> flask-login."""
+    return re.sub(r"[-_.]+", "-", project).lower()
+
+
+def _archive_of(filename: str) -> tuple[str, str] | None:
+    """(normalised project, version) of an sdist's file name, None for anything else."""
+    for suffix in (".tar.gz", ".tgz"):
+        if filename.endswith(suffix):
+            project, _, version = filename.removesuffix(suffix).rpartition("-")
+            return (_normal(project), version) if project else None
+    return None
+
+
 def sdist(name: str, version: str, cache: Path | str | None = None) -> Path | None:
     """The unpacked source distribution of name==version, downloaded once with pip into the
     cache (data_cache); None when PyPI cannot be reached or has no such sdist."""
@@ -127,11 +142,9 @@ def sdist(name: str, version: str, cache: Path | str | None = None) -> Path | No
         return target
     downloads = folder / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
-    stem = f"{name}-{version}".lower().replace("_", "-")
 
     def archives() -> list[Path]:
-        return [p for p in downloads.iterdir()
-                if p.name.lower().replace("_", "-").startswith(stem) and p.name.endswith((".tar.gz", ".tgz"))]
+        return [p for p in downloads.iterdir() if _archive_of(p.name) == (_normal(name), version)]
 
     if not archives():
         try:
