@@ -54,7 +54,7 @@ def main() -> int:
         sqlite = CodeRag(root, settings, work / "index.db")
         sqlite.vectors_in_memory = False
         sqlite.index()
-        pg = StoreService(root, settings, open_store(url), url)
+        pg = StoreService(root, settings, open_store(url), url, str(root))  # the folder it indexes from
         pg.index()
         names = sorted({u.name for p in pg.store.files() for u in pg.store.file_outline(p)
                         if u.kind in ("function", "method") and len(u.name) > 3 and not u.name.startswith("_")})
