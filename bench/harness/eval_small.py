@@ -20,9 +20,12 @@ BASELINE = ROOT / "tests" / "data" / "eval_small_baseline.json"
 MIN_WORDS = 4
 
 
-def _doc_nodes(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+Documented = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _doc_nodes(tree: ast.Module) -> list[tuple[Documented, str]]:
     """(node, qualified name) of the module, classes and functions that have a docstring."""
-    out: list[tuple[ast.AST, str]] = []
+    out: list[tuple[Documented, str]] = []
 
     def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
         for child in ast.iter_child_nodes(node):
@@ -45,11 +48,11 @@ def strip_docstrings(source: str) -> tuple[str, list[tuple[str, str]]]:
     queries: list[tuple[str, str]] = []
     cuts: list[tuple[int, int, str | None]] = []  # (first, last) 1-based, replacement
     for node, name in _doc_nodes(tree):
-        body = node.body  # type: ignore[attr-defined]
+        body = node.body
         doc = body[0]
-        first = (ast.get_docstring(node) or "").strip().splitlines()[0].strip()
-        if name and len(first.split()) >= MIN_WORDS:
-            queries.append((name, first))
+        line = (ast.get_docstring(node) or "").strip().splitlines()[0].strip()
+        if name and len(line.split()) >= MIN_WORDS:
+            queries.append((name, line))
         indent = lines[doc.lineno - 1][: len(lines[doc.lineno - 1]) - len(lines[doc.lineno - 1].lstrip())]
         cuts.append((doc.lineno, doc.end_lineno or doc.lineno, None if len(body) > 1 else indent + "pass"))
     for first, last, repl in sorted(cuts, reverse=True):
