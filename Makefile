@@ -25,4 +25,4 @@ lint: setup
 	$(VENV)/bin/mypy
 
 bench: setup
-	$(VENV)/bin/python bench/bench_index.py
+	$(VENV)/bin/python -m bench.bench_index

@@ -3,7 +3,7 @@
 Measures model load, time to first token (prompt evaluation included) and generation speed
 on this machine, with context built from this repository's own source files.
 
-    .venv/bin/python bench/bench_answer.py [--context-tokens 2000] [--max-tokens 128] [--repeats 3]
+    python -m bench.bench_answer [--context-tokens 2000] [--max-tokens 128] [--repeats 3]
 
 `run()` returns the figures as a dict so the service layer can add retrieval vs generation
 shares later.
@@ -13,54 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.answering.answerer import Answerer  # noqa: E402
-from coderag_tui.answering.providers.base import ProviderOptions  # noqa: E402
-from coderag_tui.answering.providers.local import LlamaProvider, cpu_count  # noqa: E402
-from coderag_tui.config import ProviderSettings  # noqa: E402
-from coderag_tui.models import ComposedContext, ContextPiece  # noqa: E402
-
-QUESTION = "How are settings loaded and validated, and which errors can a user see?"
-PIECE_LINES = 40
-
-
-def build_context(provider: LlamaProvider, context_tokens: int) -> ComposedContext:
-    """~`context_tokens` tokens of pieces (40-line windows) from this repository's code."""
-    files = [ROOT / "coderag_tui" / "config.py", ROOT / "coderag_tui" / "errors.py",
-             ROOT / "coderag_tui" / "models.py", ROOT / "coderag_tui" / "store" / "db.py"]
-    files += sorted((ROOT / "coderag_tui").rglob("*.py"))
-    pieces: list[ContextPiece] = []
-    seen: set[Path] = set()
-    total = 0
-    for path in files:
-        if path in seen or not path.is_file():
-            continue
-        seen.add(path)
-        lines = path.read_text(encoding="utf-8").splitlines()
-        rel = path.relative_to(ROOT).as_posix()
-        for start in range(0, len(lines), PIECE_LINES):
-            chunk = lines[start:start + PIECE_LINES]
-            if not any(line.strip() for line in chunk):
-                continue
-            text = "\n".join(chunk)
-            piece = ContextPiece(rel, start + 1, start + len(chunk), "primary", rel, text, 0, "python")
-            tokens = provider.count_tokens(ComposedContext("", "", (piece,), 0, 0).render())
-            if total + tokens > context_tokens:
-                continue  # try the next (maybe smaller) piece
-            pieces.append(ContextPiece(rel, start + 1, start + len(chunk), "primary", rel, text, tokens, "python"))
-            total += tokens
-            if total >= context_tokens - 40:
-                return ComposedContext(QUESTION, "semantic", tuple(pieces), total, context_tokens)
-    return ComposedContext(QUESTION, "semantic", tuple(pieces), total, context_tokens)
+from bench.harness import ROOT, load_average, machine_line
+from bench.harness.code_context import QUESTION, build_context
+from coderag_tui.answering.answerer import Answerer
+from coderag_tui.answering.providers.base import ProviderOptions
+from coderag_tui.answering.providers.local import LlamaProvider, cpu_count
+from coderag_tui.config import ProviderSettings
 
 
 def run(context_tokens: int = 2000, max_tokens: int = 128, repeats: int = 1,
@@ -87,17 +49,13 @@ def run(context_tokens: int = 2000, max_tokens: int = 128, repeats: int = 1,
                 runs.append(event.stats)
         answer = "".join(parts)
     med = {k: statistics.median(r[k] for r in runs) for k in ("prompt_tokens", "ttft_s", "gen_s", "tokens", "tokens_per_s")}
-    try:
-        load_avg = os.getloadavg()[0]
-    except OSError:
-        load_avg = 0.0
     return {
         "model": provider.path.name,
         "n_ctx": provider.context_window(),
         "threads": settings.threads or cpu_count(),
         "cores": cpu_count(),
-        "machine": f"{platform.machine()} {platform.processor() or platform.system()}",
-        "load_avg_1m": round(load_avg, 2),
+        "machine": machine_line(),
+        "load_avg": load_average(),
         "repeats": len(runs),
         "context_tokens": sum(p.tokens for p in context.pieces),
         "context_pieces": len(context.pieces),
@@ -159,8 +117,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
+    print(result["machine"])
     print(f"model          {result['model']} (n_ctx {result['n_ctx']}, {result['threads']} threads, "
-          f"{result['cores']} cores, load avg {result['load_avg_1m']})")
+          f"{result['cores']} cores, load avg {result['load_avg']})")
     print(f"context        {result['context_tokens']} tokens in {result['context_pieces']} pieces; "
           f"prompt {result['prompt_tokens']:.0f} tokens")
     print(f"load           {result['load_s']:.3f} s")

@@ -4,7 +4,7 @@ Indexes this repository's `coderag_tui/answering` folder into a temporary index 
 keywords; no vectors, so the cache matches the same words), asks a question with the configured
 model (the bundled GGUF by default), asks it again, then asks it with `fresh=True`.
 
-    .venv/bin/python bench/bench_answer_cache.py [--question "..."] [--max-tokens 96]
+    python -m bench.bench_answer_cache [--question "..."] [--max-tokens 96]
 """
 
 from __future__ import annotations
@@ -12,33 +12,29 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from bench.harness import ROOT, machine_line, timed
+from coderag_tui.config import Settings
+from coderag_tui.service import CodeRag
 
 
 def ask(service: CodeRag, question: str, fresh: bool = False) -> dict[str, float | bool | str]:
-    start = time.perf_counter()
-    events = list(service.ask(question, fresh=fresh))
-    wall = time.perf_counter() - start
+    run = timed(lambda: list(service.ask(question, fresh=fresh)))
+    events = run.value
     last = events[-1]
-    return {"kind": last.kind, "cached": last.cached, "wall_s": round(wall, 4),
+    return {"kind": last.kind, "cached": last.cached, "wall_s": round(run.wall_s, 4), "cpu_s": round(run.cpu_s, 4),
             "answer_chars": len("".join(e.text for e in events if e.kind == "token"))}
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--question", default="How does the answer cache decide that a stored answer is stale?")
     ap.add_argument("--max-tokens", type=int, default=96)
     args = ap.parse_args()
+    print(machine_line())
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(ROOT / "coderag_tui" / "answering", repo / "answering",

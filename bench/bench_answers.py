@@ -36,22 +36,18 @@ import argparse
 import json
 import re
 import statistics
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.answering.citations import parse_citations  # noqa: E402
-from coderag_tui.answering.guard import repeated_ngram  # noqa: E402
-from coderag_tui.answering.opening import build_opening  # noqa: E402
-from coderag_tui.config import Settings, load_settings  # noqa: E402
-from coderag_tui.models import AnswerOpening, ChatMessage  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from coderag_tui.answering.citations import parse_citations
+from coderag_tui.answering.guard import repeated_ngram
+from coderag_tui.answering.opening import build_opening
+from coderag_tui.config import Settings, load_settings
+from coderag_tui.models import AnswerOpening, ChatMessage
+from coderag_tui.service import CodeRag
 
 MAX_DEFINING = 3  # an identifier defined in more files than this names no evidence file
 _RANGE = re.compile(r"[\w./@+\-]+:\d+-\d+")

@@ -1,6 +1,6 @@
 """Freshness: from saving a file to the change being searchable, with the watcher running.
 
-Copies a repository of >= 2,000 files (default: /work/data/django-5.1) into a temp folder,
+Copies a repository of >= 2,000 files (default: Django 5.1's sdist from PyPI) into a temp folder,
 indexes it once, gives it vectors (see below), starts the watcher, then edits N different
 files one after the other: each edit appends a function with a unique name and a distinctive
 body (words drawn at random per edit) and saves. For each edit it measures, from the save:
@@ -31,7 +31,7 @@ vector-search cost depends on the number of vectors, not their values; the ranki
 noisy copies is easier than against real neighbours, which is why the query is the new
 function's own text (it should come first; the probe accepts the top --vector-k).
 
-    .venv/bin/python bench/bench_freshness.py [--source DIR] [--edits 50] [--save-debounce-ms 150]
+    python -m bench.bench_freshness [--source DIR] [--edits 50] [--save-debounce-ms 150]
         [--embed on] [--prefill-vectors 512]
 """
 
@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import platform
 import random
 import shutil
 import statistics
@@ -54,13 +52,11 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import EmbedSettings, WatchSettings, load_settings  # noqa: E402
-from coderag_tui.models import WatchEvent  # noqa: E402
-from coderag_tui.parsing.kinds import is_test_path  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from bench.harness import machine_line, percentile, require_sdist
+from coderag_tui.config import EmbedSettings, WatchSettings, load_settings
+from coderag_tui.models import WatchEvent
+from coderag_tui.parsing.kinds import is_test_path
+from coderag_tui.service import CodeRag
 
 POLL_S = 0.005
 _WORDS = (
@@ -92,34 +88,13 @@ _WORDS = (
 WORDS = _WORDS.split()  # drawn at random: each appended function reads unlike the others
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return f"{cpu}, {cores} cores usable, load avg {load}, Python {platform.python_version()}, {platform.system()}"
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, int(round(q * len(ordered) + 0.5)) - 1))
-    return ordered[k]
-
-
 def line(label: str, values: list[float], missed: int = 0) -> str:
     if not values and not missed:
         return f"  {label:<9} (not measured)"
     if not values:
         return f"  {label:<9} every probe missed ({missed})"
     tail = f", {missed} MISSED" if missed else ""
-    return (f"  {label:<9} median {statistics.median(values) * 1000:7.0f} ms   p95 {pct(values, 0.95) * 1000:7.0f} ms"
+    return (f"  {label:<9} median {statistics.median(values) * 1000:7.0f} ms   p95 {percentile(values, 0.95) * 1000:7.0f} ms"
             f"   max {max(values) * 1000:7.0f} ms   (n={len(values)}{tail})")
 
 
@@ -184,7 +159,7 @@ def prefill_vectors(service: CodeRag, n: int, noise: float) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--source", default="/work/data/django-5.1", help="repository to copy (>= 2,000 files)")
+    ap.add_argument("--source", help="repository to copy (>= 2,000 files; default: Django 5.1's sdist)")
     ap.add_argument("--edits", type=int, default=50)
     ap.add_argument("--debounce-ms", type=int, default=None,
                     help="the watcher's debounce for bursts (default: the settings' [watch] debounce_ms)")
@@ -213,7 +188,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="give up on one edit after this long")
     args = ap.parse_args()
 
-    source = Path(args.source)
+    source = Path(args.source) if args.source else require_sdist("django", "5.1")
     if not source.is_dir():
         print(f"no such repository: {source}", file=sys.stderr)
         return 2
@@ -222,7 +197,7 @@ def main() -> int:
         return 2
     work = Path(args.workdir or tempfile.mkdtemp(prefix="coderag-fresh-"))
     repo = work / "repo"
-    print(f"machine   {machine()}")
+    print(machine_line())
     t = time.perf_counter()
     if not repo.exists():
         shutil.copytree(source, repo, symlinks=True)
@@ -425,12 +400,12 @@ def main() -> int:
     if all(took[p] for p in searchable):
         verdict = []
         for p in searchable:
-            ok = not missed[p] and pct(took[p], 0.95) < 1.0
+            ok = not missed[p] and percentile(took[p], 0.95) < 1.0
             verdict.append(f"{p} {'met' if ok else 'NOT met'}")
         print(f"  target    save -> searchable < 1 s at p95: {', '.join(verdict)}")
     if misses or errors:
         print(f"  {misses} probes missed; watcher errors: {errors[:3]}")
-    print(f"machine   {machine()}")
+    print(machine_line())
     service.close()
     if not args.keep and args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)

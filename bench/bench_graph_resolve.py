@@ -1,7 +1,7 @@
 """The whole-graph resolve on both backends, one run: the same resolver (`graph.resolve_store`)
 over SQLite and over PostgreSQL's `GraphRows`.
 
-    python bench/bench_graph_resolve.py REPO [--store postgresql://...] [--rounds 2]
+    python -m bench.bench_graph_resolve REPO [--store postgresql://...] [--rounds 2]
 
 The repository is parsed once and written into a fresh index of each backend (not timed); then
 each round resolves the whole graph of each (the pass `coderag index --store` runs after every
@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from bench.harness import machine_line, timed
 from coderag_tui.config import Settings
 from coderag_tui.indexing.graph import resolve_store
 from coderag_tui.indexing.workers import Job, process_file
@@ -48,6 +48,7 @@ def main() -> int:
     ap.add_argument("--store", help="a PostgreSQL URL whose server may create databases (default: start one)")
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
+    print(machine_line())
     root, settings = args.repo.resolve(), Settings()
     files = []
     for cand in walk(root, settings.index).files:
@@ -78,9 +79,8 @@ def main() -> int:
         print(f"{args.repo.name}: {len(files)} files, {stores['sqlite'].edge_count()} edges before TESTS")
         for n in range(args.rounds):
             for name in ("sqlite", "postgresql") if n % 2 == 0 else ("postgresql", "sqlite"):
-                wall, cpu = time.perf_counter(), time.process_time()
-                resolve_store(stores[name])
-                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                run = timed(lambda store=stores[name]: resolve_store(store))
+                wall, cpu = run.wall_s, run.cpu_s
                 print(f"round {n + 1} {name:10}: resolve {wall:6.2f}s wall {cpu:6.2f}s cpu, "
                       f"{stores[name].edge_count()} edges")
                 times[name].append((wall, cpu))

@@ -1,6 +1,6 @@
 """Structural index benchmark: ours vs a bare tree-sitter parse of the same files, in one run.
 
-    python bench/bench_index.py [REPO]      (default: Django 5.1's sdist, downloaded from PyPI)
+    python -m bench.bench_index [REPO]      (default: Django 5.1's sdist, downloaded from PyPI)
 
 Prints files/s, units, chunks, edges, index size, peak memory, the bare parse time (the
 floor), the ratio, the same ratio in CPU seconds (steadier on a shared machine), and the time
@@ -19,36 +19,17 @@ import argparse
 import multiprocessing
 import os
 import resource
-import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from bench.harness import load_average, machine_line, require_sdist, usable_cores
 from coderag_tui.config import Settings
 from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.parsing.languages import detect_language, get_parser
 from coderag_tui.sources.discovery import classify, walk
 from coderag_tui.store import open_database
-
-
-def django_source(cache: Path) -> Path:
-    """Django 5.1's source from its PyPI sdist (works wherever PyPI is reachable)."""
-    target = cache / "django-5.1"
-    if target.is_dir():
-        return target
-    cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                    "django==5.1", "-d", str(cache)], check=True, capture_output=True)
-    archive = next(cache.glob("[Dd]jango-5.1.tar.gz"))
-    with tarfile.open(archive) as tar:
-        tar.extractall(cache, filter="data")
-    extracted = next(p for p in cache.iterdir() if p.is_dir() and p.name.lower() == "django-5.1")
-    if extracted != target:
-        extracted.rename(target)
-    return target
 
 
 def parse_targets(root: Path, settings: Settings) -> list[tuple[str, str, bytes]]:
@@ -117,13 +98,15 @@ def _cpu_seconds() -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("repo", nargs="?")
-    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "coderag-bench"))
+    ap.add_argument("--cache", help="where the sdist is kept (default: $CODERAG_TEST_DATA, "
+                    "else ~/.cache/coderag-test-data)")
     ap.add_argument("--workers", type=int, default=0, help="parse processes (0 = cores)")
     ap.add_argument("--rounds", type=int, default=3, help="bare parse + build rounds, alternated")
     args = ap.parse_args()
-    root = Path(args.repo) if args.repo else django_source(Path(args.cache))
+    print(machine_line())
+    root = Path(args.repo) if args.repo else require_sdist("django", "5.1", args.cache)
     settings = Settings()
     if args.workers:
         from dataclasses import replace
@@ -190,7 +173,7 @@ def main() -> None:
     cpu_ratios = sorted((r[2] + r[3]) / r[4] for r in rounds)
     print(f"cpu ratio             {cpu_ratios[len(cpu_ratios) // 2]:.2f}x median of rounds"
           " (on a shared machine wall clocks swing with the load; CPU seconds move less)")
-    print(f"load average          {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"load average          {load_average()} at the end, {usable_cores()} cores usable")
     print(f"no-change re-index    {reindex:.2f} s   (target < 2 s; {again.files_indexed} re-parsed)")
     print(f"peak memory           {peak_self:.0f} MB main, {peak_children:.0f} MB largest worker (first build)")
 

@@ -1,7 +1,7 @@
 """Recall and speed of the in-memory KNN's binary-coded form against exact float32 KNN, on real
 vectors.
 
-    .venv/bin/python bench/bench_knn.py --cache /tmp/swe-eval/vector_cache.sqlite [--copies 4]
+    python -m bench.bench_knn --cache /tmp/swe-eval/vector_cache.sqlite [--copies 4]
 
 The vectors come from the cache that bench/eval_retrieval.py fills (real MiniLM embeddings of the
 chunks of every SWE-bench checkout, stdlib sqlite3). Queries: short questions embedded by the
@@ -14,19 +14,15 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.indexing.embedder import load_model  # noqa: E402
-from coderag_tui.retrieval import matrix as matrix_module  # noqa: E402
-from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
+from bench.harness import machine_line, p50_p95
+from coderag_tui.config import Settings
+from coderag_tui.indexing.embedder import load_model
+from coderag_tui.retrieval import matrix as matrix_module
+from coderag_tui.retrieval.matrix import VectorMatrix
 
 QUESTIONS = [
     "parse the header of a FITS file", "compute the separability matrix of a compound model",
@@ -41,17 +37,13 @@ QUESTIONS = [
 ]
 
 
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cache", required=True)
     p.add_argument("--copies", type=int, default=4)
     p.add_argument("--noisy-queries", type=int, default=100)
     args = p.parse_args()
+    print(machine_line())
     conn = sqlite3.connect(f"file:{args.cache}?mode=ro", uri=True)
     vecs = np.stack([np.frombuffer(b, dtype=np.float32) for (b,) in conn.execute("SELECT vec FROM cache")])
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -86,12 +78,12 @@ def main() -> int:
         for q in queries["questions"] * 5:
             t = time.perf_counter()
             coded.knn(None, q, 180)  # type: ignore[arg-type]
-            times_c.append(1000 * (time.perf_counter() - t))
+            times_c.append(time.perf_counter() - t)
             t = time.perf_counter()
             np.argpartition(-np.einsum("ij,j->i", big, q), 179)[:180]
-            times_e.append(1000 * (time.perf_counter() - t))
-        print(f"KNN top-180 over {len(big)} vectors: coded p50 {pct(times_c, 0.5):.1f} ms p95 {pct(times_c, 0.95):.1f} ms; "
-              f"exact float32 p50 {pct(times_e, 0.5):.1f} ms p95 {pct(times_e, 0.95):.1f} ms (same run)")
+            times_e.append(time.perf_counter() - t)
+        print(f"KNN top-180 over {len(big)} vectors: coded {p50_p95(times_c)}; "
+              f"exact float32 {p50_p95(times_e)} (same run)")
     return 0
 
 

@@ -1,6 +1,6 @@
 """One-shot vector search: sqlite-vec's own KNN against loading every vector into memory first.
 
-    .venv/bin/python bench/bench_oneshot.py [--vectors 70000] [--dim 384] [--runs 5] [--work DIR]
+    python -m bench.bench_oneshot [--vectors 70000] [--dim 384] [--runs 5] [--work DIR]
         [--reuse] [--cli N] [--baseline OTHER_SOURCE_TREE]
 
 A one-shot command (`coderag search`, `context`, `ask`) opens the index, answers one question
@@ -36,23 +36,19 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.indexing.embedder import model_identity  # noqa: E402
-from coderag_tui.parsing.extract import content_hash  # noqa: E402
-from coderag_tui.parsing.records import ParsedChunk, ParsedFile, ParsedUnit  # noqa: E402
-from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
-from coderag_tui.retrieval.search import Searcher  # noqa: E402
-from coderag_tui.retrieval.vector import knn_chunks  # noqa: E402
-from coderag_tui.store.db import open_database  # noqa: E402
-from coderag_tui.store.embeddings import ensure_model_table, write_vectors  # noqa: E402
-from coderag_tui.store.write import FileMeta, write_file  # noqa: E402
+from bench.harness import ROOT, machine_line
+from coderag_tui.config import Settings
+from coderag_tui.indexing.embedder import model_identity
+from coderag_tui.parsing.extract import content_hash
+from coderag_tui.parsing.records import ParsedChunk, ParsedFile, ParsedUnit
+from coderag_tui.retrieval.matrix import VectorMatrix
+from coderag_tui.retrieval.search import Searcher
+from coderag_tui.retrieval.vector import knn_chunks
+from coderag_tui.store.db import open_database
+from coderag_tui.store.embeddings import ensure_model_table, write_vectors
+from coderag_tui.store.write import FileMeta, write_file
 
 PER_FILE = 100
-# the bundled model's identity: random vectors, but `coderag search` then runs its whole real path
-MODEL_ID = model_identity(Settings().embed)
 
 
 def synthetic_file(n: int, per_file: int) -> ParsedFile:
@@ -80,14 +76,16 @@ def build(db_path: Path, count: int, dim: int, rng: np.random.Generator) -> tupl
         for n in range((count + PER_FILE - 1) // PER_FILE):
             parsed = synthetic_file(n, min(PER_FILE, count - n * PER_FILE))
             write_file(db, parsed, FileMeta(parsed.path, f"h{n}", 0, 0))
-    ensure_model_table(db, MODEL_ID, dim)
+    # the bundled model's identity: random vectors, but `coderag search` then runs its whole real path
+    model_id = model_identity(Settings().embed)
+    ensure_model_table(db, model_id, dim)
     rows = db.rows("SELECT id, hash FROM chunks ORDER BY id")
     ids = np.asarray([int(i) for i, _ in rows])
     hashes = [str(h) for _, h in rows]
     vecs = rng.standard_normal((len(hashes), dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     for i in range(0, len(hashes), 5000):
-        write_vectors(db, hashes[i : i + 5000], vecs[i : i + 5000], MODEL_ID)
+        write_vectors(db, hashes[i : i + 5000], vecs[i : i + 5000], model_id)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     return ids, vecs
@@ -180,6 +178,7 @@ def main() -> int:
                    "`coderag search` is timed alternately with this one")
     p.add_argument("--reuse", action="store_true", help="keep WORK's index when it exists (no rebuild)")
     args = p.parse_args()
+    print(machine_line())
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="coderag-oneshot-"))
     work.mkdir(parents=True, exist_ok=True)
     db_path = work / "oneshot.db"

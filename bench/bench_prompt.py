@@ -1,7 +1,7 @@
 """Benchmark: prompt processing of the bundled model, in CPU seconds, by prompt length and by
 llama.cpp's batch settings (one thread, as `[llm] threads = 0` picks on 2 cores).
 
-    .venv/bin/python bench/bench_prompt.py [--tokens 2900 1400] [--rounds 1]
+    python -m bench.bench_prompt [--tokens 2900 1400] [--rounds 1]
 
 CPU seconds of this process (llama.cpp's thread included) hold on a loaded machine where wall
 time does not. The prompt is this repository's answering code, cut to each length; every
@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.answering.providers.local import bundled_model_path  # noqa: E402
+from bench.harness import ROOT, machine_line
+from coderag_tui.answering.providers.local import bundled_model_path
 
 DEFAULT = "n_batch 512 (default)"
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -38,6 +34,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, nargs="+", default=[2900, 1400])
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
+    print(machine_line())
     model = str(bundled_model_path())
     source = "".join(p.read_text() for p in sorted((ROOT / "coderag_tui" / "answering").glob("*.py")))
     llms = {name: Llama(model_path=model, n_ctx=4096, n_threads=1, n_threads_batch=1, verbose=False, **kw)

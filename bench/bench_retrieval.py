@@ -1,6 +1,6 @@
 """Retrieval benchmarks: embedding throughput, hybrid search latency, context composition time.
 
-    .venv/bin/python bench/bench_retrieval.py [--data /work/data] [--work /tmp/coderag-bench]
+    python -m bench.bench_retrieval [--data /work/data] [--work /tmp/coderag-bench]
 
 1. Embedding: chunks/s of our embed path (`embed_index`: read texts from the index, batch,
    embed, write vectors in small transactions) against the bare model's `embed()` on the same
@@ -26,31 +26,23 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-# `--code TREE` (first argument): import coderag_tui from another source tree (a baseline), so
-# both trees are measured by the same bench over the same index
-CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys.argv[:-1] else ROOT
-sys.path.insert(0, str(CODE))
-
-from coderag_tui.config import IndexSettings, Settings  # noqa: E402
-from coderag_tui.indexing.embedder import EmbeddingModel, embed_index, load_model  # noqa: E402
-from coderag_tui.models import Progress  # noqa: E402
-from coderag_tui.retrieval import router  # noqa: E402
-from coderag_tui.retrieval.compose import compose  # noqa: E402
-from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
-from coderag_tui.retrieval.search import Searcher  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from coderag_tui.store.db import Database  # noqa: E402
-from coderag_tui.store.embeddings import VEC_TABLE, ensure_model_table  # noqa: E402
+import coderag_tui
+from bench.harness import machine_line, p50_p95, timed
+from bench.harness.trees import rerun_with_tree, without_option
+from coderag_tui.config import IndexSettings, Settings
+from coderag_tui.indexing.embedder import EmbeddingModel, embed_index, load_model
+from coderag_tui.models import Progress
+from coderag_tui.retrieval import router
+from coderag_tui.retrieval.compose import compose
+from coderag_tui.retrieval.matrix import VectorMatrix
+from coderag_tui.retrieval.search import Searcher
+from coderag_tui.service import CodeRag
+from coderag_tui.store.db import Database
+from coderag_tui.store.embeddings import VEC_TABLE, ensure_model_table
 
 
 def log(msg: str) -> None:
     print(time.strftime("%H:%M:%S"), msg, flush=True)
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
 # --------------------------------------------------------------------------- 1. embedding
@@ -182,33 +174,28 @@ def bench_search(service: CodeRag, searcher: Searcher, queries: dict[str, list[s
         times, cpus = [], []
         routed: dict[str, list[float]] = {}
         for q in qs:
-            t, c = time.perf_counter(), time.process_time()
-            searcher.search(q)
-            times.append(1000 * (time.perf_counter() - t))
-            cpus.append(1000 * (time.process_time() - c))  # every thread: BM25, the query model
+            run = timed(lambda q=q: searcher.search(q))
+            times.append(run.wall_s)
+            cpus.append(run.cpu_s)  # every thread: BM25, the query model
             routed.setdefault(router.classify(q).kind, []).append(cpus[-1])
         every.extend(times)
         every_cpu.extend(cpus)
-        print(f"SEARCH [{label}] {route:<10} n={len(times):<4} p50 {pct(times, 0.5):7.1f} ms  "
-              f"p95 {pct(times, 0.95):7.1f} ms  | CPU p50 {pct(cpus, 0.5):7.1f} ms  p95 {pct(cpus, 0.95):7.1f} ms")
+        print(f"SEARCH [{label}] {route:<10} n={len(times):<4} {p50_p95(times, width=7)}  | CPU {p50_p95(cpus, width=7)}")
         if route == "similarity":  # pasted chunks: prose and config among them route as questions
             for kind, cs in sorted(routed.items()):
-                print(f"SEARCH [{label}]   pasted, routed {kind:<10} n={len(cs):<4} "
-                      f"CPU p50 {pct(cs, 0.5):7.1f} ms  p95 {pct(cs, 0.95):7.1f} ms")
-    print(f"SEARCH [{label}] all        n={len(every):<4} p50 {pct(every, 0.5):7.1f} ms  p95 {pct(every, 0.95):7.1f} ms"
-          f"  | CPU p50 {pct(every_cpu, 0.5):7.1f} ms  p95 {pct(every_cpu, 0.95):7.1f} ms")
+                print(f"SEARCH [{label}]   pasted, routed {kind:<10} n={len(cs):<4} CPU {p50_p95(cs, width=7)}")
+    print(f"SEARCH [{label}] all        n={len(every):<4} {p50_p95(every, width=7)}  | CPU {p50_p95(every_cpu, width=7)}")
 
 
 def bench_context(service: CodeRag, searcher: Searcher, queries: list[str]) -> None:
     times = []
     tokens = []
     for q in queries:
-        t = time.perf_counter()
-        ctx = compose(searcher, q, service.settings.context, None, service.root,
-                      similar=searcher.similar if searcher.embed_query else None)
-        times.append(1000 * (time.perf_counter() - t))
-        tokens.append(ctx.tokens)
-    print(f"CONTEXT n={len(times)} p50 {pct(times, 0.5):.0f} ms  p95 {pct(times, 0.95):.0f} ms  "
+        run = timed(lambda q=q: compose(searcher, q, service.settings.context, None, service.root,
+                                        similar=searcher.similar if searcher.embed_query else None))
+        times.append(run.wall_s)
+        tokens.append(run.value.tokens)
+    print(f"CONTEXT n={len(times)} {p50_p95(times, digits=0)}  "
           f"(budget {service.settings.context.max_tokens}, mean {statistics.mean(tokens):.0f} tokens used)")
 
 
@@ -239,12 +226,19 @@ def main() -> int:
     p.add_argument("--pasted", type=int, help="pasted chunks (similarity queries); default queries / 4")
     p.add_argument("--skip", default="", help="comma list of parts to skip: embed, search, context, "
                    "keywords (the pass without vectors), scan (the pass with sqlite-vec's KNN)")
-    p.add_argument("--code", help="import coderag_tui from this source tree (a baseline checkout)")
+    p.add_argument("--code", help="import coderag_tui from this source tree (a baseline checkout): the same "
+                   "bench over the same index, in a child process")
     args = p.parse_args()
+    if args.code:
+        return rerun_with_tree("bench.bench_retrieval", Path(args.code), without_option(sys.argv[1:], "--code"))
+    print(machine_line())
+    log(f"code: {Path(coderag_tui.__file__).parent.parent}")  # the tree measured (--code)
+    skip = set(args.skip.split(","))
+    if {"embed", "search", "context"} <= skip:
+        return 0
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     data = Path(args.data)
-    skip = set(args.skip.split(","))
     t = time.perf_counter()
     model = load_model(Settings().embed)
     log(f"model {model.id} loaded in {time.perf_counter() - t:.2f}s (dim {model.dim})")
@@ -255,7 +249,6 @@ def main() -> int:
     service = build_big(data, work, [d for d in args.dirs.split(",") if d])
     queries = queries_for(service, args.queries, args.pasted)
     kw = Searcher(service.db, service.settings.search, None)
-    log(f"code: {CODE}")
     if "search" not in skip and "keywords" not in skip:
         bench_search(service, kw, queries, "keywords+symbols+graph")
     fill_vectors(service, model, args.vectors, args.noise)

@@ -1,7 +1,7 @@
 """Both store backends at scale, one run: many real repositories in one index, SQLite vs PostgreSQL.
 
-    python bench/scale_parse.py DATA PARSED            # once: parse every repository to a pickle
-    python bench/bench_scale.py PARSED --work DIR [--stages write,vectors,search] [--store URL]
+    python -m bench.scale_parse DATA PARSED            # once: parse every repository to a pickle
+    python -m bench.bench_scale PARSED --work DIR [--stages write,vectors,search] [--store URL]
 
 Reads the parsed repositories (`scale_parse.py`; paths prefixed by the repository's name) and,
 in one process:
@@ -40,13 +40,11 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.retrieval import store_search  # noqa: E402
-from coderag_tui.store.backend import StoreBackend, open_store  # noqa: E402
-from coderag_tui.store.write import FileMeta, FileRows  # noqa: E402
+from bench.harness import machine_line, p50_p95
+from coderag_tui.config import Settings
+from coderag_tui.retrieval import store_search
+from coderag_tui.store.backend import StoreBackend, open_store
+from coderag_tui.store.write import FileMeta, FileRows
 
 Parsed = list[tuple[FileRows, FileMeta]]
 
@@ -84,13 +82,8 @@ def server_cpu(pid: int) -> float:
     return total
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))]
-
-
 def ms(values: list[float]) -> str:
-    return f"p50 {statistics.median(values) * 1000:7.1f} ms  p95 {pct(values, 0.95) * 1000:7.1f} ms"
+    return p50_p95(values, width=7)
 
 
 def repos(parsed: Path, limit: int = 0) -> Iterator[tuple[str, Parsed]]:
@@ -336,7 +329,7 @@ def main() -> int:
     ap.add_argument("--vector-queries", type=int, default=50)
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    log(f"cpu count {os.cpu_count()}")
+    log(machine_line())
     stages = args.stages.split(",")
     pg_url, master = postgres(args.work, args.store) if {"write", "vectors", "search"} & set(stages) else ("", 0)
     sqlite_path = args.work / "scale.db"

@@ -34,11 +34,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import load_settings  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from bench.harness import ROOT, machine_line
+from bench.harness import percentile as pct
+from coderag_tui.config import load_settings
+from coderag_tui.service import CodeRag
 
 QUERIES = [
     "where is the session cookie signed", "register a blueprint", "url_for", "jsonify a response",
@@ -57,11 +56,6 @@ def checkout(work: Path) -> Path:
     archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", "HEAD"], check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
     return target
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _built(db: Path) -> bool:
@@ -165,7 +159,7 @@ def main() -> int:
                   f"(one client in series: {serial_rps:.1f}/s, ratio {rps / serial_rps:.2f}), "
                   f"p50 {pct(latencies, 0.5) * 1000:.0f} ms, p95 {pct(latencies, 0.95) * 1000:.0f} ms, "
                   f"errors {len(errors)}")
-            print(f"cpu count {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
+            print(machine_line())
         finally:
             proc.terminate()
             proc.wait(timeout=60)

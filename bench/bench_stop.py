@@ -6,7 +6,7 @@ With the bundled model, on a prompt of ~1,400 tokens of code:
 - a stop set from another thread while the model reads the prompt, and while it generates:
   the seconds until the stream returns, and the process's CPU seconds in the next second.
 
-    .venv/bin/python bench/bench_stop.py [--repeats 3] [--threads N]
+    python -m bench.bench_stop [--repeats 3] [--threads N]
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import threading
 import time
-from pathlib import Path
+from functools import cache
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.harness import ROOT, machine_line
+from coderag_tui.answering.providers.base import ProviderOptions
+from coderag_tui.answering.providers.local import LlamaProvider
+from coderag_tui.config import ProviderSettings
+from coderag_tui.models import ChatMessage
 
-from coderag_tui.answering.providers.base import ProviderOptions  # noqa: E402
-from coderag_tui.answering.providers.local import LlamaProvider  # noqa: E402
-from coderag_tui.config import ProviderSettings  # noqa: E402
-from coderag_tui.models import ChatMessage  # noqa: E402
 
-CODE = (ROOT / "coderag_tui" / "config.py").read_text()
+@cache
+def code() -> str:
+    """The prompt's code: this repository's settings module."""
+    return (ROOT / "coderag_tui" / "config.py").read_text()
 
 
 def cpu() -> float:
@@ -37,7 +38,7 @@ def cpu() -> float:
 
 def prompt(run: int, chars: int = 4800) -> list[ChatMessage]:
     # a different first line each run: llama-cpp-python reuses a cached prompt prefix
-    return [ChatMessage("user", f"run {run}: explain this code.\n{CODE[:chars]}")]
+    return [ChatMessage("user", f"run {run}: explain this code.\n{code()[:chars]}")]
 
 
 def read_prompt(provider: LlamaProvider, run: int, check: bool) -> float:
@@ -90,8 +91,8 @@ def main() -> None:
                              ProviderOptions(models_dir=None))
     provider.load()
     tokens = provider.count_tokens(prompt(0)[0].content)
-    print(f"model {provider.path.name}, prompt ~{tokens} tokens, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(machine_line())
+    print(f"model {provider.path.name}, prompt ~{tokens} tokens")
     plain, checked = [], []
     for i in range(args.repeats):  # interleaved, so that a busy moment hits both alike
         plain.append(read_prompt(provider, 2 * i, check=False))

@@ -1,6 +1,6 @@
 """Store backends, one run: PostgreSQL + pgvector vs SQLite through the same `StoreBackend`.
 
-    python bench/bench_store.py REPO [--store postgresql://...] [--rounds 2] [--queries 200]
+    python -m bench.bench_store REPO [--store postgresql://...] [--rounds 2] [--queries 200]
 
 The repository is parsed once (not timed); then, for each round, both backends write every
 file (one transaction per file, the interface's `write_file`), link calls, store a vector per
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.harness import machine_line, p50_p95, timed
 from coderag_tui.config import Settings
 from coderag_tui.indexing.workers import Job, process_file
 from coderag_tui.sources.discovery import walk
@@ -58,11 +58,14 @@ def fresh_postgres(admin: str, n: int) -> str:
 
 
 def write_all(store: StoreBackend, files: list[tuple[FileRows, FileMeta]]) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    for rows, meta in files:
-        store.write_file(rows, meta)
-    store.link_calls()
-    return time.perf_counter() - wall, time.process_time() - cpu
+    """Wall and this process's CPU seconds to write every file, then link the calls."""
+    def write() -> None:
+        for rows, meta in files:
+            store.write_file(rows, meta)
+        store.link_calls()
+
+    run = timed(write)
+    return run.wall_s, run.cpu_s
 
 
 def add_vectors(store: StoreBackend, hashes: list[str], rng: np.random.Generator) -> float:
@@ -75,8 +78,7 @@ def add_vectors(store: StoreBackend, hashes: list[str], rng: np.random.Generator
 
 
 def percentiles(times: list[float]) -> str:
-    ms = sorted(t * 1000 for t in times)
-    return f"p50 {statistics.median(ms):7.2f} ms  p95 {ms[int(0.95 * (len(ms) - 1))]:7.2f} ms"
+    return p50_p95(times, digits=2, width=7)
 
 
 def main() -> int:
@@ -87,6 +89,7 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--no-vectors", action="store_true", help="writes and keyword search only")
     args = ap.parse_args()
+    print(machine_line())
     t = time.perf_counter()
     files = parse(args.repo.resolve())
     chunks = sum(len(r.chunks) for r, _ in files)

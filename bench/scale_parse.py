@@ -1,6 +1,6 @@
 """Parse many repositories once for `bench/bench_scale.py`: one pickle per repository.
 
-    python bench/scale_parse.py DATA_DIR OUT_DIR [--workers 2]
+    python -m bench.scale_parse DATA_DIR OUT_DIR [--workers 2]
 
 Each folder of DATA_DIR is a repository (an unpacked sdist or npm tarball). Its parsed files
 are written to OUT_DIR/<name>.pkl as a list of (FileRows, FileMeta) with paths prefixed by the
@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from bench.harness import machine_line
 from coderag_tui.config import Settings
 from coderag_tui.indexing.workers import Job, process_file
 from coderag_tui.sources.discovery import walk
@@ -41,11 +42,12 @@ def cpu_children() -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
+    print(machine_line())
     args.out.mkdir(parents=True, exist_ok=True)
     total = 0
     with ProcessPoolExecutor(args.workers) as pool:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.data_sources import sdist
+from bench.harness import sdist
 
 pytestmark = pytest.mark.slow
 

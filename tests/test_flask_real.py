@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness import sdist
 from coderag_tui.config import Settings
 from coderag_tui.service import CodeRag
-from tests.data_sources import sdist
 
 pytestmark = pytest.mark.slow
 

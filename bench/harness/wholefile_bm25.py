@@ -7,15 +7,10 @@ files the index holds (so the same file set as the other modes)."""
 from __future__ import annotations
 
 import sqlite3
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.retrieval.lexical import fts_expression, query_terms  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from coderag_tui.retrieval.lexical import fts_expression, query_terms
+from coderag_tui.service import CodeRag
 
 MODE = "wholefile"
 

@@ -1,10 +1,12 @@
 """Real Go, TypeScript and Rust code from the package registries, with its doc comments removed.
 
 Each corpus is one pinned archive (a Debian package that ships the sources, an npm tarball),
-fetched once into the test-data cache and checked against its sha256. Its doc comments become
-queries: the first sentence of the comment, searched against the code with every comment
-line removed; the gold is the unit the comment documented (the innermost unit that starts at
-the declaration below it). Used by tests/test_eval_languages.py and bench/eval_languages.py.
+fetched once into the data cache (bench.harness.data_cache) and checked against its sha256. Its
+doc comments become queries: the first sentence of the comment, searched against the code with
+every comment line removed; the gold is the unit the comment documented (the innermost unit that
+starts at the declaration below it). `run_eval` indexes one corpus and scores the search on it.
+Used by tests/test_eval_languages.py (which holds the baseline, BASELINE) and
+bench/eval_languages.py.
 """
 
 from __future__ import annotations
@@ -19,15 +21,19 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.data_sources import CACHE
+from bench.harness import ROOT, Unreachable, data_cache
+from coderag_tui.config import Settings
+from coderag_tui.retrieval.evaluate import KS, Case, Hunk, accuracy, evaluate_case, table
+from coderag_tui.retrieval.search import MODES
+from coderag_tui.service import CodeRag
+from coderag_tui.store import read
 
+BASELINE = ROOT / "tests" / "data" / "eval_languages_baseline.json"
+MAX_QUERIES = 120  # per language: the search part stays under a minute on 2 busy cores
+MAX_ATTRIBUTE_LINES = 4  # a unit may start this far above its declaration (#[inline], @Decorator)
 MIN_WORDS = 4
 MAX_WORDS = 40
 DEBIAN = "https://deb.debian.org/debian/"
-
-
-class Unreachable(Exception):
-    """The registry could not be reached (no network): a reason to skip, not to fail."""
 
 
 @dataclass(frozen=True)
@@ -57,9 +63,9 @@ CORPORA = (
 )
 
 
-def fetch(corpus: Corpus, cache: Path = CACHE) -> bytes:
+def fetch(corpus: Corpus, cache: Path | None = None) -> bytes:
     """The archive's bytes, from the cache or the registry (Unreachable when offline)."""
-    dest = cache / "downloads" / corpus.url.rsplit("/", 1)[1]
+    dest = data_cache(cache) / "downloads" / corpus.url.rsplit("/", 1)[1]
     if dest.exists():
         data = dest.read_bytes()
     else:
@@ -193,7 +199,7 @@ def strip_comments(text: str, lang: str) -> tuple[str, list[tuple[int, str]]]:
     return "\n".join(out), found
 
 
-def build(corpus: Corpus, root: Path, cache: Path = CACHE) -> list[tuple[str, int, str]]:
+def build(corpus: Corpus, root: Path, cache: Path | None = None) -> list[tuple[str, int, str]]:
     """Write the stripped sources under root; (path, declaration line, query) triples, queries
     that document two places left out (ambiguous)."""
     triples: list[tuple[str, int, str]] = []
@@ -209,3 +215,38 @@ def build(corpus: Corpus, root: Path, cache: Path = CACHE) -> list[tuple[str, in
     return [t for t in triples if seen[t[2]] == 1]
 
 
+
+
+# --------------------------------------------------------------------------- the eval
+
+
+def cases_for(service: CodeRag, triples: list[tuple[str, int, str]], limit: int = MAX_QUERIES) -> list[Case]:
+    """A case for each query whose declaration line starts a unit of the index."""
+    cases = []
+    for path, line, query in triples:
+        units = [u for u in read.units_at(service.db, path, line) if u.kind != "file"]
+        if not units or not line - MAX_ATTRIBUTE_LINES <= units[0].start_line <= line:
+            continue  # a field, a variable, an overload the parser does not make a unit
+        cases.append(Case(f"{path}:{line}", query, (path,), (Hunk(path, max(line - 3, 1), 7),)))
+    step = max(len(cases) / limit, 1.0)  # evenly spread over the package
+    return [cases[int(i * step)] for i in range(min(len(cases), limit))]
+
+
+def run_eval(corpus: Corpus, tmp: Path, settings: Settings | None = None, modes: tuple[str, ...] = MODES,
+             limit: int = MAX_QUERIES) -> tuple[dict[str, dict[str, float]], str, int]:
+    """Index and embed the corpus under tmp, search every query: (scores by mode and metric, the
+    printed table, the number of queries)."""
+    repo = tmp / corpus.lang
+    triples = build(corpus, repo)
+    service = CodeRag(repo, settings or Settings(), tmp / f"{corpus.lang}.db")
+    try:
+        service.index()
+        service.embed()
+        cases = cases_for(service, triples, limit)
+        searcher = service.searcher()
+        results = [evaluate_case(searcher, c, modes) for c in cases]
+    finally:
+        service.close()
+    scores = {mode: {f"{level}@{k}": round(accuracy(results, level, mode, k), 1)
+                     for level in ("file", "func") for k in KS} for mode in modes}
+    return scores, table(results, modes), len(cases)

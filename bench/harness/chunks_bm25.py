@@ -9,15 +9,10 @@ that the context eval reads citations from."""
 from __future__ import annotations
 
 import sqlite3
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.retrieval.lexical import fts_expression, query_terms  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from coderag_tui.tokens import estimate_tokens  # noqa: E402
+from coderag_tui.retrieval.lexical import fts_expression, query_terms
+from coderag_tui.service import CodeRag
+from coderag_tui.tokens import estimate_tokens
 
 
 class ChunkBM25:
