@@ -119,18 +119,13 @@ def new_function(name: str, rng: random.Random) -> str:
 
 def prefill_vectors(service: CodeRag, n: int, noise: float) -> None:
     """Real vectors for n random chunk hashes; every other hash a noisy normalised copy of one."""
-    from coderag_tui.store.embeddings import (
-        chunk_texts,
-        ensure_model_table,
-        pending_chunks,
-        write_vectors,
-    )
+    from coderag_tui.store.embeddings import chunk_texts, pending_chunks
 
     db = service.db
     t = time.perf_counter()
     model = service._retrieval().model(service.settings.embed)  # the service's own (warm) model
     print(f"model     {model.id} loaded in {time.perf_counter() - t:.1f}s")
-    ensure_model_table(db, model.id, model.dim)
+    db.ensure_model_table(model.id, model.dim)
     pending, _ = pending_chunks(db)
     if not pending:
         print("PREFILLED nothing to do: every chunk of this (kept) index already has a vector")
@@ -141,7 +136,7 @@ def prefill_vectors(service: CodeRag, n: int, noise: float) -> None:
     t = time.perf_counter()
     base = model.embed([texts[cid] for cid, _ in sample])
     real_s = time.perf_counter() - t
-    write_vectors(db, [h for _, h in sample], base, model.id)
+    db.write_vectors([h for _, h in sample], base, model.id)
     taken = {h for _, h in sample}
     rest = [h for _, h in pending if h not in taken]
     rng = np.random.default_rng(11)
@@ -150,7 +145,7 @@ def prefill_vectors(service: CodeRag, n: int, noise: float) -> None:
         part = rest[i : i + 5000]
         vecs = base[rng.integers(0, len(base), len(part))] + rng.normal(0, noise, (len(part), model.dim))
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        write_vectors(db, part, vecs.astype(np.float32), model.id)
+        db.write_vectors(part, vecs.astype(np.float32), model.id)
     print(f"PREFILLED {len(sample)} chunk hashes embedded for real in {real_s:.1f}s "
           f"({len(sample) / max(real_s, 1e-6):.1f}/s); {len(rest)} others given noisy copies of those "
           f"(noise sd {noise}, normalised) in {time.perf_counter() - t:.1f}s. NOT real embeddings of "

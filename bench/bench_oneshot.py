@@ -45,7 +45,6 @@ from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.search import Searcher
 from coderag_tui.retrieval.vector import knn_chunks
 from coderag_tui.store.db import open_database
-from coderag_tui.store.embeddings import ensure_model_table, write_vectors
 from coderag_tui.store.write import FileMeta, write_file
 
 PER_FILE = 100
@@ -78,14 +77,14 @@ def build(db_path: Path, count: int, dim: int, rng: np.random.Generator) -> tupl
             write_file(db, parsed, FileMeta(parsed.path, f"h{n}", 0, 0))
     # the bundled model's identity: random vectors, but `coderag search` then runs its whole real path
     model_id = model_identity(Settings().embed)
-    ensure_model_table(db, model_id, dim)
+    db.ensure_model_table(model_id, dim)
     rows = db.rows("SELECT id, hash FROM chunks ORDER BY id")
     ids = np.asarray([int(i) for i, _ in rows])
     hashes = [str(h) for _, h in rows]
     vecs = rng.standard_normal((len(hashes), dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     for i in range(0, len(hashes), 5000):
-        write_vectors(db, hashes[i : i + 5000], vecs[i : i + 5000], model_id)
+        db.write_vectors(hashes[i : i + 5000], vecs[i : i + 5000], model_id)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     return ids, vecs

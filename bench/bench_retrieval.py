@@ -38,7 +38,7 @@ from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.search import Searcher
 from coderag_tui.service import CodeRag
 from coderag_tui.store.db import Database
-from coderag_tui.store.embeddings import VEC_TABLE, ensure_model_table
+from coderag_tui.store.embeddings import VEC_TABLE
 
 
 def log(msg: str) -> None:
@@ -126,7 +126,7 @@ def fill_vectors(service: CodeRag, model: EmbeddingModel, sample: int, noise: fl
     if db.get_meta("embed_model") == model.id and have >= total:
         log(f"vectors: {have} already in the index")
         return
-    ensure_model_table(db, model.id, model.dim)
+    db.ensure_model_table(model.id, model.dim)
     rng = np.random.default_rng(11)
     ids = [r[0] for r in db.execute("SELECT id FROM chunks")]
     picked = random.Random(5).sample(ids, min(sample, len(ids)))
@@ -138,13 +138,13 @@ def fill_vectors(service: CodeRag, model: EmbeddingModel, sample: int, noise: fl
         f"filling {total} hashes with noisy copies (noise sd {noise})")
     hashes = [r[0] for r in db.execute(
         "SELECT DISTINCT c.hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash)")]
-    from coderag_tui.store.embeddings import write_vectors
+
 
     for i in range(0, len(hashes), 5000):
         part = hashes[i : i + 5000]
         vecs = base[rng.integers(0, len(base), len(part))] + rng.normal(0, noise, (len(part), model.dim))
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        write_vectors(db, part, vecs.astype(np.float32), model.id)
+        db.write_vectors(part, vecs.astype(np.float32), model.id)
     log(f"vectors: {db.scalar('SELECT count(*) FROM vectors')} in the index")
 
 

@@ -17,11 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from coderag_tui.store_service import StoreService
+
 from bench.harness import machine_line, require_sdist, timed
 from coderag_tui.config import EmbedSettings, Settings
 from coderag_tui.service import CodeRag
 from coderag_tui.store.backend import open_store
-from coderag_tui.store_service import StoreService
 from coderag_tui.workspace import Workspace, store_links
 from coderag_tui.workspace.links import Links
 

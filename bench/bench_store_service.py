@@ -24,11 +24,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from coderag_tui.store_service import StoreService
+
 from bench.harness import machine_line, timed
 from coderag_tui.config import load_settings
 from coderag_tui.service import CodeRag
 from coderag_tui.store.backend import open_store
-from coderag_tui.store_service import StoreService
 
 
 def main() -> int:

@@ -43,7 +43,6 @@ from coderag_tui.retrieval.evaluate import (
 )
 from coderag_tui.retrieval.search import MODES, Searcher
 from coderag_tui.service import CodeRag
-from coderag_tui.store.embeddings import ensure_model_table, vectors_for_hashes, write_vectors
 
 # the table's rows; "rerank" (hybrid + rerank) is a mode of the search only where a reranker exists
 SHOWN_ORDER = ("bm25", "vector", "hybrid", "rerank")
@@ -63,7 +62,7 @@ class VectorCache:
 
         db = service.db
         model = service._retrieval().model(service.settings.embed)
-        ensure_model_table(db, model.id, model.dim)
+        db.ensure_model_table(model.id, model.dim)
         missing = [r[0] for r in db.execute(
             "SELECT DISTINCT c.hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash=c.hash)")]
         found_h: list[str] = []
@@ -76,12 +75,12 @@ class VectorCache:
                 found_h.append(h)
                 found_v.append(np.frombuffer(blob, dtype=np.float32))
         if found_h:
-            write_vectors(db, found_h, np.stack(found_v), model.id)
+            db.write_vectors(found_h, np.stack(found_v), model.id)
         return len(found_h)
 
     def absorb(self, service: CodeRag) -> None:
         hashes = [r[0] for r in service.db.execute("SELECT hash FROM vectors")]
-        vecs = vectors_for_hashes(service.db, hashes)
+        vecs = service.db.vectors_for_hashes(hashes)
         self.conn.executemany("INSERT OR IGNORE INTO cache(model, hash, vec) VALUES(?,?,?)",
                               [(self.model, h, v.tobytes()) for h, v in vecs.items()])
         self.conn.commit()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from coderag_tui.retrieval.lexical import fts_expression, query_terms
+from coderag_tui.retrieval.lexical import query_terms
 from coderag_tui.service import CodeRag
+from coderag_tui.store.sqlite_backend import fts_expression
 from coderag_tui.tokens import estimate_tokens
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from coderag_tui.retrieval.lexical import fts_expression, query_terms
+from coderag_tui.retrieval.lexical import query_terms
 from coderag_tui.service import CodeRag
+from coderag_tui.store.sqlite_backend import fts_expression
 
 MODE = "wholefile"
 
