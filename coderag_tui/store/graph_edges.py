@@ -126,10 +126,15 @@ def resolved_calls(db: StoreBackend, files: Sequence[int] | None = None) -> list
 
 def resolved_calls_at(db: StoreBackend, spots: Iterable[tuple[int, int]]) -> list[Row]:
     """`resolved_calls` made by these units at these lines ((unit, line) pairs)."""
+    wanted = list(spots)
     rows: list[Row] = []
-    for src, line in spots:
-        rows += db.rows("SELECT src, src_file, dst, line FROM edges WHERE kind='CALLS' AND dst IS NOT NULL "
-                        "AND src=? AND line=?", (src, line))
+    for i in range(0, len(wanted), 200):
+        part = wanted[i : i + 200]
+        rows += db.rows(
+            f"WITH s(n, src, line) AS (VALUES {','.join(['(?,?,?)'] * len(part))}) "
+            "SELECT e.src, e.src_file, e.dst, e.line FROM s JOIN edges e ON e.src = s.src AND e.line = s.line "
+            "WHERE e.kind='CALLS' AND e.dst IS NOT NULL ORDER BY s.n, e.id",
+            [x for n, (src, line) in enumerate(part) for x in (n, src, line)])
     return rows
 
 

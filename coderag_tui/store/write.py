@@ -116,8 +116,7 @@ def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
         "(SELECT id FROM units WHERE file_id=? AND kind<>'file')",
         (file_id, file_id),
     )
-    for eid, former in inbound:
-        db.execute("UPDATE edges SET orphan=? WHERE id=?", (former, eid))
+    db.update_rows("edges", ("orphan",), "id", [(former, eid) for eid, former in inbound])
     db.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
     db.delete_keyword_rows(file_id)
     db.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))

@@ -32,6 +32,7 @@ BULK_VECTORS = 20_000  # vectors to write at once that are worth an HNSW build a
 _CHUNK_COLUMNS = ("id", "file_id", "unit_id", "start_line", "end_line", "node_kinds", "scope", "hash", "header", "text",
                   "kw_names", "kw_meta", "kw_code")
 _WORD_OF: dict[str, re.Pattern[str]] = {}  # a table's name as a word of a statement
+_FEW_UPDATES = 500
 
 
 @functools.lru_cache(maxsize=4096)
@@ -246,7 +247,9 @@ class PostgresStore:
         """COPY into a scratch table, then one UPDATE ... FROM (one statement per row would be a
         round trip each: a build rewrites most edges' targets)."""
         rows = list(rows)
-        if not rows:
+        if len(rows) <= _FEW_UPDATES:  # a few: one pipelined statement each beats a scratch table's set-up
+            sets = ", ".join(f"{c}=?" for c in columns)
+            self.executemany(f"UPDATE {table} SET {sets} WHERE {key}=?", rows)
             return
         names = ", ".join([*columns, key])
         scratch = "_".join(("updating", table, *columns))
