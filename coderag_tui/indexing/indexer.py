@@ -248,6 +248,7 @@ class Indexer:
                 db.set_meta("resolve_pending", "0")
                 db.set_meta("last_update", str(time.time()))
                 db.set_meta("repo_root", str(self.root))
+            db.refresh_statistics(full=bulk or (full and len(changed_ids) > _BULK_MIN_FILES))
             emit(Progress("resolve", 1, 1, "graph resolved"))
         elif not db.get_meta("last_update"):
             with db.transaction():

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from coderag_tui.models import SearchFilters
 from coderag_tui.parsing.identifiers import split_identifier
 from coderag_tui.retrieval.common import ChunkMatch, match_from_row
-from coderag_tui.store import ranked
 from coderag_tui.store.backend import StoreBackend
 
 MAX_TERMS = 200
@@ -63,7 +62,7 @@ def doc_freqs(db: StoreBackend, terms: Sequence[str]) -> tuple[dict[str, int], i
     """How many chunks hold each term (terms absent from the index left out), and the number of
     chunks. fts5vocab counts a term by reading its whole doclist, so counts are remembered per
     index state (number and largest id of the chunks) and looked up once per term."""
-    state = ranked.chunk_state(db)
+    state = db.chunk_state()
     cached = _DF_CACHE.get(db)
     if cached is None or cached[0] != state or len(cached[1]) > DF_CACHE_TERMS:
         cached = (state, {})

@@ -189,8 +189,13 @@ class StoreBackend(Sql, Protocol):
         creates them again at its end)."""
         ...
 
-    def refresh_statistics(self) -> None:
-        """After a build: whatever the backend's searches need counted again."""
+    def refresh_statistics(self, full: bool = False) -> None:
+        """After a build (`full`: a large one): whatever the backend's searches need counted again."""
+        ...
+
+    def chunk_state(self) -> tuple[int, int]:
+        """(how many chunks, at least roughly; the largest chunk id): what keyword counts are
+        cached by (a change of either means new counts)."""
         ...
 
     # ---------------------------------------------------------------- keyword search

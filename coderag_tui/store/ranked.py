@@ -13,14 +13,6 @@ from coderag_tui.store.backend import StoreBackend
 CHUNK_COLS = "c.id, c.unit_id, c.file_id, c.start_line, c.end_line"
 
 
-def chunk_state(db: StoreBackend) -> tuple[int, int]:
-    """(number of chunks, largest chunk id): a change of either means new term counts."""
-    # two statements: together the aggregates scan the whole table (~20 ms at 200k chunks),
-    # apart SQLite answers each from a b-tree edge or its count shortcut (~0.3 ms)
-    return (int(db.scalar("SELECT count(*) FROM chunks") or 0),
-            int(db.scalar("SELECT coalesce(max(id), 0) FROM chunks") or 0))
-
-
 def vector_hashes(db: StoreBackend, ids: Sequence[int]) -> dict[int, str]:
     """vector id -> the chunk hash (or document key) it was made for."""
     return {int(i): str(h) for i, h in db.rows_in("SELECT id, hash FROM vectors WHERE id IN ({marks})", list(ids))}

@@ -33,6 +33,7 @@ _CHUNK_COLUMNS = ("id", "file_id", "unit_id", "start_line", "end_line", "node_ki
                   "kw_names", "kw_meta", "kw_code")
 _WORD_OF: dict[str, re.Pattern[str]] = {}  # a table's name as a word of a statement
 _FEW_UPDATES = 500
+_EF_SEARCH = 200  # HNSW's search width (the vector retriever asks for up to ~100 neighbours)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -80,6 +81,7 @@ class PostgresStore:
         self._pending: dict[tuple[str, str], list[Sequence[Any]]] = {}
         self._posting_files: list[int] = []
         conn.execute(f"SET search_path TO {schema_name(repo.id)}, public")
+        conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
 
     # ---------------------------------------------------------------- the SQL surface
     def _fail(self, exc: psycopg.Error) -> StoreError:
@@ -287,10 +289,12 @@ class PostgresStore:
             "SELECT i.indexname, i.tablename, i.indexdef FROM pg_indexes i WHERE i.schemaname = current_schema() "
             "AND i.tablename IN ({marks}) AND i.indexname NOT LIKE '%pkey' ORDER BY i.indexname", list(tables))]
 
-    def refresh_statistics(self) -> None:
-        """After a build: the planner's statistics (without them it may scan every chunk for a
-        word) and the keyword counts."""
-        self._run("ANALYZE files, units, chunks, edges, keyword_postings")
+    def refresh_statistics(self, full: bool = False) -> None:
+        """After a build: the keyword counts when the chunks changed by more than 5%; `full` (a
+        large build): the planner's statistics too (without them it may scan every chunk for a
+        word; autovacuum keeps them after smaller changes)."""
+        if full:
+            self._run("ANALYZE files, units, chunks, edges, keyword_postings")
         keywords.refresh_counts(self)
 
     # ---------------------------------------------------------------- keyword search
@@ -451,8 +455,18 @@ class PostgresStore:
         if k <= 0 or not self.vec_ready():
             return []
         literal = vector_literal(vec)
-        with self.conn.transaction():  # the search width applies to this query alone
-            self._run("SELECT set_config('hnsw.ef_search', ?, true)", (str(max(40, min(k, 1000))),))
-            rows = self.rows("SELECT hash, embedding <=> ?::vector AS d FROM vectors ORDER BY embedding <=> ?::vector "
-                             "LIMIT ?", (literal, literal, k))
+        query = "SELECT hash, embedding <=> ?::vector AS d FROM vectors ORDER BY embedding <=> ?::vector LIMIT ?"
+        if k <= _EF_SEARCH:  # the connection's search width
+            rows = self.rows(query, (literal, literal, k))
+        else:
+            with self.conn.transaction():  # a wider search for this query alone
+                self._run("SELECT set_config('hnsw.ef_search', ?, true)", (str(min(k, 1000)),))
+                rows = self.rows(query, (literal, literal, k))
         return [(str(h), float(d)) for h, d in rows]
+
+    def chunk_state(self) -> tuple[int, int]:
+        """(about how many chunks, largest chunk id): the planner's count (an exact count reads
+        every chunk), the id from the primary key."""
+        row = self.one("SELECT greatest(c.reltuples, 0)::bigint, (SELECT coalesce(max(id), 0) FROM chunks) "
+                       "FROM pg_class c WHERE c.oid = to_regclass('chunks')")
+        return (int(row[0]), int(row[1])) if row else (0, 0)
