@@ -208,3 +208,11 @@ class Service(Protocol):
     def descriptions(self, paths: Sequence[str] | None = None) -> list[FileDescription]:
         """Every file's profile and summaries (`coderag export`)."""
         ...
+
+
+if TYPE_CHECKING:
+    from coderag_tui.service import CodeRag
+
+    def conforms(local: CodeRag) -> list[Service]:
+        """(Never called: mypy checks here that each service implements the contract.)"""
+        return [local]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings
+from coderag_tui.contract import Unsupported
 from coderag_tui.errors import RepoError, StoreError
 from coderag_tui.models import (
     EdgeRef,
@@ -120,9 +121,17 @@ class ServiceCore:
     def folder(self) -> Path:
         """The repository's folder on this machine (what indexing, watching and review read)."""
         if self.root is None:
-            raise RepoError(f"the files of {self.display_name} are not on this machine (it is read from "
-                            f"{self.location})", "give the repository's folder or git URL instead of its name")
+            raise Unsupported(f"the files of {self.display_name} are not on this machine (it is read from "
+                              f"{self.location})", "give the repository's folder or git URL instead of its name")
         return self.root
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """All of the contract's; what needs the files (index, watch, review) only with them here."""
+        from coderag_tui import contract
+
+        here = {contract.INDEX, contract.WATCH, contract.REVIEW} if self.root is not None else set()
+        return frozenset({*here, contract.SUMMARIES, contract.MODELS})
 
     def packages(self) -> list[Package]:
         """What the repository defines for others to import (a workspace links their imports)."""
@@ -142,7 +151,7 @@ class ServiceCore:
 
     # ------------------------------------------------------------------ indexing
     def index(
-        self, *, rebuild: bool = False, only: list[str] | None = None, progress: ProgressFn | None = None
+        self, *, rebuild: bool = False, only: Sequence[str] | None = None, progress: ProgressFn | None = None
     ) -> IndexSummary:
         """Bring the structural index up to date (parse, chunk, keywords, graph).
 
@@ -185,7 +194,11 @@ class ServiceCore:
         return bool(self.db.get_meta("last_update"))
 
     def status(self) -> IndexStatus:
-        return read.status(self.db, str(self.root))
+        return read.status(self.db, str(self.root or self.display_name))
+
+    def statuses(self) -> list[tuple[str, IndexStatus]]:
+        """[(the repository's name, its status)]."""
+        return [(self.display_name if self.root is None else self.root.name, self.status())]
 
     def counts(self) -> IndexCounts:
         """Files, units, chunks, vectors, skips and errors, as every interface counts them."""
