@@ -49,6 +49,7 @@ class RemoteCodeRag:
         if not url.startswith(("http://", "https://")):
             raise ServerError(f"not a server URL: {url!r}", "give http://HOST:PORT")
         self.url = url.rstrip("/")
+        self.token = token  # (in memory only: sent in a header, never shown)
         self.repos = [r for r in repos if r]
         self.settings = settings or Settings()
         self.display_name = f"{self.repos[0]} on {self.url}" if len(self.repos) == 1 else self.url
@@ -113,8 +114,19 @@ class RemoteCodeRag:
     def counts(self) -> IndexCounts:
         return self.status().counts
 
-    def index(self, *, rebuild: bool = False, progress: Callable[..., None] | None = None,
-              embed: bool = True, poll_s: float = 0.5, only: Sequence[str] | None = None) -> IndexSummary:
+    # the server indexes, watches, summarizes and picks its models itself
+    capabilities: frozenset[str] = frozenset()
+
+    def repositories(self) -> list[tuple[str, RemoteCodeRag]]:
+        """Each chosen repository (every one the server serves when none is) as a client of its own."""
+        names = [n for n, _ in self.statuses()]
+        if len(names) <= 1:
+            return [(names[0] if names else "", self)]
+        return [(n, RemoteCodeRag(self.url, self.token, [n], self.settings)) for n in names]
+
+    def index(self, *, rebuild: bool = False, only: Sequence[str] | None = None,
+              progress: Callable[..., None] | None = None, embed: bool = False,
+              poll_s: float = 0.5) -> IndexSummary:
         """Start a build on the server (an admin token) and wait for it; the summary of the
         first repository built. (`only`: the server looks at every file.)"""
         job = self._send("POST", "/index/build", json={"repos": self.repos or None, "rebuild": rebuild,

@@ -87,6 +87,10 @@ class Service(Protocol):
 
     def close(self) -> None: ...
 
+    def repositories(self) -> Sequence[tuple[str, Service]]:
+        """Each repository as a service of its own, by name (a service of one: itself)."""
+        ...
+
     # ------------------------------------------------------------------ the index
     def has_index(self) -> bool:
         """Whether an index was ever built (asking creates nothing)."""

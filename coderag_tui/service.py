@@ -110,6 +110,10 @@ class CodeRag(ServiceCore):
         service.display_name = redact(str(target))
         return service
 
+    def repositories(self) -> list[tuple[str, CodeRag]]:
+        """[(its name, itself)]: one repository."""
+        return [(self.name, self)]
+
     # ------------------------------------------------------------------ asking
     def ask(
         self,

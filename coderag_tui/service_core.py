@@ -196,9 +196,14 @@ class ServiceCore:
     def status(self) -> IndexStatus:
         return read.status(self.db, str(self.root or self.display_name))
 
+    @property
+    def name(self) -> str:
+        """The repository's short name (its folder's, or the database's name for it)."""
+        return self.display_name if self.root is None else self.root.name
+
     def statuses(self) -> list[tuple[str, IndexStatus]]:
         """[(the repository's name, its status)]."""
-        return [(self.display_name if self.root is None else self.root.name, self.status())]
+        return [(self.name, self.status())]
 
     def counts(self) -> IndexCounts:
         """Files, units, chunks, vectors, skips and errors, as every interface counts them."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from coderag_tui.cli import render
@@ -22,6 +23,7 @@ from coderag_tui.cli.base import (
     repo_target,
     width,
 )
+from coderag_tui.contract import INDEX, Service
 from coderag_tui.models import to_dict
 
 
@@ -43,15 +45,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     if len(paths) > 1 and (args.repo or args.workspace):
         raise UsageError("give the repositories either as PATH|URL ... or with --repo/--workspace")
     service = open_workspace(args, paths) if len(paths) > 1 else open_service(args)
-    if hasattr(service, "workspace"):
-        return _index_several(args, service)
-    if hasattr(service, "statuses"):  # a server's: it indexes and embeds, this waits for the job
-        summary = service.index(rebuild=args.rebuild, embed=not args.no_embed)
-        if args.json:
-            print_json(summary)
-        else:
-            print(render.fit_text(render.summary_text(summary, service.counts()), width()))
-        return 0
+    parts = service.repositories()
+    if len(parts) > 1:
+        return _index_several(args, parts)
     bar = progress_printer("index")
     summary = service.index(rebuild=args.rebuild, progress=bar)
     bar.close()
@@ -66,7 +62,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     embed_summary = None
     if embedding:
         bar = progress_printer("embed")
-        embed_summary = service.embed(progress=bar)
+        embed_summary = service.embed(progress=bar)  # (None: a server embeds as it sees fit)
         bar.close()
     if args.json:
         out = to_dict(summary)
@@ -78,12 +74,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _index_several(args: argparse.Namespace, ws: Any) -> int:
+def _index_several(args: argparse.Namespace, parts: Sequence[tuple[str, Service]]) -> int:
     """Each repository indexed in turn, then each one's vectors: rows of one display, each
     naming its repository; a summary per repository."""
     bar = progress_printer("index")
     out: dict[str, Any] = {}
-    for name, service in ws.chosen:
+    for name, service in parts:
         bar.repo = name
         summary = service.index(rebuild=args.rebuild, progress=bar)
         out[name] = to_dict(summary)
@@ -92,12 +88,14 @@ def _index_several(args: argparse.Namespace, ws: Any) -> int:
             print(f"== {name}")
             print(render.fit_text(render.summary_text(summary, service.counts()), width()))
             sys.stdout.flush()
-    embedding = [(n, s) for n, s in ws.chosen if not args.no_embed and s.settings.embed.enabled]
+    embedding = [(n, s) for n, s in parts if not args.no_embed and s.settings.embed.enabled]
     if not args.json and any(s.vectors_pending() for _, s in embedding):
         print("search works now; vectors are being added", flush=True)
     for name, service in embedding:
         bar.repo = name
         done = service.embed(progress=bar)
+        if done is None:
+            continue
         out[name]["embedding"] = to_dict(done)
         if not args.json:
             print(f"== {name}: " + render.fit_text(render.embed_text(done), width()), flush=True)
@@ -125,8 +123,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"coderag: {service.display_name} has no index yet; run `coderag index{where}` "
               "to build it", file=sys.stderr)
         return 1
-    # a server's client: each repository it serves (or those --repo names), headed by its name
-    named = service.statuses() if hasattr(service, "statuses") else [("", service.status())]
+    # several repositories (a server's, a workspace): each headed by its name
+    named = service.statuses()
     if args.json:
         print_json(named[0][1] if len(named) == 1 else [{"repository": n, **to_dict(st)} for n, st in named])
     else:
@@ -215,6 +213,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
         bar.close()
         return int(run_app(service) or 0)  # then, as for one repository, catch up and watch
     service = open_service(args)
-    if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
+    if INDEX not in service.capabilities:  # a server's: it indexes and watches its repositories itself
         return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
     return int(run_app(service) or 0)

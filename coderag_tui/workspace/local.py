@@ -56,6 +56,16 @@ class WorkspaceService:
     def chosen(self) -> list[tuple[str, Any]]:
         return [(n, self.workspace.services[n]) for n in self.repos]
 
+    def repositories(self) -> list[tuple[str, Any]]:
+        return self.chosen
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What every chosen repository can do (review and summaries are one repository's)."""
+        from coderag_tui.contract import INDEX, WATCH
+
+        return frozenset({INDEX, WATCH}.intersection(*(s.capabilities for _, s in self.chosen)))
+
     def close(self) -> None:
         self.workspace.close()
 

@@ -1,0 +1,215 @@
+"""One product on every store: the same CLI commands, run in-process against a real git repository
+indexed into an SQLite file, into a real PostgreSQL database (`--store URL`), and through a
+`coderag serve` of each (`--server URL`), each giving the same kind of answer. Answers come from a
+scripted OpenAI-compatible model on loopback, so follow-ups and the answer cache are checked
+exactly; summaries from the same model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coderag_tui.cli import main
+from tests.conftest import git_init, write_tree
+from tests.test_providers_remote import Loopback, _Handler, openai_sse
+
+from .pg_server import fresh_database, pg_server  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOP = {
+    "shop/__init__.py": "",
+    "shop/tax.py": 'def tax_for(amount):\n    """The sales tax owed on an amount."""\n    return amount * 0.2\n\n\n'
+                   'def rounded(amount):\n    """An amount rounded to cents."""\n    return round(amount, 2)\n',
+    "shop/cart.py": '"""The shopping cart."""\nfrom shop.tax import rounded, tax_for\n\n\nclass Cart:\n'
+                    '    """Items to buy, and their total."""\n\n    def __init__(self):\n        self.items = []\n\n'
+                    '    def add(self, price):\n        self.items.append(price)\n        return len(self.items)\n\n'
+                    '    def total(self):\n        """The total price including tax."""\n'
+                    '        subtotal = sum(self.items)\n        return rounded(subtotal + tax_for(subtotal))\n',
+    "tests/test_cart.py": "from shop.cart import Cart\n\n\ndef test_total():\n    cart = Cart()\n    cart.add(10)\n"
+                          "    assert cart.total() == 12.0\n",
+    "README.md": "# Shop\n\nA cart that adds the sales tax to its total.\n",
+}
+ANSWER = ["The total ", "adds the tax ", "(shop/cart.py:15-18)."]
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _model(h: _Handler, n: int) -> None:
+    if h.command == "POST":
+        openai_sse(h, ANSWER)  # answers and summaries alike
+    else:
+        h.send_json(404, {"error": "no"})
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[Loopback]:
+    served = Loopback(_model)
+    yield served
+    served.close()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+         model: Loopback) -> Iterator[dict[str, Any]]:
+    """The shop repository (a git repository with one commit) indexed by `coderag index` into the
+    backend; `args`: what every command is given to use that index."""
+    base = tmp_path_factory.mktemp(request.param)
+    root = write_tree(base / "shop", SHOP)
+    git_init(root)
+    config = base / "config.toml"
+    config.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model.url}/v1"\n'
+                      'model = "scripted"\ndiscover = false\ntools = "off"\ntimeout_s = 30\n'
+                      '[summaries]\nbackground = false\n')
+    args = ["--repo", str(root), "--config", str(config)]
+    databases: Iterator[str] | None = None
+    if request.param == "postgresql":
+        databases = fresh_database(request.getfixturevalue("pg_server"), "coderag_contract")
+        args += ["--store", next(databases)]
+    else:
+        args += ["--db", str(base / "index.db")]
+    assert main(["index", *args]) == 0
+    yield {"backend": request.param, "root": root, "args": args, "base": base, "config": config}
+    if databases is not None:
+        next(databases, None)  # drops the database
+
+
+def run(repo: dict[str, Any], capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> str:
+    capsys.readouterr()
+    assert main([*argv, *repo["args"]]) == code, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def run_json(repo: dict[str, Any], capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    return json.loads(run(repo, capsys, *argv, "--json"))
+
+
+def test_status(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    status = run_json(repo, capsys, "status")
+    assert status["files"] == 5 and status["units"] >= 7 and status["edges"] > 0
+    assert ("postgresql" in status["db_path"]) == (repo["backend"] == "postgresql")
+
+
+def test_search_with_every_filter_and_files(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    hits = run_json(repo, capsys, "search", "cart total tax")
+    assert hits and hits[0]["path"] == "shop/cart.py"
+    kinds = {h["kind"] for h in run_json(repo, capsys, "search", "total tax", "--kind", "function")}
+    assert kinds == {"function"}
+    paths = {h["path"] for h in run_json(repo, capsys, "search", "total", "--path", "tests/")}
+    assert paths == {"tests/test_cart.py"}
+    python = run_json(repo, capsys, "search", "tax", "--lang", "python")
+    assert python and all(h["path"].endswith(".py") for h in python)
+    assert run(repo, capsys, "search", "rounded", "--lang", "markdown", "--json", code=1).strip() == "[]"
+    files = run_json(repo, capsys, "search", "tax", "--files")
+    assert files and all(h["kind"] == "file" for h in files)
+    assert files[0]["path"] == "shop/tax.py"
+
+
+def test_symbol_callers_callees(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    units = run_json(repo, capsys, "symbol", "Cart.total")
+    assert units[0]["qualname"] == "Cart.total"
+    callers = run_json(repo, capsys, "callers", "tax_for")
+    assert [e["qualname"] for e in callers] == ["Cart.total"]
+    callees = {e["name"] for e in run_json(repo, capsys, "callees", "Cart.total")}
+    assert {"tax_for", "rounded"} <= callees
+
+
+def test_similar_and_map(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    similar = run_json(repo, capsys, "similar", "tax_for")
+    assert similar and all(h["name"] != "tax_for" for h in similar)
+    shown = run(repo, capsys, "map", "--max-tokens", "300")
+    assert "class Cart" in shown and "def tax_for" in shown
+
+
+@pytest.mark.parametrize("strategy", ["relevance", "importance", "breadth", "depth"])
+def test_context_with_each_strategy(repo: dict[str, Any], capsys: pytest.CaptureFixture[str], strategy: str) -> None:
+    context = run_json(repo, capsys, "context", "how is the cart total computed", "--strategy", strategy,
+                       "--max-tokens", "800")
+    assert any(p["path"] == "shop/cart.py" for p in context["pieces"])
+
+
+def test_ask_a_follow_up_and_from_the_cache(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    first = run_json(repo, capsys, "ask", "how is the cart total computed?")
+    assert first["answer"] == "".join(ANSWER) and not first["cached"]
+    conv = first["conversation_id"]
+    follow = run_json(repo, capsys, "ask", "and where is the tax rate?", "--conversation", str(conv))
+    assert follow["conversation_id"] == conv
+    again = run_json(repo, capsys, "ask", "how is the cart total computed?")
+    assert again["cached"] and again["answer"] == first["answer"]
+
+
+def test_summarize_and_export(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    made = run(repo, capsys, "summarize", "shop/tax.py", "--yes")
+    assert "summaries made" in made
+    exported = run_json(repo, capsys, "export", "--format", "json")
+    tax = next(f for f in exported if f["path"] == "shop/tax.py")
+    assert "".join(ANSWER) in json.dumps(tax), tax
+
+
+def test_review_a_change(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    root = repo["root"]
+    tax = root / "shop" / "tax.py"
+    before = tax.read_text()
+    tax.write_text(before.replace("def tax_for(amount):", "def tax_for(amount, rate=0.2):"))
+    try:
+        review = run_json(repo, capsys, "review", "--base", "HEAD")
+    finally:
+        tax.write_text(before)
+    changed = {c["qualname"]: c for c in review["changes"]}
+    assert "tax_for" in changed and changed["tax_for"]["callers"]
+
+
+def test_watch_keeps_the_index_current(repo: dict[str, Any]) -> None:
+    """`coderag watch` in a process of its own: a new function is found by `symbol` after it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "coderag_tui", "watch", *repo["args"]], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    extra = repo["root"] / "shop" / "discount.py"
+    try:
+        assert proc.stdout is not None
+        deadline = time.time() + 120
+        while time.time() < deadline:  # watching: its first line
+            line = proc.stdout.readline()
+            if "watching" in line.lower():
+                break
+        extra.write_text("def holiday_discount(amount):\n    return amount * 0.9\n")
+        found = []
+        while time.time() < deadline and not found:
+            time.sleep(1)
+            out = subprocess.run([sys.executable, "-m", "coderag_tui", "symbol", "holiday_discount", "--json",
+                                  *repo["args"]], env=env, capture_output=True, text=True)
+            found = json.loads(out.stdout or "[]") if out.returncode == 0 else []
+        assert found and found[0]["path"] == "shop/discount.py"
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+        extra.unlink(missing_ok=True)
+
+
+def test_the_stores_agree(tmp_path: Path, pg_server: str, model: Loopback) -> None:  # noqa: F811
+    """The same repository in both stores: the same first file for every question."""
+    root = write_tree(tmp_path / "shop", SHOP)
+    databases = fresh_database(pg_server, "coderag_agree")
+    url = next(databases)
+    try:
+        outs: dict[str, list[str]] = {}
+        for name, where in (("sqlite", ["--db", str(tmp_path / "i.db")]), ("postgresql", ["--store", url])):
+            args = ["--repo", str(root), *where]
+            assert main(["index", "--no-embed", *args]) == 0
+            tops = []
+            for q in ("cart total", "sales tax", "rounded to cents", "Cart", "test total", "shopping cart items"):
+                out = subprocess.run([sys.executable, "-m", "coderag_tui", "search", q, "--json", *args],
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+                hits = json.loads(out.stdout or "[]")
+                tops.append(hits[0]["path"] if hits else "")
+            outs[name] = tops
+        assert outs["sqlite"] == outs["postgresql"] and all(outs["sqlite"])
+    finally:
+        next(databases, None)
