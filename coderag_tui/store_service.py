@@ -217,9 +217,10 @@ class StoreService:
 
     def ask(self, question: str, conversation_id: int | None = None, *, model: str | None = None,
             should_stop: Callable[[], bool] | None = None, attachment: str = "",
-            fresh: bool = False) -> Iterator[AnswerEvent]:
+            fresh: bool = False, owner: str | None = None) -> Iterator[AnswerEvent]:
         """A cited answer from the context (events as `CodeRag.ask`; never raises). No
-        conversation is stored: a follow-up is answered without the turns before it."""
+        conversation is stored (so none has an `owner`): a follow-up is answered without the
+        turns before it."""
         from coderag_tui.answering import Answerer
         from coderag_tui.answering.opening import build_opening
         from coderag_tui.errors import CoderagError
@@ -252,6 +253,13 @@ class StoreService:
                 yield from answerer.ask(question, context, "", None, retrieval_s=retrieval_s,
                                         should_stop=should_stop, use_history=False, attachment=attachment,
                                         opening=opening)
+
+    def conversation_owner(self, conversation_id: int) -> str | None:
+        return None  # no conversation is stored here
+
+    def update(self, progress: store_build.ProgressFn | None = None) -> IndexSummary:
+        """Bring the store up to date with the repository (a git URL is fetched first)."""
+        return self.index(progress=progress)
 
     def __getattr__(self, name: str) -> object:
         # the SQLite service's other methods (similar, repo map, watch, review, the app...): one line

@@ -134,16 +134,21 @@ def index_into(service: StoreService, rebuild: bool, progress: store_build.Progr
         raise StoreError(f"{service.display_name} names repositories of the database: nothing to index from",
                          "give the repository's folder or git URL to index")
     root = service.root
-    if root is None:  # a git URL: cloned (or fetched) into the cache first
+    commit = ""
+    if root is None or _remote(service.source):  # a git URL: cloned (or fetched) into the cache first
         from coderag_tui.sources.clone import ensure_clone
 
-        root = ensure_clone(service.source, settings=service.settings).path
+        cloned = ensure_clone(service.source, settings=service.settings)
+        root, commit = cloned.path, cloned.head_commit
+        service.root = root  # its files are read from the clone
     store = claim(service)
     if rebuild:
         for path in store.files():
             store.delete_file(path)
         store.replace_skips({})  # every file is read again
     summary = store_build.build(store, root, service.settings, progress)
+    if commit:
+        store.set_meta("commit", commit)
     if hasattr(store, "set_packages"):
         store.set_packages(store_links.package_rows(root))
         store_links.link(store)

@@ -38,7 +38,8 @@ class StoredRepo:
     files: int = 0
 
 
-PER_REPOSITORY_META = frozenset({"resolve_pending"})  # indexing/store_build.py's mark
+# indexing/store_build.py's mark, and the commit a clone was indexed at
+PER_REPOSITORY_META = frozenset({"resolve_pending", "commit"})
 
 
 def scope_sql(scope: Sequence[int] | None, alias: str = "f") -> str:
@@ -198,9 +199,9 @@ class RepoViews:
     def reopen(self, url: str) -> Any:
         """The same repository (or view) on a connection of its own: one per thread. `url`: the
         one given (this store keeps it without the password)."""
-        from coderag_tui.store.postgres.connect import connect
+        from coderag_tui.store.postgres.connect import connect_live
 
-        return type(self)(connect(url), url, self.repo_id, self.scope)  # type: ignore[call-arg]
+        return type(self)(connect_live(url), url, self.repo_id, self.scope)  # type: ignore[call-arg]
 
     def _in_scope(self, alias: str = "f") -> str:
         return scope_sql(self.scope, alias)

@@ -18,7 +18,7 @@ from coderag_tui.models import EdgeRef, IndexCounts, UnitRef
 from coderag_tui.store import confidence
 from coderag_tui.store.backend import ChunkHit, redact
 from coderag_tui.store.postgres import keywords, lookups, repos
-from coderag_tui.store.postgres.connect import connect, schema_version
+from coderag_tui.store.postgres.connect import connect_live, schema_version
 from coderag_tui.store.postgres.graph import PgGraph
 from coderag_tui.store.postgres.reads import READS, PostgresReads
 from coderag_tui.store.write import FileMeta, FileRows
@@ -310,7 +310,7 @@ for _name in ("all_units", "file_paths", "import_edges", "base_edges", "call_edg
 def open_postgres(url: str, repo: str | None = None) -> PostgresStore:
     """The index in the PostgreSQL database at `url` (created and migrated when needed): its
     repository `repo` (which must be there), else the one a database used without names holds."""
-    store = PostgresStore(connect(url), url)
+    store = PostgresStore(connect_live(url), url)
     if repo is None:
         return store
     try:
