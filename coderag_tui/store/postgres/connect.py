@@ -144,7 +144,9 @@ class LiveConnection:
         self._conn: psycopg.Connection[Any] | None = None
         self._reconnect()
 
-    def _reconnect(self) -> psycopg.Connection[Any]:
+    def _reconnect(self, at_once: bool = False) -> psycopg.Connection[Any]:
+        """A new connection; while the database was seen down less than RETRY_AFTER_S ago,
+        StoreUnavailable at once instead (unless `at_once`: a connection just found dropped)."""
         old, self._conn = self._conn, None
         if old is not None:
             with contextlib.suppress(Exception):
@@ -152,7 +154,7 @@ class LiveConnection:
         with _health_lock:
             health = _health.get(self.url)
             wait = health is not None and not health.up and time.time() - health.checked < RETRY_AFTER_S
-        if wait:
+        if wait and not at_once:
             assert health is not None
             raise _unavailable(self.url, health.why)
         try:
@@ -178,10 +180,10 @@ class LiveConnection:
         except psycopg.OperationalError as exc:
             if not conn.closed:  # a statement's own failure (a timeout, a cancel): not a lost connection
                 raise
-            _note(self.url, False, _why(exc))
             if not idle:  # the transaction went with the connection: its caller must start again
                 raise _unavailable(self.url, _why(exc)) from None
-        return self._reconnect().execute(query, params, **kw)
+        # the server dropped the connection (restarted): once more on a new one
+        return self._reconnect(at_once=True).execute(query, params, **kw)
 
     @contextlib.contextmanager
     def transaction(self, *args: Any, **kw: Any) -> Iterator[Any]:
@@ -192,8 +194,7 @@ class LiveConnection:
         except psycopg.OperationalError as exc:
             if not conn.closed:
                 raise
-            _note(self.url, False, _why(exc))
-            raise _unavailable(self.url, _why(exc)) from None
+            raise _unavailable(self.url, _why(exc)) from None  # (the next use connects again)
 
     def cursor(self, *args: Any, **kw: Any) -> Any:
         return self._live().cursor(*args, **kw)
