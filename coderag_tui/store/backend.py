@@ -299,14 +299,3 @@ def open_store(target: str | Path, repo: str | None = None) -> StoreBackend:
 
     return SqliteStore.open(Path(target))
 
-
-def connection_health() -> list[Any]:
-    """The database servers this process connected to (`StoreHealth` of
-    store/postgres/connect.py), each checked now; none when no PostgreSQL store was opened."""
-    import sys
-
-    if "coderag_tui.store.postgres.connect" not in sys.modules:
-        return []
-    from coderag_tui.store.postgres.connect import store_health
-
-    return store_health()

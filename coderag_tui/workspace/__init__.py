@@ -331,9 +331,13 @@ class Workspace:
     def store_health() -> list[dict[str, Any]]:
         """Each database server this process reads (PostgreSQL), checked now: [{store, up,
         since, error}] (none for index files)."""
-        from coderag_tui.store.backend import connection_health
+        import sys
 
-        return [{"store": h.shown, "up": h.up, "since": h.since, "error": h.why} for h in connection_health()]
+        if "coderag_tui.store.postgres.connect" not in sys.modules:  # no PostgreSQL store was opened
+            return []
+        from coderag_tui.store.postgres.connect import store_health
+
+        return [{"store": h.shown, "up": h.up, "since": h.since, "error": h.why} for h in store_health()]
 
     def health(self) -> str:
         """ok, indexing (a job is running), empty (a repository has no files) or errors."""

@@ -162,6 +162,8 @@ class LiveConnection:
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.OperationalError):  # not there (a bad URL stays a StoreError)
                 _note(self.url, False, _why(exc.__cause__))
+                if health is None:  # the first connection: what to check, as `connect` says it
+                    raise StoreUnavailable(exc.message, exc.hint) from None
                 raise _unavailable(self.url, _why(exc.__cause__)) from None
             raise
         _note(self.url, True)
