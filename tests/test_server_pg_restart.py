@@ -79,3 +79,28 @@ def test_a_database_restart_under_a_running_server(pg: Restartable, served: dict
             time.sleep(0.2)
         assert client.get("/health").json()["status"] == "ok"
         assert all(_search(client).status_code == 200 for _ in range(5))
+
+
+def test_a_git_url_served_from_postgres_follows_its_pushes(pg: Restartable, tmp_path: Path) -> None:
+    from tests.test_server_current import defined, origin_with, push, status_of, wait_for
+
+    origin, work = origin_with(tmp_path / "git", FILES)
+    url = pg.database(f"coderag_pushes_{os.getpid()}_{int(time.time() * 1000) % 100000}")
+    config = tmp_path / "config.toml"
+    config.write_text("[embed]\nenabled = false\n[llm]\ndiscover = false\n[server]\nfetch_interval_s = 1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_CONFIG_HOME": str(tmp_path / "userconfig"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "HF_HUB_OFFLINE": "1", "CODERAG_READ_TOKENS": TOKEN}
+    env.pop("CODERAG_CONFIG", None)
+    server = Server(["--config", str(config), "--store", url, f"file://{origin}"], env, tmp_path / "server.log")
+    try:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as client:
+            assert defined(client, "tax_for") == ["origin:shop/tax.py"]
+            head = push(work, {"shop/ship.py": "def shipping_cost(weight):\n    return weight * 3\n"}, "shipping")
+            wait_for(lambda: defined(client, "shipping_cost") == ["origin:shop/ship.py"])
+            wait_for(lambda: status_of(client, "origin")["commit"] == head)
+            lines = client.get("/lines", params={"path": "shop/ship.py"}).json()  # read from the clone
+            assert lines["lines"] == ["def shipping_cost(weight):", "    return weight * 3"]
+    finally:
+        log = server.close()
+    assert "Traceback" not in log, log

@@ -142,6 +142,11 @@ def index_into(service: StoreService, rebuild: bool, progress: store_build.Progr
         root, commit = cloned.path, cloned.head_commit
         service.root = root  # its files are read from the clone
     store = claim(service)
+    if commit and not rebuild and store.get_meta("commit") == commit:
+        # the clone is where it was indexed: nothing to read (a fetch on the interval costs this alone)
+        counts = store.counts()
+        return IndexSummary(counts.files, 0, counts.files, 0, 0, counts.units, counts.chunks, store.edge_count(),
+                            {}, 0.0)
     if rebuild:
         for path in store.files():
             store.delete_file(path)
