@@ -285,6 +285,9 @@ def report(log: Log, events: dict[str, float], memory: list[tuple[float, int]], 
         last = statistics.median([m for t, m in mib if t >= mib[-1][0] - 60] or [mib[-1][1]])
         print(f"server memory (RSS): first minute {first:.0f} MiB, last minute {last:.0f} MiB "
               f"({last - first:+.0f} MiB), max {max(m for _, m in mib):.0f} MiB over {len(mib)} samples")
+        per_minute = [statistics.median([m for t, m in mib if k * 60 <= t < (k + 1) * 60] or [0])
+                      for k in range(int(mib[-1][0] // 60) + 1)]
+        print("  by minute (median MiB): " + ", ".join(f"{m:.0f}" for m in per_minute if m))
     print(f"the pushed change searchable after: {f'{found_after:.1f} s' if found_after is not None else 'never'}")
     print(f"load average: {load_before[0]:.1f} before, {load_after[0]:.1f} after (1 min); "
           f"{os.cpu_count()} cores")
