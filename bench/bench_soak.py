@@ -193,7 +193,7 @@ def main() -> int:
                                     daemon=True) for n in range(args.clients)]
         for t in threads:
             t.start()
-        memory: list[tuple[float, int]] = []
+        memory: list[tuple[float, int, int]] = []  # (time, RSS, threads)
         events: dict[str, float] = {}
         marker = f"soak_marker_{secrets.token_hex(4)}"
         found_after = None
@@ -201,7 +201,7 @@ def main() -> int:
             while time.time() < until:
                 now = time.time()
                 if not memory or now - memory[-1][0] >= 5:
-                    memory.append((now, watcher.memory_info().rss))
+                    memory.append((now, watcher.memory_info().rss, watcher.num_threads()))
                 if "restart" not in events and now - t0 >= args.restart_at * run_s:
                     events["restart"] = time.time()
                     pg.restart()
@@ -233,7 +233,7 @@ def main() -> int:
                 time.sleep(0.25)
         for t in threads:
             t.join(timeout=180)
-        memory.append((time.time(), watcher.memory_info().rss))
+        memory.append((time.time(), watcher.memory_info().rss, watcher.num_threads()))
     finally:
         proc.terminate()
         try:
@@ -249,7 +249,7 @@ def main() -> int:
     return 0
 
 
-def report(log: Log, events: dict[str, float], memory: list[tuple[float, int]], t0: float,
+def report(log: Log, events: dict[str, float], memory: list[tuple[float, int, int]], t0: float,
            found_after: float | None, args: argparse.Namespace, load_before: tuple[float, ...],
            load_after: tuple[float, ...]) -> None:
     rows = sorted(log.rows)
@@ -280,14 +280,17 @@ def report(log: Log, events: dict[str, float], memory: list[tuple[float, int]], 
     for r in inside[:5]:
         print(f"  inside: at {r[0] - t0:.1f} s client {r[1]} {r[2]} {r[3]}: {r[5]}")
     if memory:
-        mib = [(t - t0, m / (1024 * 1024)) for t, m in memory]
+        mib = [(t - t0, m / (1024 * 1024)) for t, m, _ in memory]
         first = statistics.median([m for t, m in mib if t <= 60] or [mib[0][1]])
         last = statistics.median([m for t, m in mib if t >= mib[-1][0] - 60] or [mib[-1][1]])
         print(f"server memory (RSS): first minute {first:.0f} MiB, last minute {last:.0f} MiB "
               f"({last - first:+.0f} MiB), max {max(m for _, m in mib):.0f} MiB over {len(mib)} samples")
         per_minute = [statistics.median([m for t, m in mib if k * 60 <= t < (k + 1) * 60] or [0])
                       for k in range(int(mib[-1][0] // 60) + 1)]
-        print("  by minute (median MiB): " + ", ".join(f"{m:.0f}" for m in per_minute if m))
+        threads = [max([n for t, _, n in memory if k * 60 <= t - t0 < (k + 1) * 60] or [0])
+                   for k in range(len(per_minute))]
+        print("  by minute (median MiB / most threads): "
+              + ", ".join(f"{m:.0f}/{n}" for m, n in zip(per_minute, threads, strict=True) if m))
     print(f"the pushed change searchable after: {f'{found_after:.1f} s' if found_after is not None else 'never'}")
     print(f"load average: {load_before[0]:.1f} before, {load_after[0]:.1f} after (1 min); "
           f"{os.cpu_count()} cores")
