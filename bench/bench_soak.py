@@ -24,6 +24,7 @@ how many seconds after the push the new function was searchable; the load averag
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import hmac
 import json
@@ -104,6 +105,10 @@ class Postgres:
                      bin_path=self.server.bin_path, user=self.server.system_user, timeout=120)
 
     def close(self) -> None:
+        # stopped first: after a restart the wheel's cleanup no longer knows the server's process
+        with contextlib.suppress(Exception):  # (already stopped)
+            self._pgexec("pg_ctl", ("-w", "-D", str(self.server.pgdata), "-m", "fast", "stop"),
+                         bin_path=self.server.bin_path, user=self.server.system_user, timeout=120)
         self.server.cleanup()
 
 

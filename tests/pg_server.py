@@ -4,6 +4,7 @@ on its own unix socket in a temporary folder; each test gets a fresh database.""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import tempfile
 from collections.abc import Iterator
@@ -102,4 +103,7 @@ class Restartable:
         return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
 
     def close(self) -> None:
+        # stopped first: after a restart the wheel's cleanup no longer knows the server's process
+        with contextlib.suppress(Exception):
+            self.stop()
         self.server.cleanup()
