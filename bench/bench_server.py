@@ -97,12 +97,14 @@ def main() -> int:
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             assert proc.stdout is not None
-            url = json.loads(proc.stdout.readline())["url"]
+            info = json.loads(proc.stdout.readline())
+            url = info["url"]
+            auth = {"Authorization": f"Bearer {info['token']}"} if info.get("token") else {}
             print(f"server up (indexed) in {time.perf_counter() - started:.1f} s: {url}")
             service = None if args.store else CodeRag(repo, load_settings(repo, config), db)
             local: list[float] = []
             remote: list[float] = []
-            with httpx.Client(base_url=url, timeout=120) as http:
+            with httpx.Client(base_url=url, timeout=120, headers=auth) as http:
                 for q in QUERIES:  # warm both sides (the searcher, the connection, the OS cache)
                     if service is not None:
                         service.search(q, 10)
@@ -132,7 +134,7 @@ def main() -> int:
             lock = threading.Lock()
 
             def client(n: int) -> None:
-                with httpx.Client(base_url=url, timeout=120) as http:
+                with httpx.Client(base_url=url, timeout=120, headers=auth) as http:
                     for i in range(args.requests):
                         q = QUERIES[(n * args.requests + i) % len(QUERIES)]
                         t = time.perf_counter()

@@ -61,8 +61,9 @@ class RemoteCodeRag:
 
     @classmethod
     def from_settings(cls, url: str, settings: Settings, repos: Sequence[str] = ()) -> RemoteCodeRag:
-        """A client whose token comes from the variable `[server] token_env` names."""
-        return cls(url, os.environ.get(settings.server.token_env, ""), repos, settings)
+        """A client whose token comes from the variable `[server] token_env` names, else (a
+        server on this machine that made its own token) from the file that server wrote."""
+        return cls(url, os.environ.get(settings.server.token_env, "") or local_token(url), repos, settings)
 
     def close(self) -> None:
         self._http.close()
@@ -295,6 +296,19 @@ def _reason(exc: httpx.HTTPError) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
     return type(exc).__name__
+
+
+def local_token(url: str) -> str:
+    """The token a `coderag serve` of this user on loopback made for itself ("" if none)."""
+    from coderag_tui.paths import server_token_file
+
+    host = httpx.URL(url).host
+    if host not in ("127.0.0.1", "localhost", "::1") and not host.startswith("127."):
+        return ""
+    try:
+        return server_token_file(url).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return ""
 
 
 def _raise_for(response: httpx.Response, url: str) -> None:

@@ -58,7 +58,7 @@ class IndexSettings:
     secret_files: tuple[str, ...] = SECRET_FILES  # file-name globs never read (see SECRET_FILES)
     max_file_bytes: int = 1_000_000
     max_line_length: int = 1_000  # average line length above this marks a file as minified
-    workers: int = 0  # parse processes; 0 = number of cores
+    workers: int = 0  # parse processes; 0 = number of cores (never more: see indexing/workers.py)
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,17 @@ class ServerSettings:
     # tokens a server accepts; more come from $CODERAG_READ_TOKENS / $CODERAG_ADMIN_TOKENS
     read_tokens: tuple[str, ...] = ()  # search, context, symbols, ask
     admin_tokens: tuple[str, ...] = ()  # all of those, and indexing
+    # on loopback without tokens: a random admin token made at start and printed (false: none)
+    loopback_token: bool = True
+    # Host names (besides the address listened on) requests may name: a reverse proxy's
+    allowed_hosts: tuple[str, ...] = ()
+    # browser origins (scheme://host:port) allowed to call the server, besides its own
+    allowed_origins: tuple[str, ...] = ()
+    max_requests_per_client: int = 8  # at once; more wait their turn (up to 8 times as many)
+    fetch_interval_s: int = 300  # served git URLs are fetched and re-indexed this often (0: never)
+    watch: bool = True  # served local folders are watched and re-indexed as they change
+    # the secret push webhooks are signed with (also $CODERAG_WEBHOOK_SECRET); empty: no webhooks
+    webhook_secret: str = ""
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,15 @@ class StoreError(CoderagError):
     """SQLite or sqlite-vec could not be opened or loaded."""
 
 
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached right now (restarting, down, the network): worth
+    trying again shortly; a server answers 503 meanwhile."""
+
+
+class NotFoundError(RepoError):
+    """Something named by a request (a conversation) does not exist for whoever asked."""
+
+
 class ModelError(CoderagError):
     """A model (embedding or LLM) is missing, unreadable or unreachable."""
 

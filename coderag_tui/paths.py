@@ -68,20 +68,64 @@ def default_db_path(root: Path, settings: Settings) -> Path:
     return Path(user_cache_dir("coderag")) / "index" / f"{root.name}-{digest}.db"
 
 
+def private_folder(folder: Path) -> Path:
+    """`folder`, created (with its missing parents) for this user alone (0700): what coderag
+    keeps there (indexes, clones, saved questions) is code and questions that other local
+    users must not read. An existing one this user owns is narrowed to 0700 too."""
+    missing: list[Path] = []
+    at = folder
+    while not at.exists() and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    for part in reversed(missing):
+        part.mkdir(mode=0o700, exist_ok=True)
+    private(folder, 0o700)
+    return folder
+
+
+def private(path: Path, mode: int = 0o600) -> None:
+    """Narrow an existing file or folder this user owns to `mode` (nothing on other platforms)."""
+    if os.name != "posix":
+        return
+    try:
+        st = path.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o777 & ~mode:
+            path.chmod(mode)
+    except OSError:
+        pass  # gone meanwhile, or not ours to change: left as it is
+
+
 def prepare_db_folder(root: Path, db_path: Path, settings: Settings, given: bool = False) -> None:
-    """Before the index is first written: the default cache folder is created, and an index kept
-    in the repository gets a .gitignore. (A folder the user names must exist: see open_database.)"""
+    """Before the index is first written: the default cache folder is created (for this user
+    alone), and an index kept in the repository gets a .gitignore. (A folder the user names
+    must exist: see open_database.)"""
     if not given and not settings.index.db_path and settings.index.location != "repo":
         try:
-            db_path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(cache_dir())  # the clones beside the indexes too
+            private_folder(db_path.parent)
         except OSError as exc:
             raise RepoError(f"cannot create {db_path.parent}: {exc.strerror}") from exc
         return
     folder = root / ".coderag"
-    if db_path.parent != folder or folder.is_dir():
+    if db_path.parent != folder:
+        return
+    if folder.is_dir():
+        private(folder, 0o700)
         return
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
         (folder / ".gitignore").write_text("*\n")
     except OSError as exc:
         raise RepoError(f"cannot create {folder}: {exc.strerror}") from exc
+
+
+def server_token_file(url: str) -> Path:
+    """Where a `coderag serve` on this machine keeps the token it made for itself (0600, in a
+    0700 folder), so that this user's clients of that URL find it: one file per host and port."""
+    from urllib.parse import urlsplit
+
+    from platformdirs import user_data_dir
+
+    parts = urlsplit(url)
+    name = f"{parts.hostname or 'localhost'}-{parts.port or 80}".replace(":", "_")
+    return Path(user_data_dir("coderag")) / "servers" / f"{name}.token"

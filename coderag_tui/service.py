@@ -25,7 +25,7 @@ from coderag_tui.store.backend import StoreTarget
 if TYPE_CHECKING:
     from coderag_tui.indexing.indexer import ProgressFn
     from coderag_tui.indexing.watcher import Watcher
-    from coderag_tui.models import WatchEvent
+    from coderag_tui.models import IndexSummary, WatchEvent
 
 
 class CodeRag(ServiceCore):
@@ -108,11 +108,26 @@ class CodeRag(ServiceCore):
         service = cls(result.path, settings, Path(db_path) if db_path else None, store=where)
         service.remote = result
         service.display_name = redact(str(target))
+        service._origin = (str(target), branch, rev)
         return service
 
     def repositories(self) -> list[tuple[str, CodeRag]]:
         """[(its name, itself)]: one repository."""
         return [(self.name, self)]
+
+    # the URL (as given: it may hold credentials, never shown), branch and rev of a clone
+    _origin: tuple[str, str | None, str | None] | None = None
+
+    def update(self, progress: ProgressFn | None = None) -> IndexSummary:
+        """Bring the index up to date with the repository: a clone is fetched first (only the
+        files that changed between the two commits are read again), a folder is indexed
+        incrementally."""
+        if self._origin is not None:
+            from coderag_tui.sources.clone import ensure_clone
+
+            url, branch, rev = self._origin
+            self.remote = ensure_clone(url, branch=branch, rev=rev, settings=self.settings)
+        return self.index(progress=progress)
 
     # ------------------------------------------------------------------ asking
     def ask(
@@ -124,6 +139,7 @@ class CodeRag(ServiceCore):
         should_stop: Callable[[], bool] | None = None,
         attachment: str = "",
         fresh: bool = False,
+        owner: str | None = None,
     ) -> Iterator[_AnswerEvent]:
         """Retrieve the code that answers `question`, then stream a cited answer.
 
@@ -138,11 +154,21 @@ class CodeRag(ServiceCore):
         model with it, and its last lines help retrieval.
         A question answered before (or a near-identical one) whose cited code is unchanged gets
         the stored answer at once (events marked `cached`); `fresh=True` asks the model again.
+        `owner`: who asks, on a server (a digest of their token): a conversation continues only
+        for the owner that started it ("no conversation N" for anyone else), and a new one is
+        theirs; None (this machine) reaches every conversation.
         """
         from coderag_tui.service_ask import ask
 
         return ask(self, question, conversation_id, model=model, should_stop=should_stop,
-                   attachment=attachment, fresh=fresh)
+                   attachment=attachment, fresh=fresh, owner=owner)
+
+    def conversation_owner(self, conversation_id: int) -> str | None:
+        """Who started the conversation (a digest of a server token; "" on this machine), or
+        None when there is no such conversation."""
+        from coderag_tui.store import conversations
+
+        return conversations.owner_of(self.db, conversation_id)
 
     def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
         """Stored conversations, newest first: (id, title, updated)."""

@@ -26,6 +26,7 @@ def ask(
     should_stop: Callable[[], bool] | None = None,
     attachment: str = "",
     fresh: bool = False,
+    owner: str | None = None,
 ) -> Iterator[AnswerEvent]:
     """`CodeRag.ask` (see there): the events of one question's answer."""
     from coderag_tui.answering import Answerer
@@ -54,13 +55,13 @@ def ask(
                 context = rag.context(question, max_tokens=answer_budgets(rag, provider)[0],
                                       count_tokens=counter_for(provider))
                 opening = build_opening(rag.db, question, context)
-                yield from _cached_answer(rag, provider, question, hit, started, opening)
+                yield from _cached_answer(rag, provider, question, hit, started, opening, owner)
                 return
             yield AnswerEvent("status", text="retrieving code", conversation_id=conv)
             tools, steps = answer_tools(rag, provider)
             answerer = Answerer(provider, rag.db, max_tokens=rag.settings.llm.max_tokens,
                                 temperature=rag.settings.llm.temperature, tools=tools, tool_steps=steps,
-                                tiny_max_tokens=rag.settings.llm.tiny_max_tokens)
+                                tiny_max_tokens=rag.settings.llm.tiny_max_tokens, owner=owner)
             query, same_topic = retrieval_query(answerer, question, conversation_id, attachment)
             context_budget, map_budget = answer_budgets(rag, provider)
             context = rag.context(query, max_tokens=context_budget,
@@ -125,7 +126,11 @@ def answer_cache(rag: CodeRag, provider: Provider, conversation_id: int | None,
     return AnswerCache(rag.db, provider.name, threshold, embed, rag.db.get_meta("embed_model") or "")
 
 def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedAnswer,
-                   started: float, opening: AnswerOpening) -> Iterator[AnswerEvent]:
+                   started: float, opening: AnswerOpening, owner: str | None = None) -> Iterator[AnswerEvent]:
+    """The stored answer as a new conversation of `owner`. The cache is shared by everyone who
+    asks the repository: it holds first questions only (never a follow-up, never given text),
+    answered from the repository's code alone. On a server (`owner` given), the earlier
+    question is not quoted: it was someone else's words."""
     from dataclasses import replace
 
     from coderag_tui.answering import Answerer
@@ -133,11 +138,12 @@ def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedA
 
     opening = replace(opening, model_note=str(getattr(provider, "tiny_note", "") or ""))
     # stored as a turn of a new conversation, so a follow-up works as after any answer
-    cid = Answerer(provider, rag.db)._save(None, question, hit.answer, hit.sources,
-                                           invalid=tuple(hit.invalid), opening=opening)
+    cid = Answerer(provider, rag.db, owner=owner)._save(None, question, hit.answer, hit.sources,
+                                                        invalid=tuple(hit.invalid), opening=opening)
     yield AnswerEvent("opening", text=opening.render(), opening=opening, conversation_id=cid, cached=True)
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.created))
-    same = "" if hit.similarity >= 1.0 else f" for {hit.question!r} (similarity {hit.similarity:.2f})"
+    same = ("" if hit.similarity >= 1.0 else f" for a question of similarity {hit.similarity:.2f}"
+            if owner is not None else f" for {hit.question!r} (similarity {hit.similarity:.2f})")
     yield AnswerEvent("status", text=f"answered from the cache{same}", conversation_id=cid, cached=True)
     yield AnswerEvent("token", text=hit.answer, conversation_id=cid, cached=True)
     yield AnswerEvent("sources", sources=hit.sources, invalid_citations=hit.invalid, conversation_id=cid,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coderag_tui.config import Settings
+from coderag_tui.config import IndexSettings, Settings
 from coderag_tui.contract import Unsupported
 from coderag_tui.errors import RepoError, StoreError
 from coderag_tui.models import (
@@ -28,7 +28,7 @@ from coderag_tui.models import (
     denoted,
 )
 from coderag_tui.paths import default_db_path, prepare_db_folder
-from coderag_tui.sources.names import fs_path
+from coderag_tui.sources.safe_read import read_repo_file
 from coderag_tui.store import read
 from coderag_tui.store.backend import StoreBackend, StoreTarget
 
@@ -38,16 +38,18 @@ if TYPE_CHECKING:
     from coderag_tui.workspace.packages import Package
 
 
-def read_repo_lines(root: Path, path: str, start: int = 1, end: int | None = None) -> list[str]:
-    """Lines of a file of the repository at `root` (1-based, inclusive), decoded leniently."""
-    full = (root / fs_path(path)).resolve()
-    if root not in full.parents and full != root:
-        raise RepoError(f"{path} is outside the repository")
-    try:
-        text = full.read_bytes().decode("utf-8", "replace")
-    except OSError as exc:
-        raise RepoError(f"cannot read {path}: {exc.strerror}") from exc
-    return text.splitlines()[start - 1 : end]
+def read_repo_lines(root: Path, path: str, start: int = 1, end: int | None = None,
+                    rules: IndexSettings | None = None) -> list[str]:
+    """Lines of a file of the repository at `root` (1-based, inclusive; an `end` before
+    `start` gives none), decoded leniently: the one reader of repository files for every
+    interface. The file is reached through no symbolic link and only when discovery's rules
+    (`rules`, else the defaults: secret names, excludes, ignore files) would read it
+    (sources/safe_read.py)."""
+    first = max(1, start)
+    if end is not None and end < first:
+        return []
+    text = read_repo_file(root, path, rules if rules is not None else IndexSettings()).decode("utf-8", "replace")
+    return text.splitlines()[first - 1 : end]
 
 
 class ServiceCore:
@@ -257,7 +259,7 @@ class ServiceCore:
             if facts is None:
                 raise RepoError(f"no file {path} in the index of {self.display_name}")
             return [text for _, text in CodeReader(self.db).lines(path, max(start, 1), end or facts[1])]
-        return read_repo_lines(self.root, path, start, end)
+        return read_repo_lines(self.root, path, start, end, self.settings.index)
 
     # ------------------------------------------------------------------ retrieval
     # Thin wrappers over coderag_tui.retrieval and indexing.embedder; the embedding model and the

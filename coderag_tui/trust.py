@@ -3,8 +3,10 @@
 A repository's config is written by whoever wrote the repository. Its settings that pick an
 endpoint, a key variable, or a file or folder to load or write (`RESTRICTED`) apply only once
 the user has run `coderag trust`; the others (excludes, chunk sizes, retrieval weights, UI
-keys) always apply. Settings that only size the work (workers, threads, n_ctx, batch sizes,
-timeouts) stay allowed too: at worst they make coderag slow or fail, never send or write anything.
+keys) always apply. Settings that only size the work (threads, n_ctx, batch sizes, timeouts)
+stay allowed too: at worst they make coderag slow or fail, never send or write anything. The
+number of parse processes is the exception: a repository asking for many could take every core
+of a shared server, so it needs trust (and is never more than the cores).
 
 Trust is remembered in the user's config folder, keyed by the repository's resolved path and
 pinned to a SHA-256 fingerprint of the restricted settings the config held when it was
@@ -35,6 +37,7 @@ RESTRICTED: dict[str, str] = {
     "index.store": "which PostgreSQL server the repository's code is written to",
     "index.default_excludes": "whether local folders such as .env and virtualenvs are read",
     "index.secret_files": "which files that usually hold keys and passwords are read",
+    "index.workers": "how many processes parse the repository (at most the cores)",
     "embed.model": "which embedding model is downloaded and loaded",
     "embed.model_path": "which model files are loaded",
     "llm.provider": "where questions and code are sent",
@@ -52,6 +55,11 @@ RESTRICTED: dict[str, str] = {
     "server.repositories": "which folders and repositories a server reads and serves",
     "server.read_tokens": "who may search a server",
     "server.admin_tokens": "who may index on a server",
+    "server.loopback_token": "whether a server on loopback answers without a token",
+    "server.allowed_hosts": "which host names a server answers to",
+    "server.allowed_origins": "which web pages may call a server from a browser",
+    "server.fetch_interval_s": "how often a server fetches the repositories it serves",
+    "server.webhook_secret": "who may make a server fetch its repositories",
 }
 
 TRUSTED = "trusted"

@@ -604,6 +604,7 @@ def test_an_index_of_an_older_schema_is_migrated_in_place(repo, open_service):
         db.execute("ALTER TABLE messages DROP COLUMN outcome")  # (added by schema 9)
         db.execute("ALTER TABLE messages DROP COLUMN invalid")
         db.execute("ALTER TABLE messages DROP COLUMN opening")  # (added by schema 12)
+        db.execute("ALTER TABLE conversations DROP COLUMN owner")  # (added by schema 14)
         db.execute("PRAGMA user_version=7")
     service.close()
     db = open_database(path)

@@ -174,9 +174,12 @@ def test_tokens_are_required_and_scoped(served: dict[str, Any]) -> None:
         refused = anonymous.post("/search", json={"query": "tax"})
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
         assert anonymous.get("/health").status_code == 200
-        big = b"x" * (9 * 1024 * 1024)  # refused before it is read, token or not
-        assert anonymous.post("/search", content=big).status_code == 413
-        streamed = anonymous.post("/search", content=iter([big[:4 << 20]] * 3))  # chunked: no length
+        big = b"x" * (9 * 1024 * 1024)
+        assert anonymous.post("/search", content=big).status_code == 401  # no token: never read
+    with client(served, READ) as reader:  # with one, each endpoint's limit, before it is read
+        too_big = reader.post("/search", content=big[: 65 * 1024])
+        assert too_big.status_code == 413 and "larger than 64 KiB" in too_big.json()["error"]
+        streamed = reader.post("/ask", content=iter([big[:4 << 20]] * 3))  # chunked: no length
         assert streamed.status_code == 413 and "larger than 8 MiB" in streamed.json()["error"]
     with client(served, READ + "x") as wrong:
         answer = wrong.get("/index/status")

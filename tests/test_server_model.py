@@ -27,7 +27,7 @@ def test_the_bundled_model_answers_through_the_server(tmp_path: Path) -> None:
         env.pop(key, None)
     server = Server(["--config", str(config), str(repo)], env, tmp_path / "server.log")
     try:
-        client = RemoteCodeRag(server.url)
+        client = RemoteCodeRag(server.url, server.info["token"])  # the token it made
         events = list(client.ask("How is the total price of the cart computed?"))
         kinds = [e.kind for e in events]
         assert "error" not in kinds, [e.text for e in events if e.kind == "error"]

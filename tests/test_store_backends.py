@@ -248,12 +248,19 @@ def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) 
 
     store = open_store(url)
     store.write_file(*rows_of("a.py", "def alpha():\n    return 1\n"))
-    with psycopg.connect(request.getfixturevalue("pg_server"), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
-                      "AND pid <> pg_backend_pid()", (urlsplit(url).path.lstrip("/"),))
-    with pytest.raises(StoreError) as caught:
+
+    def terminate() -> None:
+        with psycopg.connect(request.getfixturevalue("pg_server"), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                          "AND pid <> pg_backend_pid()", (urlsplit(url).path.lstrip("/"),))
+
+    terminate()
+    assert store.files() == ["a.py"]  # outside a transaction: connected again, the read run again
+    with pytest.raises(StoreError) as caught, store.transaction():
+        terminate()  # inside one, the transaction is lost with its connection: one line
         store.files()
     assert caught.value.message.startswith("PostgreSQL at postgresql://") and "\n" not in caught.value.message
+    assert store.files() == ["a.py"]
     store.close()
 
 

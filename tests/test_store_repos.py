@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from coderag_tui.store_service import StoreService
+from coderag_tui.workspace.store_repos import _source
 
 from coderag_tui.cli import main
 from coderag_tui.errors import StoreError
 from coderag_tui.store.backend import open_store
 from coderag_tui.store.postgres.schema import MIGRATIONS
-from coderag_tui.store_service import StoreService
-from coderag_tui.workspace.store_repos import _source
 from tests.conftest import git_init, write_tree
 from tests.test_store_backends import rows_of
 from tests.test_workspace import BACKEND, FRONTEND, QUESTION, SHARED

@@ -125,8 +125,9 @@ def test_ask_on_a_store_answers_with_citations(indexed: dict[str, Any], capsys: 
 def test_one_composition_on_both_backends(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """The same hits composed on SQLite and on PostgreSQL give the same context."""
     repo = write_tree(tmp_path / "shop", {**SHOP, **TESTS})
-    from coderag_tui.config import load_settings
     from coderag_tui.indexing.store_build import build
+
+    from coderag_tui.config import load_settings
 
     settings = load_settings(repo, _config(tmp_path / "c.toml", "http://127.0.0.1:9"))
     texts = []

@@ -31,7 +31,7 @@ def test_the_bundled_model_answers_from_two_repositories(tmp_path: Path) -> None
         env.pop(key, None)
     server = Server(["--config", str(config), *map(str, roots)], env, tmp_path / "server.log")
     try:
-        client = RemoteCodeRag(server.url, repos=["shared-lib", "backend"])
+        client = RemoteCodeRag(server.url, server.info["token"], repos=["shared-lib", "backend"])
         events = list(client.ask(QUESTION))
         kinds = [e.kind for e in events]
         assert "error" not in kinds, [e.text for e in events if e.kind == "error"]

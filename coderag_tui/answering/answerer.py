@@ -122,10 +122,13 @@ class Answerer:
         tools: Any = None,
         tool_steps: int = 0,
         tiny_max_tokens: int = 200,
+        owner: str | None = None,
     ) -> None:
         """`exists(pieces)` builds the citation check; by default: the range lies inside what
         the pieces showed the model (see citations.make_exists). `tools` (a CodeRagTools): the
-        model may call them for up to `tool_steps` rounds (see tools.py)."""
+        model may call them for up to `tool_steps` rounds (see tools.py). `owner`: who asks
+        on a server (see CodeRag.ask): only its own conversations continue, new ones are its."""
+        self.owner = owner
         self.provider = provider
         self.store = store
         self.max_tokens = max_tokens
@@ -143,7 +146,11 @@ class Answerer:
         return [Conversation(int(r[0]), str(r[1]), float(r[2]), float(r[3]), int(r[4])) for r in rows]
 
     def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
-        return load_messages(self.store, conversation_id) if self.store is not None else []
+        """The conversation's messages ([] for one that is not there, or not the owner's)."""
+        if self.store is None or (self.owner is not None
+                                  and not conversations.exists(self.store, conversation_id, self.owner)):
+            return []
+        return load_messages(self.store, conversation_id)
 
     def delete_conversation(self, conversation_id: int) -> None:
         if self.store is None:
@@ -171,7 +178,8 @@ class Answerer:
             return conversation_id or 0
         return conversations.save_turn(self.store, conversation_id, _title(question), question, answer,
                                        json.dumps([asdict(s) for s in sources]), outcome,
-                                       json.dumps(list(invalid)), time.time(), opening_to_json(opening))
+                                       json.dumps(list(invalid)), time.time(), opening_to_json(opening),
+                                       owner=self.owner or "")
 
     def _exists_for(self, pieces: list[ContextPiece]) -> ExistsFn:
         if self._exists is not None:
@@ -245,7 +253,7 @@ class Answerer:
             return
         cid = conversation_id or 0
         if conversation_id is not None and self.store is not None and not conversations.exists(
-            self.store, conversation_id):
+            self.store, conversation_id, self.owner):
             yield AnswerEvent("error", text=f"no conversation {conversation_id}", conversation_id=cid)
             return
         provider = self.provider

@@ -75,11 +75,12 @@ def cmd_trust(args: argparse.Namespace) -> int:
     _, restricted = trust.split_restricted(data)
     trust.grant(root, restricted)
     if args.json:
-        print_json({"path": str(root), "trusted": True, "settings": _shown(restricted)})
+        print_json({"path": str(root), "trusted": True,
+                    "settings": {k: _shown(v, k) for k, v in restricted.items()}})
         return 0
     print(f"trusted: {root}")
     for name, value in restricted.items():
-        print(f"  {name} = {_toml(_shown(value))}")
+        print(f"  {name} = {_toml(_shown(value, name))}")
     if not restricted:
         print(f"  ({REPO_CONFIG} sets none of the settings that need trust)")
     print("if these change, they are ignored until you trust the repository again")
@@ -127,7 +128,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             "repository": str(root) if root is not None else None,
             "files": [{"source": layer.source, "path": layer.path, "trust": layer.trust or None,
                        "ignored": list(layer.ignored)} for layer in layers],
-            "settings": {r.name: {"value": _shown(r.value), "source": r.source, "path": r.path or None,
+            "settings": {r.name: {"value": _shown(r.value, r.name), "source": r.source, "path": r.path or None,
                                   "ignored_from": r.ignored_from or None,
                                   "ignored_because": r.ignored_because or None} for r in rows},
         })
@@ -149,7 +150,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         note = r.source
         if r.ignored_from:
             note += f"; repository value ignored ({r.ignored_because})"
-        print(f"{key} = {_toml(_shown(r.value))}  # {note}")
+        print(f"{key} = {_toml(_shown(r.value, r.name))}  # {note}")
     return 0
 
 
@@ -163,10 +164,17 @@ def _trust_note(layer: Layer) -> str:
             f"\n#   `coderag trust {root}` allows them")
 
 
-def _shown(value: Any) -> Any:
-    """`value` with credentials inside URLs masked (a base_url may carry a token)."""
+# settings that are secrets themselves: shown as how many there are, never as they are
+SECRET_SETTINGS = frozenset({"server.read_tokens", "server.admin_tokens", "server.webhook_secret"})
+
+
+def _shown(value: Any, name: str = "") -> Any:
+    """`value` with credentials inside URLs masked (a base_url may carry a token), and a
+    setting that is a secret (`name` in SECRET_SETTINGS) hidden."""
     from coderag_tui.sources.urls import redact
 
+    if name in SECRET_SETTINGS and value:
+        return ["<hidden>"] * len(value) if isinstance(value, (list, tuple)) else "<hidden>"
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):

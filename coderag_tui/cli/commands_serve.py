@@ -30,14 +30,21 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    "other than loopback needs tokens ($CODERAG_ADMIN_TOKENS, $CODERAG_READ_TOKENS)")
     p.add_argument("--port", type=_port, help="the port (default: [server] port, 8765; 0: a free one)")
     p.add_argument("--json", action="store_true", help='once listening, print {"url", "repositories", '
-                   '"tokens_required"} on one line (for scripts that start a server)')
+                   '"tokens_required", "token"} on one line (for scripts that start a server; "token": the '
+                   'one it made, else null)')
+    p.add_argument("--no-token", action="store_true", help="on loopback without tokens, answer anyone on this "
+                   "machine instead of making a token (default: [server] loopback_token, a token is made)")
 
 
 @command("serve", "serve repositories over HTTP: search, context, symbols, answers (docs/server.md)")
 @arguments(_serve_args)
 def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
     from coderag_tui.config import load_settings
-    from coderag_tui.server import Tokens, serve
+    from coderag_tui.errors import ConfigError
+    from coderag_tui.server import Tokens, is_loopback, serve
+    from coderag_tui.server.auth import MIN_LENGTH
     from coderag_tui.service import CodeRag  # noqa: F811 (the one that runs)
     from coderag_tui.workspace import Workspace
 
@@ -46,6 +53,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = settings.server.port if args.port is None else args.port
     tokens = Tokens.load(settings.server)
     tokens.check_host(host)  # before minutes of indexing, not after
+    made = not tokens.required and is_loopback(host) and settings.server.loopback_token and not args.no_token
+    if made:  # on loopback too, a web page the user visits must not read the code
+        tokens = Tokens.random()
+    hook_secret = os.environ.get("CODERAG_WEBHOOK_SECRET", "") or settings.server.webhook_secret
+    if hook_secret and len(hook_secret) < MIN_LENGTH:
+        raise ConfigError(f"the webhook secret is shorter than {MIN_LENGTH} characters",
+                          "make it long and random, as the tokens")
     targets = args.targets or ([args.repo] if args.repo else list(settings.server.repositories) or [None])
     if args.db and len(targets) > 1:
         raise UsageError("--db names one index file, for one repository", "serve each with its own index")
@@ -72,6 +86,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.json:
         def announce(url: str) -> None:
             print(json.dumps({"url": url, "repositories": list(workspace.services),
-                              "tokens_required": tokens.required}), flush=True)
-    serve(workspace, host, port, tokens, announce)
+                              "tokens_required": tokens.required, "token": tokens.admin[0] if made else None}),
+                  flush=True)
+    serve(workspace, host, port, tokens, announce, settings=settings.server, made_token=made,
+          hook_secret=hook_secret)
     return 0

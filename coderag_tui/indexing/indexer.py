@@ -24,7 +24,7 @@ from coderag_tui.indexing.workers import (
     Outcome,
     gc_paused,
     parse_outcomes,
-    usable_cores,
+    worker_count,
 )
 from coderag_tui.models import IndexSummary, Progress
 from coderag_tui.sources.discovery import stat_paths, walk
@@ -84,7 +84,7 @@ class Indexer:
             self._clear()
         only_set = set(only) if only is not None else None
         feed: Feed | None = None
-        workers = self.settings.index.workers or usable_cores()
+        workers = worker_count(self.settings)
         if only_set is None and workers > 1 and tracked.is_empty(db):
             # an empty index: every file found is a job, so parsing can start during the walk
             feed = Feed(self.settings, str(self.root), workers)

@@ -222,6 +222,13 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def worker_count(settings: Settings) -> int:
+    """Parse processes for a run: `[index] workers`, never more than the cores (more only
+    compete for them, and a shared server's cores are its clients'), 0 meaning all of them."""
+    cores = usable_cores()
+    return min(settings.index.workers, cores) if settings.index.workers > 0 else cores
+
+
 def parse_outcomes(jobs: list[Job], settings: Settings, root: str,
                    idle: Callable[[bool], None] = lambda last: None, feed: Feed | None = None) -> Iterator[Outcome]:
     """The outcomes of `jobs`, in order: parsed in this process when they are few (or one core
@@ -229,7 +236,7 @@ def parse_outcomes(jobs: list[Job], settings: Settings, root: str,
     one). `idle(last)` is called while the next batch is still being parsed (`last`: one of the
     final batches), so the writer can write what came back meanwhile."""
     s = settings
-    workers = s.index.workers or usable_cores()
+    workers = worker_count(s)
     if len(jobs) < PARALLEL_MIN_FILES or workers <= 1:
         for job in jobs:
             yield process_file(job, s.index, s.chunk)

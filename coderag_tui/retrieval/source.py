@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from coderag_tui.errors import RepoError
 from coderag_tui.parsing.extract import content_hash
-from coderag_tui.sources.names import fs_path
+from coderag_tui.sources.safe_read import read_repo_file
 from coderag_tui.store.backend import ContextReads, StoreBackend
 from coderag_tui.store.retrieval_reads import context_reads
 
@@ -35,14 +36,13 @@ class CodeReader:
             return self._disk[path]
         lines = None
         if self.root is not None:
-            full = (self.root / fs_path(path)).resolve()
             indexed = self.reads.file_hash(path)
             try:
-                if indexed is not None and (self.root in full.parents):
-                    data = full.read_bytes()
-                    if content_hash(data) == indexed:
-                        lines = data.decode("utf-8", "replace").split("\n")
-            except OSError:
+                # through no link, as every reader; only what still matches the index is used
+                data = read_repo_file(self.root, path) if indexed is not None else b""
+                if indexed is not None and content_hash(data) == indexed:
+                    lines = data.decode("utf-8", "replace").split("\n")
+            except RepoError:
                 lines = None
         self._disk[path] = lines
         return lines

@@ -8,22 +8,31 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request
+from anyio import CapacityLimiter, to_thread
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sse_starlette import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from coderag_tui import __version__
-from coderag_tui.errors import CoderagError, RepoError
+from coderag_tui.errors import CoderagError, RepoError, StoreUnavailable
 from coderag_tui.models import AnswerEvent
-from coderag_tui.server.auth import Tokens
-from coderag_tui.server.bodies import AskBody, BuildBody, ContextBody, SearchBody, StructuralBody
-from coderag_tui.server.limits import BodyLimit
+from coderag_tui.server.bodies import (
+    MAX_ID,
+    AskBody,
+    BuildBody,
+    ContextBody,
+    SearchBody,
+    StructuralBody,
+)
+from coderag_tui.server.guard import Caller, Guard, Policy
+from coderag_tui.server.hooks import add_hooks
 from coderag_tui.textsafe import safe_line
 from coderag_tui.wire import encode
 from coderag_tui.workspace import Workspace
@@ -33,24 +42,23 @@ bearer = HTTPBearer(auto_error=False, description="a read token (search, ask) or
 
 
 def _guard(scope: str) -> Any:
-    """A dependency that lets a request through with a token of `scope` (admin covers read)."""
+    """A dependency that describes the endpoint's token in /openapi.json; the token itself was
+    checked before the request's body was read (guard.py)."""
 
     def check(request: Request, cred: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
-        tokens: Tokens = request.app.state.tokens
-        if not tokens.required:
-            return
-        if cred is None or cred.scheme.lower() != "bearer" or not cred.credentials:
-            raise HTTPException(401, "this server needs a bearer token", headers={"WWW-Authenticate": "Bearer"})
-        have = tokens.scope(cred.credentials)
-        if have is None:
-            raise HTTPException(401, "the token is not accepted here", headers={"WWW-Authenticate": "Bearer"})
-        if scope == "admin" and have != "admin":
+        if scope == "admin" and request.app.state.policy.tokens.required and caller(request).scope != "admin":
             raise HTTPException(403, "this token may search and ask, not index: use an admin token")
 
     return Depends(check)
 
 
 READ, ADMIN = _guard("read"), _guard("admin")
+HEALTH_THREADS = CapacityLimiter(2)  # /health never waits behind the requests it reports on
+
+
+def caller(request: Request) -> Caller:
+    found = getattr(request.state, "caller", None)
+    return found if isinstance(found, Caller) else Caller()
 
 
 def _error(status: int, text: str) -> JSONResponse:
@@ -61,16 +69,22 @@ def _unit_json(unit: Any) -> dict[str, Any]:
     return {"repository": unit.repo, **encode(unit)}
 
 
-def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
+def create_app(workspace: Workspace, policy: Policy, hook_secret: str = "") -> FastAPI:
+    """The API over `workspace`, behind `policy` (guard.py); `hook_secret`: the secret push
+    webhooks are signed with (none: /hooks/* refused)."""
     # no /docs or /redoc pages: they load their scripts from a CDN, and this runs offline
     app = FastAPI(title="coderag", version=__version__, docs_url=None, redoc_url=None,
                   description="Search, context and cited answers over indexed code repositories.")
-    app.state.workspace, app.state.tokens = workspace, tokens
-    app.add_middleware(BodyLimit)
+    app.state.workspace, app.state.policy = workspace, policy
+    app.add_middleware(Guard, policy=policy)
     ws = workspace
 
     @app.exception_handler(CoderagError)
     async def coderag_error(request: Request, exc: CoderagError) -> JSONResponse:
+        if isinstance(exc, StoreUnavailable):  # a database restarting: worth trying again shortly
+            response = _error(503, exc.one_line())
+            response.headers["Retry-After"] = "2"
+            return response
         return _error(404 if isinstance(exc, RepoError) else 400, exc.one_line())
 
     @app.exception_handler(HTTPException)
@@ -85,14 +99,12 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return _error(422, f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request")
 
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error("%s %s: %s", request.method, request.url.path, type(exc).__name__)
-        return _error(500, f"unexpected error: {type(exc).__name__}")
-
-    @app.get("/health", summary="whether the server answers (no token needed)")
-    def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__}
+    @app.get("/health", summary="whether the server answers, and its store (no token needed)")
+    async def health() -> JSONResponse:
+        stores = await to_thread.run_sync(ws.store_health, limiter=HEALTH_THREADS)
+        down = [s for s in stores if not s["up"]]
+        return JSONResponse({"status": "unavailable" if down else "ok", "version": __version__, "stores": stores},
+                            status_code=503 if down else 200)
 
     @app.post("/index/build", dependencies=[ADMIN], status_code=202, summary="index (then embed) repositories")
     def build(body: BuildBody) -> dict[str, Any]:
@@ -114,7 +126,7 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
             for lang in st.languages:
                 languages[lang.language] = languages.get(lang.language, 0) + lang.files
         return {
-            "repositories": [{"name": name, "status": encode(st)} for name, st in repos],
+            "repositories": [{"name": name, "status": encode(st), **ws.freshness(name)} for name, st in repos],
             "code_units_count": sum(st.units for _, st in repos),
             "files_count": sum(st.files for _, st in repos),
             "chunks_count": sum(st.chunks for _, st in repos),
@@ -164,7 +176,7 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
                 "partial_matches": [_unit_json(u) for u in units if u not in exact]}
 
     @app.get("/unit/{unit_id}", dependencies=[READ], summary="a code unit, its summary and relationships")
-    def unit(unit_id: int, repo: str | None = None) -> dict[str, Any]:
+    def unit(unit_id: Annotated[int, Path(ge=1, le=MAX_ID)], repo: str | None = None) -> dict[str, Any]:
         found = ws.unit(unit_id, repo)
         if found is None:
             raise HTTPException(404, f"no unit {unit_id}")
@@ -184,9 +196,10 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
         return {"repository": name, "path": path, "units": encode(units)}
 
     @app.get("/lines", dependencies=[READ], summary="lines of an indexed file (at most 400)")
-    def lines(path: str, start: int = 1, end: int = 400, repo: str | None = None) -> dict[str, Any]:
+    def lines(path: str, start: Annotated[int, Query(ge=1, le=MAX_ID)] = 1,
+              end: Annotated[int, Query(ge=1, le=MAX_ID)] = 400, repo: str | None = None) -> dict[str, Any]:
         name, total, text = ws.lines(path, start, end, repo)
-        return {"repository": name, "path": path, "start": max(1, start), "total": total, "lines": text}
+        return {"repository": name, "path": path, "start": start, "total": total, "lines": text}
 
     @app.post("/query/structural", dependencies=[READ], summary="calls, called_by, tested_by, methods_of, files_importing")
     def structural(body: StructuralBody) -> dict[str, Any]:
@@ -196,9 +209,16 @@ def create_app(workspace: Workspace, tokens: Tokens) -> FastAPI:
     @app.post("/ask", dependencies=[READ], summary="a cited answer, streamed as server-sent events",
               response_description="events `status`, `opening`, `token`, `tool`, `sources`, `done`, `error`; "
               "each `data` is an AnswerEvent as JSON, with `repository`")
-    async def ask(body: AskBody) -> EventSourceResponse:
-        return EventSourceResponse(_answer_stream(ws, body), ping=15)
+    async def ask(body: AskBody, request: Request) -> EventSourceResponse:
+        stop = threading.Event()
+        # (a conversation that is not the caller's is refused here, before the stream: 404)
+        name, answer = await run_in_threadpool(
+            lambda: ws.ask(body.question, body.conversation_id, repo=body.repo, repos=body.repos,
+                           fresh=body.fresh, attachment=body.attachment, should_stop=stop.is_set,
+                           owner=caller(request).owner))
+        return EventSourceResponse(_answer_stream(name, answer, stop), ping=15)
 
+    add_hooks(app, ws, hook_secret)
     return app
 
 
@@ -206,12 +226,12 @@ def _names(text: str | None) -> list[str] | None:
     return [n.strip() for n in text.split(",") if n.strip()] if text else None
 
 
-async def _answer_stream(ws: Workspace, body: AskBody) -> AsyncIterator[dict[str, str]]:
+async def _answer_stream(name: str, answer: Iterator[AnswerEvent],
+                         stop: threading.Event) -> AsyncIterator[dict[str, str]]:
     """The answer's events, made on one thread of their own (the service's connections are per
     thread); a client that goes away stops the model at its next token."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, AnswerEvent] | None] = asyncio.Queue()
-    stop = threading.Event()
 
     def put(item: tuple[str, AnswerEvent] | None) -> None:
         try:
@@ -221,9 +241,6 @@ async def _answer_stream(ws: Workspace, body: AskBody) -> AsyncIterator[dict[str
 
     def produce() -> None:
         try:
-            name, answer = ws.ask(body.question, body.conversation_id, repo=body.repo, repos=body.repos,
-                                  fresh=body.fresh,
-                                  attachment=body.attachment, should_stop=stop.is_set)
             for event in answer:
                 put((name, event))
         except CoderagError as exc:

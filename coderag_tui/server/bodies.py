@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from coderag_tui.models import SearchFilters
 
+MAX_ID = 2**63 - 1  # ids and line numbers: what SQLite's integers hold (a larger one is refused: 422)
 Text = Field(min_length=1, max_length=20_000)
 Repos = Field(default=None, description="repository names (GET /index/status lists them); none: all")
 
@@ -59,7 +60,7 @@ class StructuralBody(BaseModel):
 
 class AskBody(BaseModel):
     question: str = Text
-    conversation_id: int | None = Field(default=None, ge=1)
+    conversation_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     repo: str | None = Field(default=None, description="none: the repository that matches best")
     repos: list[str] | None = Field(default=None, description="two or more (or [\"*\"]: all): one answer "
                                     "from the code of all of them; the first keeps the conversation")

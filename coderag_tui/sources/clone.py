@@ -20,6 +20,7 @@ from pathlib import Path
 from coderag_tui.config import Settings
 from coderag_tui.errors import RepoError
 from coderag_tui.models import Progress
+from coderag_tui.paths import private_folder
 from coderag_tui.sources.credentials import credentials_for
 from coderag_tui.sources.giterrors import error_detail, git_error, is_remote_failure
 from coderag_tui.sources.gitrun import GitResult, GitRunner, ProgressCallback, git_executable
@@ -95,6 +96,16 @@ def _write_info_attributes(path: Path) -> None:
 def _rev_parse(git: GitRunner, path: Path, ref: str) -> str:
     r = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], path)
     return r.out.strip() if r.rc == 0 else ""
+
+
+def head_commit(path: Path) -> str:
+    """The commit checked out in the git repository at `path` ("" when it is none, or git is
+    missing), asked through the hardened runner."""
+    try:
+        git = GitRunner(git_executable(), path, None, None)
+    except RepoError:
+        return ""
+    return _rev_parse(git, path, "HEAD") if (path / ".git").exists() else ""
 
 
 def _is_clone(git: GitRunner, path: Path) -> bool:
@@ -205,7 +216,7 @@ def ensure_clone(
     repo = remote_repo(spec, settings)
     dest = repo.cache_path
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(dest.parent)  # the code of a clone is for this user alone
     except OSError as exc:
         raise RepoError(f"cannot create the clone cache {dest.parent}: {exc.strerror}",
                         "set [remote] cache_dir to a writable folder") from None

@@ -23,8 +23,16 @@ def conversation_rows(db: StoreBackend, limit: int = 100) -> list[tuple[Any, ...
                    "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,))
 
 
-def exists(db: StoreBackend, conversation_id: int) -> bool:
-    return bool(db.scalar("SELECT 1 FROM conversations WHERE id=?", (conversation_id,)))
+def exists(db: StoreBackend, conversation_id: int, owner: str | None = None) -> bool:
+    """Whether the conversation is there (and, with `owner`, belongs to that owner)."""
+    found = owner_of(db, conversation_id)
+    return found is not None and (owner is None or found == owner)
+
+
+def owner_of(db: StoreBackend, conversation_id: int) -> str | None:
+    """Who started the conversation ('' on this machine), None when there is none."""
+    row = db.rows("SELECT owner FROM conversations WHERE id=?", (conversation_id,))
+    return str(row[0][0]) if row else None
 
 
 def delete(db: StoreBackend, conversation_id: int) -> None:
@@ -34,13 +42,14 @@ def delete(db: StoreBackend, conversation_id: int) -> None:
 
 
 def save_turn(db: StoreBackend, conversation_id: int | None, title: str, question: str, answer: str,
-              sources_json: str, outcome: str, invalid_json: str, now: float, opening_json: str = "") -> int:
+              sources_json: str, outcome: str, invalid_json: str, now: float, opening_json: str = "",
+              owner: str = "") -> int:
     """Store a question and its answer in one transaction, in a new conversation (titled
-    `title`) when `conversation_id` is None. Returns the conversation's id."""
+    `title`, belonging to `owner`) when `conversation_id` is None. Returns the conversation's id."""
     with db.transaction():
         if conversation_id is None:
-            conversation_id = int(db.scalar("INSERT INTO conversations(title, created, updated) VALUES(?, ?, ?) "
-                                            "RETURNING id", (title, now, now)))
+            conversation_id = int(db.scalar("INSERT INTO conversations(title, created, updated, owner) "
+                                            "VALUES(?, ?, ?, ?) RETURNING id", (title, now, now, owner)))
         else:
             db.execute("UPDATE conversations SET updated=? WHERE id=?", (now, conversation_id))
         db.execute("INSERT INTO messages(conversation_id, role, content, sources, created) "

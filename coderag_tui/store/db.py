@@ -19,6 +19,7 @@ import apsw
 
 from coderag_tui.errors import CorruptIndexError, IndexError_, StoreError
 from coderag_tui.parsing.identifiers import base_name
+from coderag_tui.paths import private
 from coderag_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -291,6 +292,11 @@ def _open(path: Path, readonly: bool, one_thread: bool = False) -> SqliteStore:
         conn = apsw.Connection(str(path), flags=flags)
     except apsw.Error as exc:
         raise StoreError(f"cannot open the index {path}: {exc}") from exc
+    if not readonly:
+        # for this user alone, before anything is written: SQLite gives the WAL and shared-memory
+        # files it creates the index file's permissions
+        for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            private(part)
     conn.set_busy_timeout(10_000)
     load_vec(conn)
     # (migration 6 fills the base names of INHERITS edges with it)

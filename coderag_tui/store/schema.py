@@ -245,6 +245,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE messages ADD COLUMN opening TEXT NOT NULL DEFAULT '';
     """,
+    # 14: a conversation belongs to whoever started it on a server (a digest of their token; ''
+    # for one made on this machine): nobody else may read it back or continue it
+    """
+    ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

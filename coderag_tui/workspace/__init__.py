@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coderag_tui.errors import CoderagError, RepoError
+from coderag_tui.errors import CoderagError, NotFoundError, RepoError
 from coderag_tui.models import EdgeRef, FileState, IndexStatus, SearchFilters, SearchHit, UnitRef
 from coderag_tui.service import CodeRag
 from coderag_tui.store import read
@@ -23,6 +23,7 @@ from coderag_tui.workspace.links import Links
 
 if TYPE_CHECKING:
     from coderag_tui.models import AnswerEvent, ComposedContext
+    from coderag_tui.workspace.refresh import Refresher
 
 __all__ = ["Job", "Jobs", "Workspace", "repo_name"]
 
@@ -65,8 +66,38 @@ class Workspace:
         self.jobs = Jobs()
         self._links: dict[tuple[tuple[str, str], ...], Links] = {}
         self._links_lock = threading.Lock()
+        self.refresher: Refresher | None = None
+
+    def keep_current(self, interval_s: float, watch: bool = True) -> Refresher:
+        """Keep the repositories current from now on (refresh.py): git URLs fetched every
+        `interval_s` seconds (0: only when `refresh` is called), local folders watched."""
+        from coderag_tui.workspace.refresh import Refresher
+
+        self.refresher = Refresher(self, interval_s, watch).start()
+        return self.refresher
+
+    def refresh(self, names: Sequence[str]) -> list[Job]:
+        """An update (fetch, index, embed) of each named repository now (a push webhook)."""
+        if self.refresher is None:
+            from coderag_tui.workspace.refresh import Refresher
+
+            self.refresher = Refresher(self, 0, watch=False)
+        return self.refresher.trigger([name for name, _ in self.chosen(names)])
+
+    def origins(self) -> dict[str, str]:
+        """The served repositories that are git URLs: {name: URL} (the URL as given)."""
+        from coderag_tui.workspace.refresh import origin_of
+
+        return {name: url for name, service in self.services.items() if (url := origin_of(service))}
+
+    def freshness(self, name: str) -> dict[str, Any]:
+        """How current a repository is: {kind, commit, checked, updated, running, error,
+        watching} (empty while nothing keeps it current)."""
+        return self.refresher.state_json(name) if self.refresher is not None else {}
 
     def close(self) -> None:
+        if self.refresher is not None:
+            self.refresher.stop()
         self.jobs.close()
         for service in self.services.values():
             service.close()
@@ -228,26 +259,37 @@ class Workspace:
     def ask(self, question: str, conversation_id: int | None = None, *, repo: str | None = None,
             repos: Sequence[str] | None = None, fresh: bool = False, attachment: str = "",
             model: str | None = None,
-            should_stop: Callable[[], bool] | None = None) -> tuple[str, Iterator[AnswerEvent]]:
+            should_stop: Callable[[], bool] | None = None,
+            owner: str | None = None) -> tuple[str, Iterator[AnswerEvent]]:
         """(the repository asked, its answer's events): `CodeRag.ask` of the named repository or,
         for several, of the one that holds the best match for the question. With two or more
         `repos` (["*"]: all), one answer from the code of all of them (see across.py); the
-        first keeps the conversation."""
+        first keeps the conversation. `owner` (a server's caller): a `conversation_id` that is
+        not theirs raises NotFoundError here, before any answer starts."""
         if repos and not repo:
             chosen = self.chosen(None if list(repos) == ["*"] else repos)
             if len(chosen) > 1:
                 from coderag_tui.workspace.across import ask_across
 
+                self._check_owner(chosen[0][1], conversation_id, owner)
                 return ",".join(n for n, _ in chosen), ask_across(
                     chosen, question, lambda q: self.top_hits(q, chosen), conversation_id, model=model,
                     should_stop=should_stop, attachment=attachment,
-                    tools=lambda: self.tools([n for n, _ in chosen]))
+                    tools=lambda: self.tools([n for n, _ in chosen]), owner=owner)
             repo = chosen[0][0]
         if conversation_id and not repo and len(self.services) > 1:
             raise RepoError("a conversation belongs to one repository", "name it (repo)")
         name, service = self.one(repo, question)
+        self._check_owner(service, conversation_id, owner)
         return name, service.ask(question, conversation_id, should_stop=should_stop, fresh=fresh,
-                                 attachment=attachment, model=model)
+                                 attachment=attachment, model=model, owner=owner)
+
+    @staticmethod
+    def _check_owner(service: CodeRag, conversation_id: int | None, owner: str | None) -> None:
+        """A conversation is continued only by whoever started it: for anyone else it does not
+        exist (the same answer as for an id never used, so ids tell nothing)."""
+        if conversation_id and owner is not None and service.conversation_owner(conversation_id) != owner:
+            raise NotFoundError(f"no conversation {conversation_id}")
 
     def tools(self, repos: Sequence[str]) -> Any:
         """A model's tools over these repositories, citing `repo:path` as an answer across
@@ -285,6 +327,18 @@ class Workspace:
         if any(s.vectors_pending() for s in self.services.values()):
             self.build(embed=True)
         return fresh
+
+    @staticmethod
+    def store_health() -> list[dict[str, Any]]:
+        """Each database server this process reads (PostgreSQL), checked now: [{store, up,
+        since, error}] (none for index files)."""
+        import sys
+
+        if "coderag_tui.store.postgres.connect" not in sys.modules:  # no PostgreSQL store was opened
+            return []
+        from coderag_tui.store.postgres.connect import store_health
+
+        return [{"store": h.shown, "up": h.up, "since": h.since, "error": h.why} for h in store_health()]
 
     def health(self) -> str:
         """ok, indexing (a job is running), empty (a repository has no files) or errors."""

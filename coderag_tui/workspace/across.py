@@ -102,7 +102,7 @@ def repo_map_across(chosen: Sequence[tuple[str, CodeRag]], max_tokens: int) -> s
 def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callable[[str], list[SearchHit]],
                conversation_id: int | None = None, *, model: str | None = None,
                should_stop: Callable[[], bool] | None = None, attachment: str = "",
-               tools: Callable[[], object] | None = None) -> Iterator[AnswerEvent]:
+               tools: Callable[[], object] | None = None, owner: str | None = None) -> Iterator[AnswerEvent]:
     """A cited answer from the code of several repositories. The first chosen repository
     answers (its model settings) and keeps the conversation; its follow-ups are retrieved
     across the same repositories. `tools`: makes the tools of these repositories (citing
@@ -130,7 +130,8 @@ def ask_across(chosen: Sequence[tuple[str, CodeRag]], question: str, top: Callab
             answerer = Answerer(provider, primary.db, max_tokens=primary.settings.llm.max_tokens,
                                 temperature=primary.settings.llm.temperature,
                                 tiny_max_tokens=primary.settings.llm.tiny_max_tokens, tools=given_tools,
-                                tool_steps=primary.settings.llm.tool_steps if given_tools is not None else 0)
+                                tool_steps=primary.settings.llm.tool_steps if given_tools is not None else 0,
+                                owner=owner)
             query, same_topic = retrieval_query(answerer, question, conversation_id, attachment)
             budget, map_budget = answer_budgets(primary, provider)
             context = compose_across(chosen, query, budget, top(query), counter_for(provider))

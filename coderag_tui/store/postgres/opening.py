@@ -6,14 +6,15 @@ from __future__ import annotations
 from coderag_tui.errors import StoreError
 from coderag_tui.store.backend import redact
 from coderag_tui.store.postgres import repos
-from coderag_tui.store.postgres.connect import connect
+from coderag_tui.store.postgres.connect import connect, connect_live
 from coderag_tui.store.postgres.layout import REPO_SCHEMA_VERSION
-from coderag_tui.store.postgres.store import PostgresStore
+from coderag_tui.store.postgres.store import PostgresStore, session
 
 
 def open_repository(url: str, repo: repos.StoredRepo) -> PostgresStore:
-    """A store on a repository of the database at `url`, on a connection of its own."""
-    conn = connect(url)
+    """A store on a repository of the database at `url`, on a connection of its own that
+    outlives the server's restarts (connect.LiveConnection)."""
+    conn = connect_live(url, session(repo.id))
     try:
         if repos.version(conn, repo.id) < REPO_SCHEMA_VERSION:
             repos.migrate(conn, repo.id)
@@ -41,12 +42,9 @@ def open_postgres(url: str, repo: str | None = None, source: str | None = None, 
                                  f"run `coderag index {source} --store URL` first")
         else:
             raise StoreError("which repository of the database?", "give its folder, or --repo NAME")
-        if repos.version(conn, found.id) < REPO_SCHEMA_VERSION:
-            repos.migrate(conn, found.id)
-        return PostgresStore(conn, url, found)
-    except BaseException:
+    finally:
         conn.close()
-        raise
+    return open_repository(url, found)
 
 
 def find_repository(url: str, repo: str | None, source: str | None) -> repos.StoredRepo | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -60,6 +60,15 @@ def _vector_from_binary(data: bytes) -> bytes:
     return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32).tobytes()
 
 
+def session(repo_id: int) -> Callable[[psycopg.Connection[Any]], None]:
+    """What a connection to the repository runs first (again after a reconnect): its schema
+    first on the search path, HNSW's search width."""
+    def setup(conn: psycopg.Connection[Any]) -> None:
+        conn.execute(f"SET search_path TO {schema_name(repo_id)}, public")
+        conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
+    return setup
+
+
 class PostgresStore:
     """The store of one repository of a PostgreSQL database (with pgvector)."""
 
@@ -80,8 +89,7 @@ class PostgresStore:
         # table cost most of a build's time)
         self._pending: dict[tuple[str, str], list[Sequence[Any]]] = {}
         self._posting_files: list[int] = []
-        conn.execute(f"SET search_path TO {schema_name(repo.id)}, public")
-        conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
+
 
     # ---------------------------------------------------------------- the SQL surface
     def _fail(self, exc: psycopg.Error) -> StoreError:

@@ -8,7 +8,7 @@ from typing import Any
 from textual import on, work
 from textual.worker import get_current_worker
 
-from coderag_tui.paths import exports_dir
+from coderag_tui.paths import exports_dir, private_folder
 from coderag_tui.tui import adapters, chatlog
 from coderag_tui.tui.history import Location
 from coderag_tui.tui.messages import AnswerArrived, AnswerEnded, ConversationLoaded
@@ -231,7 +231,7 @@ class ChatActions(MainBase):
             return
         folder = exports_dir()
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            private_folder(folder)  # questions and code: for this user alone
             path = chatlog.export_path(folder, turns)
             path.write_text(chatlog.to_markdown(turns, self.repo_name), encoding="utf-8")
         except OSError as exc:
