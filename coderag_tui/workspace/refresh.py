@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 class RepoState:
     """One served repository's freshness, as `/index/status` shows it."""
 
-    kind: str  # "git" (a URL, fetched), "folder" (watched) or "store folder" (re-indexed on the interval)
+    kind: str  # "git" (a URL, fetched), "folder" (watched) or "database" (a repository read by name)
     commit: str = ""  # the commit the index is at ("" for a folder that is not a git repository)
     checked: float = 0.0  # when the repository was last looked at (a fetch, a watcher's batch)
     updated: float = 0.0  # when an update last finished
@@ -57,7 +57,7 @@ class Refresher:
         self._watchers: list[Any] = []
         for name, service in workspace.services.items():
             watched = watch and _watchable(service)
-            kind = "git" if _is_clone(service) else "folder" if watched else "store folder"
+            kind = "git" if _is_clone(service) else "folder" if watched else "database"
             self.states[name] = RepoState(kind, commit=_indexed_commit(service))
 
     # ------------------------------------------------------------------ running
@@ -153,30 +153,26 @@ class Refresher:
         return asdict(self.states[name])
 
 
-def origin_of(service: Any) -> str:
+def origin_of(service: CodeRag) -> str:
     """The git URL a served repository is cloned from, as given ("" for a local folder)."""
-    if isinstance(service, CodeRag):
-        return service._origin[0] if service._origin is not None else ""
-    from coderag_tui.sources.urls import is_remote
-
-    source = str(service.source)  # a store's repository, indexed from a folder or a git URL
-    return source if source and is_remote(source) else ""
+    return service._origin[0] if service._origin is not None else ""
 
 
-def _is_clone(service: Any) -> bool:
+def _is_clone(service: CodeRag) -> bool:
     return bool(origin_of(service))
 
 
-def _watchable(service: Any) -> bool:
-    """A local folder with its own index file (the watcher writes SQLite)."""
-    return isinstance(service, CodeRag) and service._origin is None
+def _watchable(service: CodeRag) -> bool:
+    """A folder on this machine (on either store): not a clone, nor a database's repository read
+    by name."""
+    return service._origin is None and service.root is not None
 
 
-def _indexed_commit(service: Any) -> str:
+def _indexed_commit(service: CodeRag) -> str:
     """The commit a clone's index is at; the checked-out commit of a local git folder."""
     commit = ""
     with contextlib.suppress(CoderagError):
-        commit = service.store.get_meta("commit")
+        commit = service.db.get_meta("commit")
     if not commit and service.root is not None and not _is_clone(service):
         from coderag_tui.sources.clone import head_commit
 
