@@ -26,7 +26,7 @@ def schema_name(repo_id: int) -> str:
 
 
 REPO_MIGRATIONS: list[str] = [
-    # 1: what SQLite's migrations 1-13 make, in PostgreSQL's dialect
+    # 1: what SQLite's migrations 1-14 make, in PostgreSQL's dialect
     """
     CREATE TABLE meta(key text PRIMARY KEY, value text NOT NULL);
     CREATE TABLE files(
@@ -128,7 +128,8 @@ REPO_MIGRATIONS: list[str] = [
         id bigserial PRIMARY KEY,
         title text NOT NULL,
         created double precision NOT NULL,
-        updated double precision NOT NULL
+        updated double precision NOT NULL,
+        owner text NOT NULL DEFAULT ''
     );
     CREATE TABLE messages(
         id bigserial PRIMARY KEY,
