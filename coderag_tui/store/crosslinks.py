@@ -18,7 +18,7 @@ def open_imports(db: StoreBackend) -> list[tuple[int, str, str, str, int]]:
             in db.rows("SELECT e.src, f.path, e.name, e.receiver, e.line FROM edges e "
                        "JOIN files f ON f.id=e.src_file LEFT JOIN units t ON t.id=e.dst "
                        "LEFT JOIN files tf ON tf.id=t.file_id WHERE e.kind='IMPORTS' "
-                       "AND (e.dst IS NULL OR tf.language IS NOT f.language) "
+                       "AND (e.dst IS NULL OR tf.language IS NULL OR tf.language <> f.language) "
                        "ORDER BY f.path, e.line LIMIT ?", (MAX_ROWS,))]
 
 

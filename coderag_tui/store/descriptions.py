@@ -71,7 +71,7 @@ def file_ids_under(db: StoreBackend, paths: Sequence[str]) -> list[int]:
     for p in wanted:
         like = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
         ids.update(int(r[0]) for r in db.execute(
-            "SELECT id FROM files WHERE path=? OR path LIKE ? ESCAPE '\\'", (p, like)))
+            f"SELECT id FROM files WHERE path=? OR path {db.like} ? ESCAPE '\\'", (p, like)))
     return sorted(ids)
 
 

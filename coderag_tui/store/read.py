@@ -152,7 +152,7 @@ def callers(db: StoreBackend, unit_ids: Sequence[int], kinds: Sequence[str] = ("
     """Edges into the units, seen from their sources (who calls / inherits / tests them)."""
     if not unit_ids:
         return []
-    rows = _edge_rows(db, "dst", unit_ids, kinds, "e.src_file, e.line")
+    rows = _edge_rows(db, "dst", unit_ids, kinds, "e.src_file, e.line, e.id")
     units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows])
     sure = _sureness(db, rows)
     edges = [
