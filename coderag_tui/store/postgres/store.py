@@ -46,6 +46,14 @@ def _clean(value: Any) -> Any:
     return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
 
 
+def failure(url: str, exc: psycopg.Error) -> StoreError:
+    """A server's error as one line, without the URL's password."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return StoreError(f"PostgreSQL at {redact(url)}: {first}",
+                      "check the server and the role's rights; an interrupted `coderag index --store` is finished "
+                      "by running it again")
+
+
 def vector_literal(vec: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
 
@@ -74,9 +82,7 @@ class PostgresStore:
 
     # ---------------------------------------------------------------- the SQL surface
     def _fail(self, exc: psycopg.Error) -> StoreError:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return StoreError(f"PostgreSQL at {redact(self.url)}: {first}",
-                          "check the server; an interrupted `coderag index --store` is finished by running it again")
+        return failure(self.url, exc)
 
     def _run(self, sql: str, params: q.Params = ()) -> psycopg.Cursor[Any]:
         try:
@@ -388,6 +394,9 @@ def open_repository(url: str, repo: repos.StoredRepo) -> PostgresStore:
         if repos.version(conn, repo.id) < REPO_SCHEMA_VERSION:
             repos.migrate(conn, repo.id)
         return PostgresStore(conn, url, repo)
+    except psycopg.Error as exc:
+        conn.close()
+        raise failure(url, exc) from exc
     except BaseException:
         conn.close()
         raise
@@ -414,6 +423,9 @@ def open_postgres(url: str, repo: str | None = None, source: str | None = None, 
         if repos.version(conn, found.id) < REPO_SCHEMA_VERSION:
             repos.migrate(conn, found.id)
         return PostgresStore(conn, url, found)
+    except psycopg.Error as exc:  # (the registry's statements: a role that may not write, a lost server)
+        conn.close()
+        raise failure(url, exc) from exc
     except BaseException:
         conn.close()
         raise
@@ -426,6 +438,8 @@ def find_repository(url: str, repo: str | None, source: str | None) -> repos.Sto
         if repo is not None:
             return next((r for r in repos.listing(conn) if r.name == repo), None)
         return repos.by_source(conn, source) if source is not None else None
+    except psycopg.Error as exc:
+        raise failure(url, exc) from exc
     finally:
         conn.close()
 
@@ -434,6 +448,8 @@ def stored_repositories(url: str) -> list[repos.StoredRepo]:
     conn = connect(url)
     try:
         return repos.listing(conn)
+    except psycopg.Error as exc:
+        raise failure(url, exc) from exc
     finally:
         conn.close()
 
