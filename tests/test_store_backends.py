@@ -151,6 +151,9 @@ QUERIES = ["parse_amount", "Wallet.deposit", "wallet", "cart_", "CART_", "chkout
            "Guide_100%", "100%", "a" * 2000]
 
 
+HUGE = "pkg_" + "b" * 60_000
+
+
 def store_reads(db: StoreBackend) -> dict[str, Callable[[], Any]]:
     """Every read of the store query modules, with arguments the fixture gives meaning to."""
     ids = [int(r[0]) for r in db.rows("SELECT id FROM units ORDER BY id")]
@@ -261,6 +264,12 @@ def store_reads(db: StoreBackend) -> dict[str, Callable[[], Any]]:
         "keyword_filtered": lambda: [r[:5] for r in db.keyword_rows(["deposit", "area"], 1,
                                                                     SearchFilters(language="typescript"))],
         "name_pairs": lambda: sorted(r[0] for r in db.name_pair_rows([("cart", "total"), ("parse", "amount")], 10)),
+        # text from a question reaches LIKE: SQLite refuses a pattern over 50,000 bytes
+        "huge_like": lambda: [
+            read.paths_ending(db, HUGE), read.paths_ending_with(db, HUGE), retrieval_reads.module_files(db, HUGE),
+            retrieval_reads.imports_named(db, HUGE), retrieval_reads.files_at(db, HUGE),
+            retrieval_reads.units_name_like(db, "%" + HUGE + "%", 10), retrieval_reads.files_path_like(db, HUGE, 10),
+            descriptions.file_ids_under(db, [HUGE]), read.find_symbols(db, HUGE)],
     }
     return reads
 

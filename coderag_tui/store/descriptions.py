@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.sql import matchable
 
 SEP = "\x1f"
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
@@ -69,6 +70,8 @@ def file_ids_under(db: StoreBackend, paths: Sequence[str]) -> list[int]:
         return all_file_ids(db)
     ids: set[int] = set()
     for p in wanted:
+        if not matchable(p):
+            continue
         like = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
         ids.update(int(r[0]) for r in db.execute(
             f"SELECT id FROM files WHERE path=? OR path {db.like} ? ESCAPE '\\'", (p, like)))

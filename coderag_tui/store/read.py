@@ -9,6 +9,7 @@ from typing import Any
 from coderag_tui.models import EdgeRef, Excluded, IndexCounts, IndexStatus, LanguageCount, UnitRef
 from coderag_tui.store import confidence, graph_edges
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.sql import matchable
 
 UNIT_SELECT = (
     "SELECT u.id, f.path, u.kind, u.name, u.qualname, u.signature, u.start_line, u.end_line, "
@@ -48,6 +49,8 @@ def file_unit(db: StoreBackend, path: str) -> UnitRef | None:
 
 def paths_ending(db: StoreBackend, suffix: str, limit: int = 20) -> list[str]:
     """Indexed paths equal to `suffix` or ending with `/suffix`, shortest first."""
+    if not matchable(suffix):
+        return []
     rows = db.rows(f"SELECT path FROM files WHERE path = ? OR path {db.like} ? ESCAPE '\\' ORDER BY length(path), path "
                    "LIMIT ?", (suffix, "%/" + _like_escape(suffix), limit))
     return [str(r[0]) for r in rows]
@@ -308,6 +311,8 @@ def has_file(db: StoreBackend, path: str) -> bool:
 
 def paths_ending_with(db: StoreBackend, suffix: str, limit: int = 5) -> list[str]:
     """Indexed paths that end in `suffix`, shortest first (a near-miss for a path the user gave)."""
+    if not matchable(suffix):
+        return []
     rows = db.rows(f"SELECT path FROM files WHERE path {db.like} ? ORDER BY length(path) LIMIT ?",
                    ("%" + suffix, limit))
     return [str(r[0]) for r in rows]
