@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -148,21 +149,21 @@ def main() -> int:
                 rng = np.random.default_rng(n)
                 r = results[backend]
                 steps: list[tuple[str, Callable[[], Any]]] = [
-                    ("write", lambda s=store: write_all(s, files)), ("resolve", lambda s=store: resolve_all(s)),
-                    ("resolve again", lambda s=store: resolve_all(s))]
+                    ("write", partial(write_all, store, files)), ("resolve", partial(resolve_all, store)),
+                    ("resolve again", partial(resolve_all, store))]
                 if not args.no_vectors:
-                    steps.append(("vectors", lambda s=store, g=rng: add_vectors(s, hashes, g)))
+                    steps.append(("vectors", partial(add_vectors, store, hashes, rng)))
                 line = []
                 for phase, step in steps:
                     _, wall, cpu = timed(step)
                     r.setdefault(phase, []).append((wall, cpu))
                     line.append(f"{phase} {wall:6.2f}s wall {cpu:6.2f}s cpu")
                 for q in words:
-                    _, wall, _ = timed(lambda s=store, q=q: s.keyword_rows(q, 60))
+                    _, wall, _ = timed(partial(store.keyword_rows, q, 60))
                     r.setdefault("keyword", []).append(wall)
                 for _ in range(0 if args.no_vectors else args.queries):
                     v = rng.normal(size=384).astype(np.float32)
-                    _, wall, _ = timed(lambda s=store, v=v: s.knn_rows(v / np.linalg.norm(v), 60))
+                    _, wall, _ = timed(partial(store.knn_rows, v / np.linalg.norm(v), 60))
                     r.setdefault("vector", []).append(wall)
                 graphs[backend] = edges(store)
                 store.close()

@@ -24,6 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coderag_tui.config import EmbedSettings, Settings  # noqa: E402
+from coderag_tui.models import EdgeRef  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 from coderag_tui.store.backend import StoreTarget  # noqa: E402
 from coderag_tui.workspace import Workspace  # noqa: E402
@@ -60,8 +61,8 @@ def measure(services: list[CodeRag], readers: list[CodeRag] | None = None) -> di
     start = time.process_time()
     imports = Links(ws.chosen()).imports()
     link_cpu = time.process_time() - start
-    callers = {n: sum(1 for e in ws.structural("called_by", n) if e.unit and e.unit.repo == names[1])  # type: ignore[union-attr]
-               for n in NAMES}
+    callers = {n: len([e for e in ws.structural("called_by", n)
+                       if isinstance(e, EdgeRef) and e.unit and e.unit.repo == names[1]]) for n in NAMES}
     files = {n: s.counts().files for n, s in ws.services.items()}
     ws.close()
     return {"names": names, "index_cpu": cpu, "link_cpu": link_cpu, "imports": imports, "callers": callers,

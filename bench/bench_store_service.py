@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,12 +93,12 @@ def main() -> int:
         for name in sample:
             question = f"how does {name} work"
             runs: list[tuple[str, Callable[[CodeRag], Any]]] = [
-                ("context", lambda s, q=question: s.context(q)), ("callers", lambda s, n=name: s.callers(n))]
+                ("context", partial(CodeRag.context, query=question)), ("callers", partial(CodeRag.callers, name=name))]
             for op, run in runs:
                 both = {}
                 for label, service in (("sqlite", sqlite), ("postgresql", pg)):
                     before = STATEMENTS[0]
-                    result, wall, cpu = timed(lambda s=service, r=run: r(s))
+                    result, wall, cpu = timed(partial(run, service))
                     if label == "postgresql" and op == "context":
                         per_context.append(STATEMENTS[0] - before)
                     both[label] = result

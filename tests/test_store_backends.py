@@ -299,11 +299,11 @@ def test_the_fixture_gives_the_reads_something_to_compare(indexed: StoreBackend)
     assert read.counts(db).files == 8 and tracked.skips(db).keys() == {"assets/logo.png"}
     assert {u.qualname for u in read.find_symbols(db, "deposit")} == {"Wallet.deposit", "Euro.deposit"}
     assert [r[1] for r in crosslinks.open_imports(db)] == ["shop/cart.py"]  # `requests`
-    by = {(e.source.qualname, e.kind, e.name): e.unit for e in read.callees(db, [
+    by = {(e.source.qualname, e.kind, e.name): e.unit and (e.unit.path, e.unit.qualname) for e in read.callees(db, [
         unit(db, n).id for n in ("Circle", "Wallet.deposit", "Euro")], KINDS) if e.source}
-    assert by[("Circle", "IMPLEMENTS", "Shape")].path == "web/util.ts"
-    assert by[("Wallet.deposit", "CALLS", "parse_amount")].qualname == "parse_amount"
-    assert by[("Euro", "INHERITS", "Wallet")].qualname == "Wallet" and by[("Euro", "INHERITS", "Base")] is None
+    assert by[("Circle", "IMPLEMENTS", "Shape")] == ("web/util.ts", "Shape")
+    assert by[("Wallet.deposit", "CALLS", "parse_amount")] == ("shop/money.py", "parse_amount")
+    assert by[("Euro", "INHERITS", "Wallet")] == ("shop/money.py", "Wallet") and by[("Euro", "INHERITS", "Base")] is None
     assert db.keyword_rows(["wallet"], 1)[0][5] > 0
     assert db.description_search(["helpers"], 5) == [unit(db, "shop/money.py").id]  # its profile's words
     assert embeddings.pending_chunks(db)[1] == read.counts(db).chunks

@@ -21,6 +21,7 @@ import pytest
 
 from coderag_tui.cli import main
 from coderag_tui.errors import StoreError
+from coderag_tui.models import EdgeRef, UnitRef
 from coderag_tui.service import CodeRag
 from coderag_tui.store import embeddings, read, tracked
 from coderag_tui.store.backend import open_store
@@ -40,7 +41,7 @@ def url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def repos(tmp_path: Path) -> dict[str, str]:
-    out = {name: write_tree(tmp_path / name, files)
+    out = {name: write_tree(tmp_path / name, dict(files))
            for name, files in (("shared-lib", SHARED), ("backend", BACKEND), ("frontend", FRONTEND))}
     for root in out.values():
         git_init(root)
@@ -271,11 +272,12 @@ def test_imports_of_another_repositorys_package_link_into_it(
     assert {("backend", "checkout_total", 9), ("backend", "refund", 13)} <= found, found
     ws = Workspace([CodeRag.named(url, n, config=repos["config"]) for n in ("shared-lib", "backend")])
     try:
-        importers = {(u.repo, u.path) for u in ws.structural("files_importing", "shared_lib/pricing.py")}
+        importers = {(u.repo, u.path) for u in ws.structural("files_importing", "shared_lib/pricing.py")
+                     if isinstance(u, UnitRef)}
         assert ("backend", "app/checkout.py") in importers, importers
         calls = ws.structural("calls", "checkout_total", ["backend", "shared-lib"])
-        linked = [e for e in calls if e.name == "apply_discount"]  # type: ignore[union-attr]
-        assert [(e.unit.repo, e.unit.path) for e in linked if e.unit] == [  # type: ignore[union-attr]
+        linked = [e for e in calls if isinstance(e, EdgeRef) and e.name == "apply_discount"]
+        assert [(e.unit.repo, e.unit.path) for e in linked if e.unit] == [
             ("shared-lib", "shared_lib/pricing.py")], calls
     finally:
         ws.close()
@@ -492,7 +494,7 @@ def test_migration_6_moves_the_shared_tables_into_each_repositorys_schema(
         for h, v in zip(hashes, vecs, strict=True):
             conn.execute("INSERT INTO vectors(hash, model, embedding) VALUES(%s, 'm', %s)", (h, vector_literal(v)))
         conn.execute("INSERT INTO meta(key, value) VALUES('embed_model', 'm'), ('resolve_pending@2', '1')")
-        old = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        old = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # type: ignore[index]
                for t in ("files", "units", "chunks", "edges", "keyword_postings", "vectors", "imports")}
         old_units = conn.execute("SELECT u.id, u.qualname FROM units u JOIN files f ON f.id = u.file_id "
                                  "WHERE f.repo_id = 2 ORDER BY u.id").fetchall()

@@ -338,7 +338,8 @@ def test_serve_store_alone_serves_every_repository_of_the_database(
     from tests.test_server import BILLING
 
     url = request.getfixturevalue("pg_url")
-    shop, billing = write_tree(tmp_path / "shop", {**SHOP, **TESTS}), write_tree(tmp_path / "billing", BILLING)
+    billing_files: dict[str, str | bytes] = {**BILLING}
+    shop, billing = write_tree(tmp_path / "shop", {**SHOP, **TESTS}), write_tree(tmp_path / "billing", billing_files)
     config = _config(tmp_path / "config.toml", "http://127.0.0.1:9")
     assert main(["index", str(shop), str(billing), "--store", url, "--config", str(config)]) == 0
     shutil.rmtree(shop)
