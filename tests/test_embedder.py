@@ -19,7 +19,7 @@ from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.state import RetrievalState
 from coderag_tui.retrieval.vector import knn_hashes, vectors_by_id
 from coderag_tui.service import CodeRag
-from coderag_tui.store.embeddings import vectors_for_hashes
+from coderag_tui.store import embeddings
 
 FILES: dict[str, str | bytes] = {
     "geo/distance.py": '''"""Distances on the globe."""
@@ -186,7 +186,7 @@ def slugify(title, sep="_"):
     hashes = {r[0] for r in service.db.execute("SELECT hash FROM vectors")}
     chunk_hashes = {r[0] for r in service.db.execute("SELECT hash FROM chunks")}
     assert hashes == chunk_hashes and not (old & hashes)
-    n_vec = service.db.scalar(f"SELECT count(*) FROM {embedder.VEC_TABLE}")
+    n_vec = service.db.scalar(f"SELECT count(*) FROM {embeddings.VEC_TABLE}")
     assert n_vec == len(hashes)  # the vec0 rows went with their hashes
     assert service.search("distance between two points on the earth")[0].unit.path != "geo/distance.py"
 
@@ -286,7 +286,7 @@ def test_binary_coded_knn_finds_stored_vectors(make_service: Callable[..., CodeR
     service = make_service()
     service.embed()
     matrix = VectorMatrix()
-    stored = vectors_for_hashes(service.db, [r[0] for r in service.db.execute("SELECT hash FROM vectors")])
+    stored = service.db.vectors_for_hashes([r[0] for r in service.db.execute("SELECT hash FROM vectors")])
     assert len(stored) >= 3
     for h, vec in stored.items():
         nearest = knn_hashes(service.db, vec, 1, matrix)
@@ -296,7 +296,7 @@ def test_binary_coded_knn_finds_stored_vectors(make_service: Callable[..., CodeR
     service.index()
     service.embed()
     added = [r[0] for r in service.db.execute("SELECT hash FROM vectors") if r[0] not in stored]
-    fresh = vectors_for_hashes(service.db, added)
+    fresh = service.db.vectors_for_hashes(added)
     assert fresh
     h, vec = next(iter(fresh.items()))
     assert knn_hashes(service.db, vec, 1, matrix)[0][0] == h
@@ -320,7 +320,7 @@ def test_copy_drops_replaced_vectors(make_service: Callable[..., CodeRag]) -> No
         service.embed()
         assert service.db.scalar("SELECT min(id) FROM vectors WHERE id > ?", (top,)) is not None
         live = {r[0]: r[1] for r in service.db.execute("SELECT hash, id FROM vectors")}
-        vec = vectors_for_hashes(service.db, list(live))
+        vec = service.db.vectors_for_hashes(list(live))
         for h, v in vec.items():
             assert knn_hashes(service.db, v, 1, matrix)[0][0] == h
         assert sorted(matrix.ids.tolist()) == sorted(live.values())
@@ -332,7 +332,7 @@ def test_embed_only_the_given_files(make_service: Callable[..., CodeRag]) -> Non
     full run, which removes them."""
     service = make_service()
     service.embed()
-    before = set(vectors_for_hashes(service.db, [r[0] for r in service.db.execute("SELECT hash FROM vectors")]))
+    before = set(service.db.vectors_for_hashes([r[0] for r in service.db.execute("SELECT hash FROM vectors")]))
     (service.root / "text/slug.py").write_text("def slugify(title):\n    return title.strip().lower()\n")
     (service.root / "text/extra.py").write_text("def shout(word):\n    return word.upper() + '!'\n")
     service.index()

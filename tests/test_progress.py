@@ -22,7 +22,6 @@ from coderag_tui.models import Progress
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.vector import knn_hashes
 from coderag_tui.service import CodeRag
-from coderag_tui.store.embeddings import ensure_model_table, write_vectors
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 FILES: dict[str, str | bytes] = {
@@ -260,9 +259,9 @@ def test_sqlite_vec_and_the_copy_give_the_same_top_k(make_repo: Callable[..., Pa
     service = open_service(make_repo(FILES), Settings(embed=EmbedSettings(enabled=False)))
     db = service.db
     rng = np.random.default_rng(3)
-    ensure_model_table(db, "test-model", 32)
+    db.ensure_model_table("test-model", 32)
     vecs = rng.standard_normal((600, 32)).astype(np.float32)
-    write_vectors(db, [f"h{i}" for i in range(600)], vecs, "test-model")
+    db.write_vectors([f"h{i}" for i in range(600)], vecs, "test-model")
     matrix = VectorMatrix()
     for _ in range(10):
         q = rng.standard_normal(32).astype(np.float32)
