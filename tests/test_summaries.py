@@ -56,7 +56,7 @@ def test_profiles_describe_every_file_and_unit_without_a_model(make_repo, open_s
     assert (role, fan_in, udata["callers"]) == ("core module", 1, ["Cart.add"])
     assert "Signature: def total(self, price)." in utext
     # a file's role and docstring sentence are searchable words
-    hits = store.search_descriptions(service.db, '"helpers"', 5)
+    hits = service.db.description_search(["helpers"], 5)
     assert [service.db.scalar("SELECT f.path FROM units u JOIN files f ON f.id=u.file_id WHERE u.id=?", (h,))
             for h in hits] == ["app/util.py"]
 
@@ -78,7 +78,7 @@ def test_profiles_follow_edits_and_deletes(make_repo, open_service):
     # no profile or keyword row is left behind by the units that went
     assert store.profile_count(service.db) == service.db.scalar("SELECT count(*) FROM units")
     assert not service.db.rows("SELECT unit_id FROM profiles WHERE unit_id NOT IN (SELECT id FROM units)")
-    assert not store.search_descriptions(service.db, '"extra"', 5)
+    assert not service.db.description_search(["extra"], 5)
 
 
 class _Canned:
