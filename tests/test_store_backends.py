@@ -311,6 +311,70 @@ def test_the_fixture_gives_the_reads_something_to_compare(indexed: StoreBackend)
     assert tracked.paths_under(db, "sho") == [] and len(tracked.paths_under(db, "shop")) == 4
 
 
+def test_summaries_documents_and_their_vectors_follow_alike(pair: tuple[StoreBackend, StoreBackend]) -> None:
+    """The same writes on both backends (model summaries, their keyword rows, the documents
+    embedded with them, vectors for those, an edit that makes a summary stale, garbage
+    collection) leave the same state, step by step."""
+    from coderag_tui.indexing.profiles import apply_summary_search, describe_changes
+
+    def summary(db: StoreBackend, qualname: str, text: str) -> descriptions.StoredSummary:
+        u = unit(db, qualname)
+        return descriptions.StoredSummary(descriptions.summary_key(u.path, u.kind, u.qualname), u.path, u.kind,
+                                          u.qualname, text, "tiny", "v1", "c0", "", False, 1.0, 0.5)
+
+    def state(db: StoreBackend) -> dict[str, Any]:
+        keys = embed_docs.pending_docs(db)
+        return {
+            "summaries": descriptions.all_summaries(db), "count": descriptions.summary_count(db),
+            "file": descriptions.file_descriptions(db, "shop/money.py"),
+            "texts": descriptions.summary_texts(db, [(u.id, u.path, u.kind, u.qualname) for u in
+                                                     read.file_outline(db, "shop/money.py")]),
+            "search": [db.description_search([w], 5) for w in ("amounts", "wallet", "helpers")],
+            "pending_docs": keys, "doc_texts": embed_docs.doc_texts(db, keys),
+            "chunk_hashes": embed_docs.chunk_hashes(db, keys), "unembedded": embed_docs.unembedded_docs(db),
+            "pending_chunks": embeddings.pending_chunks(db), "all_embedded": embeddings.all_embedded(db),
+            "vectors": sorted(str(r[0]) for r in db.rows("SELECT hash FROM vectors")),
+            "index_states": read.file_index_states(db, "m"), "counts": read.counts(db),
+        }
+
+    steps: list[Callable[[StoreBackend], Any]] = [
+        lambda db: [descriptions.put_summary(db, summary(db, q, t)) for q, t in (
+            ("parse_amount", "Reads amounts of money typed by people."),
+            ("Wallet", "A wallet that keeps a running total."), ("shop/money.py", "Money helpers for the shop."))],
+        lambda db: apply_summary_search(db, True),
+        lambda db: embed_docs.sync(db),
+        lambda db: db.ensure_model_table("m", 4),
+        lambda db: db.write_vectors(sorted({str(h) for h, in db.rows("SELECT hash FROM chunks")} | set(
+            embed_docs.pending_docs(db))), np.ones((len({str(h) for h, in db.rows("SELECT hash FROM chunks")} | set(
+                embed_docs.pending_docs(db))), 4), dtype=np.float32), "m"),
+        lambda db: embeddings.collect_garbage(db),
+        lambda db: descriptions.mark_stale(db, [descriptions.summary_key("shop/money.py", "class", "Wallet")]),
+        lambda db: descriptions.drop_summaries_except(db, ["shop/money.py"], {
+            descriptions.summary_key("shop/money.py", "function", "parse_amount")}),
+        lambda db: embed_docs.sync(db),
+        lambda db: embeddings.collect_garbage(db),
+        lambda db: apply_summary_search(db, False),
+        lambda db: describe_changes(db, None),
+    ]
+    seen = []
+    for n, step in enumerate(steps):
+        done = []
+        for db in pair:
+            with db.transaction():
+                done.append(step(db))
+        assert done[0] == done[1], n
+        mine, theirs = state(pair[0]), state(pair[1])
+        assert mine == theirs, (n, {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]})
+        seen.append(mine)
+    # (what the steps did, so that the comparison compared something)
+    assert seen[0]["count"] == 3 and seen[1]["search"][0] and not seen[0]["search"][0]
+    assert len(seen[2]["pending_docs"]) == 1 and seen[2]["unembedded"]  # the one chunk of a summarized unit
+    assert any(h.startswith(embed_docs.PREFIX) for h in seen[4]["vectors"]) and seen[5]["all_embedded"]
+    assert seen[6]["file"][1] and any("(out of date)" in t for t in seen[6]["file"][1].values())
+    assert seen[7]["count"] == 1 and seen[8]["pending_chunks"][1] == 1  # back to its plain vector: pending
+    assert not seen[10]["search"][0]
+
+
 # --------------------------------------------------------------------------- each backend
 def test_both_backends_satisfy_the_interface(store: StoreBackend) -> None:
     assert isinstance(store, StoreBackend)
