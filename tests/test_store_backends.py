@@ -337,10 +337,13 @@ def test_summaries_documents_and_their_vectors_follow_alike(pair: tuple[StoreBac
             "index_states": read.file_index_states(db, "m"), "counts": read.counts(db),
         }
 
+    def put(db: StoreBackend) -> None:
+        for q, t in (("parse_amount", "Reads amounts of money typed by people."),
+                     ("Wallet", "A wallet that keeps a running total."), ("shop/money.py", "Money helpers for the shop.")):
+            descriptions.put_summary(db, summary(db, q, t))
+
     steps: list[Callable[[StoreBackend], Any]] = [
-        lambda db: [descriptions.put_summary(db, summary(db, q, t)) for q, t in (
-            ("parse_amount", "Reads amounts of money typed by people."),
-            ("Wallet", "A wallet that keeps a running total."), ("shop/money.py", "Money helpers for the shop."))],
+        put,
         lambda db: apply_summary_search(db, True),
         lambda db: embed_docs.sync(db),
         lambda db: db.ensure_model_table("m", 4),
