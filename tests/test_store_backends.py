@@ -460,6 +460,36 @@ def test_hostile_text_is_stored_and_found(store: StoreBackend) -> None:
     assert store.description_search(["\x00"], 5) == [] and store.keyword_rows(["\x00", "o\x00dd"], 5) == []
 
 
+def test_unbounded_text_from_a_repository_or_a_user_is_stored(store: StoreBackend, tmp_path: Path) -> None:
+    """A path of 2,800 bytes, an import of a 3,000-character string, a skipped file at such a
+    path, a pasted question of 5,000: PostgreSQL refuses B-tree rows over 2,704 bytes, so none
+    of them may sit in one (one such row failed the whole index)."""
+    pick = np.random.default_rng(11)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
+
+    def noise(n: int) -> str:
+        return "".join(pick.choice(letters, n))
+
+    deep = "/".join(noise(200) for _ in range(14))
+    module = noise(3000)
+    root = write_tree(tmp_path / "repo", {
+        f"{deep}/deep.py": "def deep_fn():\n    return 2\n", f"{deep}/logo.png": bytes(range(256)) * 4,
+        "m.js": f"import x from './{module}';\nfunction uses_it() {{ return x; }}\n"})
+    Indexer(store, root, SETTINGS).run()
+    assert [u.path for u in read.find_symbols(store, "deep_fn")] == [f"{deep}/deep.py"]
+    assert tracked.skips(store)[f"{deep}/logo.png"][0] == "binary"
+    [imp] = read.callees(store, [unit(store, "m.js").id], ("IMPORTS",))
+    assert imp.name == "./" + module and retrieval_reads.imports_named(store, "./" + module)
+    (root / deep / "deep.py").write_text("def deeper_fn():\n    return 3\n")
+    assert Indexer(store, root, SETTINGS).run().files_indexed == 1
+    assert [u.name for u in read.file_outline(store, f"{deep}/deep.py")] == ["deep.py", "deeper_fn"]
+    question = noise(5000)
+    entry = answer_cache.put(store, "model", question, question, "", None, "an answer", [], [], [])
+    assert [c.id for c in answer_cache.candidates(store, "model")] == [entry]
+    answer_cache.put(store, "model", question, question, "", None, "again", [], [], [])  # the same question again
+    assert [c.answer for c in answer_cache.candidates(store, "model")] == ["again"]
+
+
 def test_reopening_keeps_the_index(indexed: StoreBackend, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     version, counts = indexed.schema_version, read.counts(indexed)
     if indexed.backend == "sqlite":
