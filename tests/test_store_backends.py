@@ -483,6 +483,12 @@ def test_unbounded_text_from_a_repository_or_a_user_is_stored(store: StoreBacken
     (root / deep / "deep.py").write_text("def deeper_fn():\n    return 3\n")
     assert Indexer(store, root, SETTINGS).run().files_indexed == 1
     assert [u.name for u in read.file_outline(store, f"{deep}/deep.py")] == ["deep.py", "deeper_fn"]
+    key = descriptions.summary_key(f"{deep}/deep.py", "function", "deeper_fn")
+    for text in ("Returns three.", "Returns three, always."):  # a summary, then its replacement
+        descriptions.put_summary(store, descriptions.StoredSummary(key, f"{deep}/deep.py", "function", "deeper_fn",
+                                                                   text, "tiny", "v1", "c", "", False, 1.0, 0.1))
+    assert [v.text for v in descriptions.summaries_by_key(store, [key]).values()] == ["Returns three, always."]
+    assert descriptions.mark_stale(store, [key]) == 1 and descriptions.summary_count(store) == 1
     question = noise(5000)
     entry = answer_cache.put(store, "model", question, question, "", None, "an answer", [], [], [])
     assert [c.id for c in answer_cache.candidates(store, "model")] == [entry]

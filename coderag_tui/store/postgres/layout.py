@@ -226,6 +226,9 @@ REPO_MIGRATIONS: list[str] = [
     CREATE INDEX answer_cache_norm ON answer_cache USING hash (norm);
     DROP INDEX unit_summaries_path;
     CREATE INDEX unit_summaries_path ON unit_summaries USING hash (path);
+    ALTER TABLE unit_summaries DROP CONSTRAINT unit_summaries_pkey;
+    CREATE UNIQUE INDEX unit_summaries_key_digest ON unit_summaries (md5(key));
+    CREATE INDEX unit_summaries_key ON unit_summaries USING hash (key);
     """,
 ]
 
