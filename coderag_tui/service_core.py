@@ -185,7 +185,8 @@ class ServiceCore:
         return bool(self.db.get_meta("last_update"))
 
     def status(self) -> IndexStatus:
-        return read.status(self.db, str(self.root))
+        # a repository read from its database alone is shown by its name (it has no folder here)
+        return read.status(self.db, str(self.root) if self.root is not None else self.display_name)
 
     def counts(self) -> IndexCounts:
         """Files, units, chunks, vectors, skips and errors, as every interface counts them."""

@@ -125,6 +125,7 @@ def test_the_status_of_each_repository(url: str, repos: dict[str, str], capsys: 
             assert code == 0, err
             status = json.loads(out)
             assert status["files"] == files and status["db_path"].endswith(f"(repository {name})"), status
+            assert status["repo_root"] == where, status  # its folder, or (read by name) its name
     code, out, err = run(capsys, "status", "--repo", "nothing-here", "--store", url, "--config", repos["config"])
     assert code in (1, 2) and "nothing-here" in out + err and len(err.strip().splitlines()) <= 1, (out, err)
 
