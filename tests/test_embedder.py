@@ -19,7 +19,7 @@ from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.state import RetrievalState
 from coderag_tui.retrieval.vector import knn_hashes, vectors_by_id
 from coderag_tui.service import CodeRag
-from coderag_tui.store.embeddings import VEC_TABLE
+from coderag_tui.store import embeddings
 
 FILES: dict[str, str | bytes] = {
     "geo/distance.py": '''"""Distances on the globe."""
@@ -186,7 +186,7 @@ def slugify(title, sep="_"):
     hashes = {r[0] for r in service.db.execute("SELECT hash FROM vectors")}
     chunk_hashes = {r[0] for r in service.db.execute("SELECT hash FROM chunks")}
     assert hashes == chunk_hashes and not (old & hashes)
-    n_vec = service.db.scalar(f"SELECT count(*) FROM {VEC_TABLE}")
+    n_vec = service.db.scalar(f"SELECT count(*) FROM {embeddings.VEC_TABLE}")
     assert n_vec == len(hashes)  # the vec0 rows went with their hashes
     assert service.search("distance between two points on the earth")[0].unit.path != "geo/distance.py"
 

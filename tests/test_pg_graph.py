@@ -1,7 +1,8 @@
-"""The one graph resolver on both backends: a repository indexed into PostgreSQL (`index
---store`, `store_build`) holds the same edges as the SQLite indexer's index of it (kinds,
-targets, how each call was resolved and how sure it is), the same skips, and stays equal after
-an update (SQLite re-resolves what the change touched; PostgreSQL the whole graph)."""
+"""The one graph resolver on both backends: a repository indexed by the one indexer into
+PostgreSQL holds the same edges as its SQLite index (kinds, targets, how each call was resolved
+and how sure it is) and the same skips, and stays equal through incremental updates (a
+definition renamed, a file deleted, a new caller, a binary file), parsed by the pool of workers
+too, and after a run that died between writing a file and resolving the graph."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.config import EmbedSettings, IndexSettings, Settings
-from coderag_tui.indexing import store_build, workers
+from coderag_tui.indexing import workers
 from coderag_tui.indexing.indexer import Indexer
+from coderag_tui.store import read, tracked
 from coderag_tui.store.backend import StoreBackend, open_store
-from coderag_tui.store.db import open_database
 
 from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
 
@@ -77,10 +78,10 @@ def make_repo(root: Path) -> Path:
 
 
 def edges(store: StoreBackend) -> list[tuple[object, ...]]:
-    """Every edge out of every unit, as the interface reads them (targets by path and name)."""
-    ids = [u.id for path in store.files() for u in store.file_outline(path)]
+    """Every edge out of every unit, as the store reads them (targets by path and name)."""
+    ids = [int(r[0]) for r in store.rows("SELECT id FROM units")]
     out = []
-    for e in store.callees(ids, kinds=KINDS):
+    for e in read.callees(store, ids, kinds=KINDS):
         assert e.source is not None
         target = (e.unit.path, e.unit.qualname) if e.unit else None
         out.append((e.source.path, e.source.qualname, e.kind, e.name, e.line, target, e.how, round(e.confidence, 3)))
@@ -88,13 +89,9 @@ def edges(store: StoreBackend) -> list[tuple[object, ...]]:
 
 
 def sqlite_index(root: Path, db_path: Path, settings: Settings) -> list[tuple[object, ...]]:
-    db = open_database(db_path)
-    try:
-        Indexer(db, root, settings).run()
-    finally:
-        db.close()
     store = open_store(db_path)
     try:
+        Indexer(store, root, settings).run()
         return edges(store)
     finally:
         store.close()
@@ -104,19 +101,23 @@ def settings(n_workers: int = 1) -> Settings:
     return Settings(index=IndexSettings(workers=n_workers), embed=EmbedSettings(enabled=False))
 
 
+def postgres(request: pytest.FixtureRequest, root: Path) -> StoreBackend:
+    """A fresh database's repository for the folder (as `index --store` makes it)."""
+    return open_store(request.getfixturevalue("pg_url"), source=str(root), create=True)
+
+
 def test_postgres_holds_the_sqlite_indexers_graph(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    url = request.getfixturevalue("pg_url")
     root = make_repo(tmp_path / "repo")
     lite = sqlite_index(root, tmp_path / "index.db", settings())
-    pg = open_store(url)
+    pg = postgres(request, root)
     try:
-        summary = store_build.build(pg, root, settings())
+        summary = Indexer(pg, root, settings()).run()
         assert summary.files_indexed == len(REPO) and summary.skips == {"binary": 1}
         got = edges(pg)
         assert got == lite
         lite_store = open_store(tmp_path / "index.db")
         try:
-            assert pg.skips() == lite_store.skips() and set(pg.skips()) == set(BINARY)
+            assert tracked.skips(pg) == tracked.skips(lite_store) and set(tracked.skips(pg)) == set(BINARY)
         finally:
             lite_store.close()
     finally:
@@ -138,16 +139,15 @@ def test_postgres_holds_the_sqlite_indexers_graph(tmp_path: Path, request: pytes
 
 def test_an_update_keeps_both_graphs_equal(tmp_path: Path, request: pytest.FixtureRequest,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """After edits (a definition moved, one deleted, a file gone, a new caller), SQLite's
-    incremental resolve and PostgreSQL's whole-graph one still agree; PostgreSQL's files are
-    parsed by the pool of parse workers."""
+    """After edits (a definition renamed, a file gone, a new caller, a binary file), both
+    backends' incremental resolves give the graph a fresh build gives; the files are parsed by
+    the pool of parse workers."""
     monkeypatch.setattr(workers, "PARALLEL_MIN_FILES", 2)  # the fixture is small: use the pool anyway
-    url = request.getfixturevalue("pg_url")
     root = make_repo(tmp_path / "repo")
-    sqlite_index(root, tmp_path / "index.db", settings())
-    pg = open_store(url)
+    sqlite_index(root, tmp_path / "index.db", settings(2))
+    pg = postgres(request, root)
     try:
-        store_build.build(pg, root, settings(2))
+        Indexer(pg, root, settings(2)).run()
         money = root / "src/shop/money.py"
         money.write_text(money.read_text().replace("def _check(self, value)", "def _verify(self, value)")
                          .replace("self._check(value)", "self._verify(value)"))
@@ -156,29 +156,30 @@ def test_an_update_keeps_both_graphs_equal(tmp_path: Path, request: pytest.Fixtu
             "from shop.money import Savings\n\n\ndef audit(s: Savings):\n    return s.deposit('0')\n")
         (root / "notes.txt").write_bytes(b"\x00" * 64)  # a binary file: skipped
         os.utime(money, ns=(1, 1))
-        lite = sqlite_index(root, tmp_path / "index.db", settings())
-        summary = store_build.build(pg, root, settings(2))
+        lite = sqlite_index(root, tmp_path / "index.db", settings(2))
+        summary = Indexer(pg, root, settings(2)).run()
         assert (summary.files_indexed, summary.files_deleted) == (2, 1)
         assert edges(pg) == lite
+        assert edges(pg) == sqlite_index(root, tmp_path / "fresh.db", settings())  # as a fresh build
         assert pg.get_meta("resolve_pending") == "0"
-        assert set(pg.skips()) == {"assets/logo.png", "notes.txt"}
+        assert set(tracked.skips(pg)) == {"assets/logo.png", "notes.txt"}
     finally:
         pg.close()
     assert not any(name == "_check" for _, _, _, name, _, _, _, _ in lite)
+    assert [name for _, src, kind, name, _, _, _, _ in lite if src == "audit" and kind == "CALLS"] == ["deposit"]
 
 
 def test_callers_rank_by_confidence_on_postgres(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    url = request.getfixturevalue("pg_url")
     root = make_repo(tmp_path / "repo")
-    pg = open_store(url)
+    pg = postgres(request, root)
     try:
-        store_build.build(pg, root, settings())
-        update = [u for u in pg.find_symbols("Cart.update") if u.qualname == "Cart.update"][0]
-        called = [e for e in pg.callers([update.id]) if e.kind == "CALLS"]
+        Indexer(pg, root, settings()).run()
+        update = [u for u in read.find_symbols(pg, "Cart.update") if u.qualname == "Cart.update"][0]
+        called = [e for e in read.callers(pg, [update.id]) if e.kind == "CALLS"]
         assert [(e.unit.qualname if e.unit else None, e.how, e.confidence) for e in called] == [
             ("cart_total", "guess", 0.3)]
-        amount = [u for u in pg.file_outline("src/shop/money.py") if u.name == "parse_amount"][0]
-        ranked = pg.callers([amount.id])
+        amount = [u for u in read.file_outline(pg, "src/shop/money.py") if u.name == "parse_amount"][0]
+        ranked = read.callers(pg, [amount.id])
         assert [e.confidence for e in ranked] == sorted((e.confidence for e in ranked), reverse=True)
         assert {e.how for e in ranked if e.kind == "CALLS"} >= {"import", "same file"}
     finally:
@@ -190,25 +191,46 @@ def test_a_build_killed_before_its_resolve_is_resolved_by_the_next(tmp_path: Pat
     """A run that wrote a file and died before resolving (its mark committed, the file's new
     calls unresolved): the next run finds nothing to parse but resolves the whole graph."""
     from coderag_tui.indexing.workers import Job, process_file
-    from coderag_tui.store.write import FileMeta
+    from coderag_tui.store.write import FileMeta, write_file
 
-    url = request.getfixturevalue("pg_url")
     root = make_repo(tmp_path / "repo")
-    pg = open_store(url)
+    pg = postgres(request, root)
     try:
-        store_build.build(pg, root, settings())
+        Indexer(pg, root, settings()).run()
         report = root / "src/shop/report.py"
         report.write_text(report.read_text() + "\n\ndef again(prices):\n    return report(prices)\n")
         st = report.stat()
         out = process_file(Job("src/shop/report.py", str(report), st.st_size, st.st_mtime_ns, ""),
                            settings().index, settings().chunk)
         assert out.rows is not None
-        pg.set_meta("resolve_pending", "1")  # what the dead run had committed first
-        pg.write_file(out.rows, FileMeta("src/shop/report.py", out.hash, st.st_size, st.st_mtime_ns))
+        with pg.transaction():
+            pg.set_meta("resolve_pending", "1")  # what the dead run had committed first
+            write_file(pg, out.rows, FileMeta("src/shop/report.py", out.hash, st.st_size, st.st_mtime_ns))
         again = [e for e in edges(pg) if e[1] == "again" and e[2] == "CALLS"]
         assert again and again[0][5] is None  # written, not resolved
-        summary = store_build.build(pg, root, settings())
+        summary = Indexer(pg, root, settings()).run()
         assert summary.files_indexed == 0 and pg.get_meta("resolve_pending") == "0"
         assert edges(pg) == sqlite_index(root, tmp_path / "index.db", settings())
     finally:
         pg.close()
+
+
+def test_real_code_has_the_same_graph_on_both_backends(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """This project's own indexing and store packages (real imports, classes, calls across files)."""
+    package = Path(__file__).resolve().parent.parent / "coderag_tui"
+    root = tmp_path / "repo"
+    for folder in ("indexing", "store", "store/postgres"):
+        for source in sorted((package / folder).glob("*.py")):
+            target = root / "coderag_tui" / folder / source.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(source.read_text())
+    (root / "coderag_tui/__init__.py").write_text("")
+    lite = sqlite_index(root, tmp_path / "index.db", settings())
+    pg = postgres(request, root)
+    try:
+        Indexer(pg, root, settings()).run()
+        assert edges(pg) == lite
+    finally:
+        pg.close()
+    resolved = [e for e in lite if e[2] == "CALLS" and e[5] is not None]
+    assert len(resolved) > 500 and {e[6] for e in resolved} >= {"import", "same file", "scope"}

@@ -1,4 +1,5 @@
-"""Careless input to the store: huge names, a foreign SQLite file, a --db in no folder."""
+"""Careless input to the store: huge names (an index file and a PostgreSQL store), a foreign
+SQLite file, a --db in no folder."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from coderag_tui.mcp_server import CodeRagTools
 from coderag_tui.service import CodeRag
 
 from .conftest import write_tree
+from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
 
 FILES: dict[str, str | bytes] = {
     "calc.py": "def add(a, b):\n    return a + b\n\n\ndef twice(x):\n    return add(x, x)\n",
@@ -27,19 +29,33 @@ def indexed(tmp_path: Path) -> tuple[Path, Path]:
     return repo, db
 
 
-@pytest.mark.parametrize("name", ["a" * 100_000, "x_%" * 40_000, "pkg." + "b" * 100_000, "dir/" * 25_000,
-                                  "add" + "a" * 60])
-def test_huge_names_find_nothing_without_an_error(indexed: tuple[Path, Path], name: str,
+HUGE = ["a" * 100_000, "x_%" * 40_000, "pkg." + "b" * 100_000, "dir/" * 25_000, "add" + "a" * 60]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_huge_names_find_nothing_without_an_error(backend: str, tmp_path: Path, request: pytest.FixtureRequest,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    repo, db = indexed
-    for command in ("symbol", "callers", "callees"):
-        assert main([command, name, "--repo", str(repo), "--db", str(db)]) == 1
-        err = capsys.readouterr().err
-        assert "error" not in err and err.startswith("no "), err[:300]
-    tools = CodeRagTools(CodeRag.open(repo, db_path=db))  # the MCP tools
+    repo = write_tree(tmp_path / "repo", FILES)
+    where = ["--db", str(tmp_path / "index.db")] if backend == "sqlite" else \
+        ["--store", request.getfixturevalue("pg_url")]
+    assert main(["index", str(repo), *where, "--no-embed"]) == 0
+    capsys.readouterr()
+    service = CodeRag.open(repo, db_path=where[1] if backend == "sqlite" else None,
+                           store=where[1] if backend != "sqlite" else None)
+    tools = CodeRagTools(service)  # the MCP tools
     tools.ready.set()
-    assert tools.lookup_symbol(name).startswith("No definition matches")
-    assert "No callers" in tools.find_callers(name)
+    try:
+        for name in HUGE:
+            for command in ("symbol", "callers", "callees"):
+                assert main([command, name, "--repo", str(repo), *where]) == 1
+                err = capsys.readouterr().err
+                assert "error" not in err and err.startswith("no "), err[:300]
+            assert tools.lookup_symbol(name).startswith("No definition matches")
+            assert "No callers" in tools.find_callers(name)
+            assert main(["search", name, "--repo", str(repo), *where]) in (0, 1)
+            assert "error" not in capsys.readouterr().err
+    finally:
+        service.close()
 
 
 def test_long_names_still_match_by_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

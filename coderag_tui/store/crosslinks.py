@@ -18,8 +18,8 @@ def open_imports(db: StoreBackend) -> list[tuple[int, str, str, str, int]]:
             in db.rows("SELECT e.src, f.path, e.name, e.receiver, e.line FROM edges e "
                        "JOIN files f ON f.id=e.src_file LEFT JOIN units t ON t.id=e.dst "
                        "LEFT JOIN files tf ON tf.id=t.file_id WHERE e.kind='IMPORTS' "
-                       "AND (e.dst IS NULL OR tf.language IS NOT f.language) "
-                       "ORDER BY f.path, e.line LIMIT ?", (MAX_ROWS,))]
+                       "AND (e.dst IS NULL OR tf.language IS NULL OR tf.language <> f.language) "
+                       "ORDER BY f.path, e.line, e.id LIMIT ?", (MAX_ROWS,))]
 
 
 def open_calls(db: StoreBackend, names: Sequence[str] = (), src_ids: Sequence[int] = (),
@@ -38,4 +38,4 @@ def open_calls(db: StoreBackend, names: Sequence[str] = (), src_ids: Sequence[in
     return [(int(src), str(path), str(name), str(receiver or ""), int(line)) for src, path, name, receiver, line
             in db.rows(f"SELECT e.src, f.path, e.name, e.receiver, e.line FROM edges e "
                        f"JOIN files f ON f.id=e.src_file WHERE {where} AND e.kind='CALLS' AND e.dst IS NULL "
-                       "ORDER BY f.path, e.line LIMIT ?", (*values, limit))]
+                       "ORDER BY f.path, e.line, e.id LIMIT ?", (*values, limit))]

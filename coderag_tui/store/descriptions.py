@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.sql import matchable
 
 SEP = "\x1f"
 REF_KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS")
@@ -69,9 +70,11 @@ def file_ids_under(db: StoreBackend, paths: Sequence[str]) -> list[int]:
         return all_file_ids(db)
     ids: set[int] = set()
     for p in wanted:
+        if not matchable(p):
+            continue
         like = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
         ids.update(int(r[0]) for r in db.execute(
-            "SELECT id FROM files WHERE path=? OR path LIKE ? ESCAPE '\\'", (p, like)))
+            f"SELECT id FROM files WHERE path=? OR path {db.like} ? ESCAPE '\\'", (p, like)))
     return sorted(ids)
 
 
@@ -277,11 +280,14 @@ def all_summaries(db: StoreBackend) -> list[StoredSummary]:
 
 
 def put_summary(db: StoreBackend, s: StoredSummary) -> None:
-    updates = ", ".join(f"{c} = excluded.{c}" for c in _SUM_COLS.split(", ")[1:])
-    db.execute(f"INSERT INTO unit_summaries({_SUM_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) "
-               f"ON CONFLICT(key) DO UPDATE SET {updates}",
-               (s.key, s.path, s.kind, s.qualname, s.text, s.model, s.prompt_version, s.code_hash, s.child_hash,
-                int(s.stale), s.created or time.time(), s.seconds))
+    """Store a unit's summary in place of the one its key had. (Replaced, not upserted: a key
+    holds a path without bound, and PostgreSQL keeps such keys unique through their digest, which
+    an ON CONFLICT cannot name.)"""
+    with db.transaction():
+        db.execute("DELETE FROM unit_summaries WHERE key=?", (s.key,))
+        db.execute(f"INSERT INTO unit_summaries({_SUM_COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                   (s.key, s.path, s.kind, s.qualname, s.text, s.model, s.prompt_version, s.code_hash, s.child_hash,
+                    int(s.stale), s.created or time.time(), s.seconds))
 
 
 def mark_stale(db: StoreBackend, keys: Iterable[str]) -> int:

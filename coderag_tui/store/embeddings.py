@@ -56,10 +56,10 @@ def pending_chunks(db: StoreBackend, paths: Sequence[str] | None = None) -> tupl
         where = f"c.file_id IN (SELECT id FROM files WHERE path IN ({','.join('?' * len(paths))})) AND "
         params = tuple(paths)
     rows = db.rows(
-        f"SELECT min(c.id), c.hash, min(length(c.header) + length(c.text)) AS n, count(*) FROM chunks c "
+        f"SELECT min(c.id) AS first_id, c.hash, min(length(c.header) + length(c.text)) AS n, count(*) FROM chunks c "
         f"WHERE {where}NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.hash) "
         f"AND NOT EXISTS (SELECT 1 FROM embed_docs d WHERE d.chunk_hash = c.hash AND d.current = 1) "
-        f"GROUP BY c.hash ORDER BY n",
+        f"GROUP BY c.hash ORDER BY n, first_id",
         params,
     )
     return [(int(r[0]), str(r[1])) for r in rows], sum(int(r[3]) for r in rows)

@@ -9,7 +9,7 @@ from typing import Any
 from coderag_tui.models import EdgeRef, Excluded, IndexCounts, IndexStatus, LanguageCount, UnitRef
 from coderag_tui.store import confidence, graph_edges
 from coderag_tui.store.backend import StoreBackend
-from coderag_tui.store.sql import like_escape
+from coderag_tui.store.sql import like_escape, matchable
 
 UNIT_SELECT = (
     "SELECT u.id, f.path, u.kind, u.name, u.qualname, u.signature, u.start_line, u.end_line, "
@@ -49,6 +49,8 @@ def file_unit(db: StoreBackend, path: str) -> UnitRef | None:
 
 def paths_ending(db: StoreBackend, suffix: str, limit: int = 20) -> list[str]:
     """Indexed paths equal to `suffix` or ending with `/suffix`, shortest first."""
+    if not matchable(suffix):
+        return []
     rows = db.rows(f"SELECT path FROM files WHERE path = ? OR path {db.like} ? ESCAPE '\\' ORDER BY length(path), path "
                    "LIMIT ?", (suffix, "%/" + like_escape(suffix), limit))
     return [str(r[0]) for r in rows]
@@ -149,7 +151,7 @@ def callers(db: StoreBackend, unit_ids: Sequence[int], kinds: Sequence[str] = ("
     """Edges into the units, seen from their sources (who calls / inherits / tests them)."""
     if not unit_ids:
         return []
-    rows = _edge_rows(db, "dst", unit_ids, kinds, "e.src_file, e.line")
+    rows = _edge_rows(db, "dst", unit_ids, kinds, "e.src_file, e.line, e.id")
     units = get_units(db, [r[0] for r in rows] + [r[1] for r in rows])
     sure = _sureness(db, rows)
     edges = [
@@ -305,6 +307,8 @@ def has_file(db: StoreBackend, path: str) -> bool:
 
 def paths_ending_with(db: StoreBackend, suffix: str, limit: int = 5) -> list[str]:
     """Indexed paths that end in `suffix`, shortest first (a near-miss for a path the user gave)."""
+    if not matchable(suffix):
+        return []
     rows = db.rows(f"SELECT path FROM files WHERE path {db.like} ? ORDER BY length(path) LIMIT ?",
                    ("%" + suffix, limit))
     return [str(r[0]) for r in rows]

@@ -14,6 +14,7 @@ from coderag_tui.models import EdgeRef, UnitRef
 from coderag_tui.store import descriptions, read
 from coderag_tui.store.backend import ContextReads, StoreBackend
 from coderag_tui.store.read import UNIT_SELECT, unit_from_row
+from coderag_tui.store.sql import matchable
 
 
 def file_hash(db: StoreBackend, path: str) -> str | None:
@@ -24,6 +25,8 @@ def file_hash(db: StoreBackend, path: str) -> str | None:
 
 def module_files(db: StoreBackend, stem: str) -> list[UnitRef]:
     """File units a path stem names: `stem`, `stem.*`, `*/stem.*`, or a package `stem/__init__.*`."""
+    if not matchable(stem):
+        return []
     return [unit_from_row(row) for row in db.execute(
         UNIT_SELECT + f" WHERE u.kind='file' AND (f.path = ? OR f.path {db.like} ? OR f.path {db.like} ? "
         f"OR f.path {db.like} ? OR f.path {db.like} ?)",
@@ -32,6 +35,8 @@ def module_files(db: StoreBackend, stem: str) -> list[UnitRef]:
 
 def imports_named(db: StoreBackend, module: str) -> list[tuple[int, str, int]]:
     """(importing unit, module as written, line) of the imports of `module` or a module inside it."""
+    if not matchable(module):
+        return []
     return [(int(s), str(n), int(ln)) for s, n, ln in db.execute(
         f"SELECT src, name, line FROM edges WHERE kind='IMPORTS' AND (name = ? OR name {db.like} ?) "
         "ORDER BY src_file, line", (module, module + ".%"))]
@@ -85,6 +90,8 @@ def outline_rows(db: StoreBackend) -> list[tuple[Any, ...]]:
 
 def files_at(db: StoreBackend, stem: str, limit: int = 200) -> list[UnitRef]:
     """File units at a path, under a folder of that path, or with that path and an extension."""
+    if not matchable(stem):
+        return []
     return [unit_from_row(r) for r in db.execute(
         UNIT_SELECT + f" WHERE u.kind = 'file' AND (f.path = ? OR f.path {db.like} ? OR f.path {db.like} ?) LIMIT ?",
         (stem, stem + "/%", stem + ".%", limit))]
@@ -106,12 +113,16 @@ def units_name_prefix(db: StoreBackend, prefix: str, limit: int) -> list[UnitRef
 
 def units_name_like(db: StoreBackend, pattern: str, limit: int) -> list[UnitRef]:
     """Units but files whose name matches a LIKE pattern (escaped with a backslash)."""
+    if not matchable(pattern):
+        return []
     return [unit_from_row(r) for r in db.execute(
         UNIT_SELECT + f" WHERE u.name {db.like} ? ESCAPE '\\' AND u.kind <> 'file' LIMIT ?", (pattern, limit))]
 
 
 def files_path_like(db: StoreBackend, pattern: str, limit: int) -> list[UnitRef]:
     """File units whose path matches a LIKE pattern (escaped with a backslash)."""
+    if not matchable(pattern):
+        return []
     return [unit_from_row(r) for r in db.execute(
         UNIT_SELECT + f" WHERE u.kind = 'file' AND f.path {db.like} ? ESCAPE '\\' LIMIT ?", (pattern, limit))]
 

@@ -44,4 +44,4 @@ def receiver_at(db: StoreBackend, unit_id: int | None, line: int, name: str) -> 
 def constants_named(db: StoreBackend, names: Sequence[str]) -> list[tuple[Any, ...]]:
     """(name, path, start line) of the constants of these names, by path within each batch."""
     return db.rows_in("SELECT u.name, f.path, u.start_line FROM units u JOIN files f ON f.id=u.file_id "
-                      "WHERE u.kind='constant' AND u.name IN ({marks}) ORDER BY f.path", names, batch=200)
+                      "WHERE u.kind='constant' AND u.name IN ({marks}) ORDER BY f.path, u.start_line", names, batch=200)

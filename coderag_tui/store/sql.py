@@ -82,6 +82,17 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+# Characters of text a LIKE pattern is built from, at most: no stored path or name is longer
+# (PATH_MAX), and SQLite refuses a pattern over 50,000 bytes ("pattern too complex").
+MAX_PATTERN = 4096
+
+
+def matchable(*texts: str) -> bool:
+    """Whether text from outside (a question, a path given) is short enough to build a LIKE
+    pattern from; longer text matches no path or name."""
+    return all(len(t) <= MAX_PATTERN for t in texts)
+
+
 def marks(n: int) -> str:
     """`?,?,...` for n values (`NULL` for none: `x IN (NULL)` matches nothing)."""
     return ",".join("?" * n) or "NULL"

@@ -29,9 +29,10 @@ _FTS_HASHSIZE = 16 * 1024 * 1024
 
 
 def fts_expression(terms: Sequence[str]) -> str:
-    """Words OR-ed, each quoted as an FTS5 string (a quote inside is doubled): no query text is
-    read as FTS5 syntax."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t.strip())
+    """Words OR-ed, each quoted as an FTS5 string (a quote inside is doubled; a NUL, which would
+    end FTS5's string unterminated, is a separator): no query text is read as FTS5 syntax."""
+    cleaned = (t.replace("\x00", " ") for t in terms)
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in cleaned if t.strip())
 
 
 def _blob(vec: np.ndarray) -> bytes:

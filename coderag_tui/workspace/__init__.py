@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from coderag_tui.errors import CoderagError, NotFoundError, RepoError
 from coderag_tui.models import EdgeRef, FileState, IndexStatus, SearchFilters, SearchHit, UnitRef
+from coderag_tui.retrieval.filters import FilterError
 from coderag_tui.service import CodeRag
 from coderag_tui.store import read
 from coderag_tui.workspace.jobs import Job, Jobs
@@ -141,11 +142,11 @@ class Workspace:
         error (FilterError names the closest); one that some lack only leaves those out."""
         merged: list[SearchHit] = []
         chosen = self.chosen(repos)
-        refused: list[CoderagError] = []
+        refused: list[FilterError] = []
         for name, service in chosen:
             try:
                 checked = service.check_filters(filters) if filters is not None else None
-            except CoderagError as exc:  # a language or kind this repository lacks: none of its code
+            except FilterError as exc:  # a language or kind this repository lacks: none of its code
                 refused.append(exc)
                 continue
             hits = service.search_files(query, k, checked) if files else service.search(query, k, checked)

@@ -206,6 +206,31 @@ REPO_MIGRATIONS: list[str] = [
     CREATE INDEX keyword_postings_chunk ON keyword_postings(chunk_id);
     CREATE TABLE keyword_df(word text PRIMARY KEY, ndoc integer NOT NULL);
     """,
+    # 2: no B-tree over text a repository or a user sets without bound (a path of 3,000 bytes, an
+    # import of a long string, a pasted question): PostgreSQL refuses a B-tree row over 2,704
+    # bytes, and one such row failed a whole index run. Equality finds them through hash
+    # indexes; a path stays unique through its digest.
+    """
+    ALTER TABLE files DROP CONSTRAINT files_path_key;
+    CREATE UNIQUE INDEX files_path_digest ON files (md5(path));
+    CREATE INDEX files_path ON files USING hash (path);
+    ALTER TABLE skips DROP CONSTRAINT skips_pkey;
+    CREATE UNIQUE INDEX skips_path_digest ON skips (md5(path));
+    DROP INDEX units_qualname;
+    CREATE INDEX units_qualname ON units USING hash (lower(qualname));
+    DROP INDEX units_qualname_exact;
+    CREATE INDEX units_qualname_exact ON units USING hash (qualname);
+    DROP INDEX edges_name;
+    CREATE INDEX edges_name ON edges USING hash (name);
+    DROP INDEX answer_cache_model;
+    CREATE INDEX answer_cache_model ON answer_cache(model);
+    CREATE INDEX answer_cache_norm ON answer_cache USING hash (norm);
+    DROP INDEX unit_summaries_path;
+    CREATE INDEX unit_summaries_path ON unit_summaries USING hash (path);
+    ALTER TABLE unit_summaries DROP CONSTRAINT unit_summaries_pkey;
+    CREATE UNIQUE INDEX unit_summaries_key_digest ON unit_summaries (md5(key));
+    CREATE INDEX unit_summaries_key ON unit_summaries USING hash (key);
+    """,
 ]
 
 REPO_SCHEMA_VERSION = len(REPO_MIGRATIONS)

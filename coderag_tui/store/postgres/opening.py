@@ -3,12 +3,14 @@ is indexed from (made on its first build), each on a connection of its own, its 
 
 from __future__ import annotations
 
+import psycopg
+
 from coderag_tui.errors import StoreError
 from coderag_tui.store.backend import redact
 from coderag_tui.store.postgres import repos
 from coderag_tui.store.postgres.connect import connect, connect_live
 from coderag_tui.store.postgres.layout import REPO_SCHEMA_VERSION
-from coderag_tui.store.postgres.store import PostgresStore, session
+from coderag_tui.store.postgres.store import PostgresStore, failure, session
 
 
 def open_repository(url: str, repo: repos.StoredRepo) -> PostgresStore:
@@ -19,6 +21,9 @@ def open_repository(url: str, repo: repos.StoredRepo) -> PostgresStore:
         if repos.version(conn, repo.id) < REPO_SCHEMA_VERSION:
             repos.migrate(conn, repo.id)
         return PostgresStore(conn, url, repo)
+    except psycopg.Error as exc:
+        conn.close()
+        raise failure(url, exc) from exc
     except BaseException:
         conn.close()
         raise
@@ -42,6 +47,8 @@ def open_postgres(url: str, repo: str | None = None, source: str | None = None, 
                                  f"run `coderag index {source} --store URL` first")
         else:
             raise StoreError("which repository of the database?", "give its folder, or --repo NAME")
+    except psycopg.Error as exc:  # (the registry's statements: a role that may not write, a lost server)
+        raise failure(url, exc) from exc
     finally:
         conn.close()
     return open_repository(url, found)
@@ -54,6 +61,8 @@ def find_repository(url: str, repo: str | None, source: str | None) -> repos.Sto
         if repo is not None:
             return next((r for r in repos.listing(conn) if r.name == repo), None)
         return repos.by_source(conn, source) if source is not None else None
+    except psycopg.Error as exc:
+        raise failure(url, exc) from exc
     finally:
         conn.close()
 
@@ -62,6 +71,8 @@ def stored_repositories(url: str) -> list[repos.StoredRepo]:
     conn = connect(url)
     try:
         return repos.listing(conn)
+    except psycopg.Error as exc:
+        raise failure(url, exc) from exc
     finally:
         conn.close()
 

@@ -112,6 +112,9 @@ def migrate(conn: psycopg.Connection[Any], repo_id: int) -> None:
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_MIGRATE_KEY, int(repo_id)))
             if version(conn, repo_id) >= number:
                 continue
+            # a repository registered by the first layout but never written has no schema yet (and
+            # a search_path naming a missing schema would create its tables in `public`)
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
             conn.execute(f"SET LOCAL search_path TO {schema}, public")
             conn.execute(REPO_MIGRATIONS[number - 1].encode())  # several statements: no parameters
             conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', %s) "

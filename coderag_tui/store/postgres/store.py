@@ -60,6 +60,14 @@ def _vector_from_binary(data: bytes) -> bytes:
     return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32).tobytes()
 
 
+def failure(url: str, exc: psycopg.Error) -> StoreError:
+    """A server's error as one line, without the URL's password."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return StoreError(f"PostgreSQL at {redact(url)}: {first}",
+                      "check the server and the role's rights; an interrupted `coderag index --store` is finished "
+                      "by running it again")
+
+
 def session(repo_id: int) -> Callable[[psycopg.Connection[Any]], None]:
     """What a connection to the repository runs first (again after a reconnect): its schema
     first on the search path, HNSW's search width."""
@@ -93,9 +101,7 @@ class PostgresStore:
 
     # ---------------------------------------------------------------- the SQL surface
     def _fail(self, exc: psycopg.Error) -> StoreError:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return StoreError(f"PostgreSQL at {redact(self.url)}: {first}",
-                          "check the server; an interrupted `coderag index --store` is finished by running it again")
+        return failure(self.url, exc)
 
     def _run(self, sql: str, params: q.Params = ()) -> psycopg.Cursor[Any]:
         if self._pending and (any(_WORD_OF[table].search(sql) for table, _ in self._pending)
