@@ -599,17 +599,26 @@ def test_a_bad_store_url_is_one_line_without_the_password(bad: str, capsys: pyte
 
 
 def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) -> None:
+    """Outside a transaction a dropped connection is opened again and the read run again; inside
+    one, the transaction is lost with its connection: one line, and the next read works."""
     url = request.getfixturevalue("pg_url")
     import psycopg
 
     store = open_store(url, source="/src/a", create=True)
-    try:
+
+    def terminate() -> None:
         with psycopg.connect(request.getfixturevalue("pg_server"), autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
                           "AND pid <> pg_backend_pid()", (urlsplit(url).path.lstrip("/"),))
-        with pytest.raises(StoreError) as caught:
+
+    try:
+        terminate()
+        assert read.counts(store).files == 0  # connected again (to the repository's schema)
+        with pytest.raises(StoreError) as caught, store.transaction():
+            terminate()
             read.counts(store)
         assert caught.value.message.startswith("PostgreSQL at postgresql://") and "\n" not in caught.value.message
+        assert read.counts(store).files == 0
     finally:
         store.close()
 

@@ -70,7 +70,7 @@ def hits(capsys: pytest.CaptureFixture[str], url: str, config: str, query: str, 
 
 
 def listed(url: str) -> dict[str, Any]:
-    from coderag_tui.store.postgres.store import stored_repositories
+    from coderag_tui.store.postgres.opening import stored_repositories
 
     return {r.name: r for r in stored_repositories(url)}
 

@@ -316,7 +316,8 @@ def test_tokens_and_a_build_job_on_postgres(served: dict[str, Any]) -> None:
             time.sleep(0.2)
             state = admin.get(f"/index/jobs/{state['job_id']}").json()
         assert state["status"] == "done", state
-        assert state["summaries"]["shop"]["files_indexed"] == 1
+        # (the server watches its folder: the file may be indexed before the job looks)
+        assert state["summaries"]["shop"]["files_indexed"] in (0, 1)
         found = admin.get("/symbol/shipping_cost").json()["exact_matches"]
         assert [u["path"] for u in found] == ["shop/ship.py"]
 
@@ -351,7 +352,8 @@ def test_serve_store_alone_serves_every_repository_of_the_database(
     server = Server(["--store", url, "--config", str(config)], env, tmp_path / "server.log")
     try:
         assert sorted(server.info["repositories"]) == ["billing", "shop"]
-        with httpx.Client(base_url=server.url, timeout=60) as c:
+        token = {"Authorization": f"Bearer {server.info['token']}"}  # the one a loopback server makes
+        with httpx.Client(base_url=server.url, timeout=60, headers=token) as c:
             doc = c.post("/search", json={"query": "tax of a cart", "limit": 10}).json()
             assert {r["repository"] for r in doc["results"]} >= {"shop"}, doc
             lines = c.get("/lines", params={"path": "shop/tax.py", "start": 1, "end": 3, "repo": "shop"}).json()

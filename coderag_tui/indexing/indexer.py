@@ -157,9 +157,11 @@ class Indexer:
             nonlocal indexed, units, chunks, last_flush
             if not pending_writes:
                 return
-            # next free ids, and the files indexed before this run, kept through the transaction
-            batch = WriteBatch(known={p: v[0] for p, v in known.items()})
             with db.transaction():
+                # next free ids, and the batch's files indexed before it, read once under the
+                # write lock (another writer may have added one since this run looked)
+                batch = WriteBatch(known={p: v[0] for p, v in tracked.file_states(
+                    db, [o.job.path for o in pending_writes if o.kind != "unchanged"]).items()})
                 for out in pending_writes:
                     job = out.job
                     if out.kind == "unchanged":
