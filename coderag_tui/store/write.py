@@ -47,7 +47,7 @@ FILES_GENERATION = "files_generation"  # meta key: a new value whenever the set 
 # Secondary indexes of the tables a build fills. A build into an empty index drops them and
 # creates them once at the end (one sort per index beats growing the B-trees row by row); their SQL
 # waits in meta, so a build killed in between gets them back at the start of the next run.
-_BULK_TABLES = ("units", "edges", "chunks", "imports")
+_BULK_TABLES = ("units", "edges", "chunks", "imports", "keyword_postings")  # (the last: PostgreSQL's)
 _DEFERRED_META = "deferred_indexes"
 
 
