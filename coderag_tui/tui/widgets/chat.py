@@ -168,6 +168,7 @@ class Transcript(VerticalScroll, can_focus=True):
     follow = True
 
     def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)  # it repaints: without it a scroll key shows nothing
         self.follow = new >= self.max_scroll_y - 2
 
     def watch_virtual_size(self, old: Size, new: Size) -> None:
