@@ -96,3 +96,73 @@ def test_piped_ask_prints_the_opening_then_each_line_as_it_is_written(
     out = pipe.getvalue()
     assert out.count("Cart.total adds the tax") == 1  # printed once, not again at the end
     assert "and rounds it." in out and "Sources" in out and "\x1b" not in out
+
+
+# --------------------------------------------------------------------------- names and paths
+
+VIEWS = {
+    "web/app.py": '''class App:
+    def dispatch(self, request):
+        """Route the request to its view."""
+        return self.view(request)
+
+    def view(self, request):
+        return request
+
+
+def serve(app, request):
+    return app.dispatch(request)
+''',
+    "web/views.py": '''class View:
+    def dispatch(self, request):
+        return "view"
+
+
+class MethodView(View):
+    def dispatch(self, request):
+        return "method"
+''',
+}
+
+
+@pytest.fixture
+def views(make_repo: Callable[..., Path], tmp_path: Path) -> list[str]:
+    """An indexed repository with three `dispatch` methods; the options that name it."""
+    root = make_repo(VIEWS)
+    common = ["--repo", str(root), "--db", str(tmp_path / "index.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    return common
+
+
+def test_a_qualified_name_that_matches_exactly_shows_that_definition_alone(
+        views: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code, out, err = run(["symbol", "App.dispatch", *views], capsys)
+    assert code == 0
+    assert out.startswith("web/app.py:2-4  method    App.dispatch") and "View.dispatch" not in out
+    assert "2 more definitions match 'App.dispatch': -n 20 lists them" in err
+    code, out, _ = run(["symbol", "App.dispatch", "-n", "20", *views], capsys)  # asked for more
+    assert out.startswith("web/app.py:2-4") and "MethodView.dispatch" in out
+    code, out, _ = run(["symbol", "dispatch", *views], capsys)  # a plain name: every definition
+    assert out.count("dispatch") >= 3
+
+
+def test_callers_of_an_unknown_name_say_it_is_unknown(views: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code, out, err = run(["callers", "nosuchthing", *views], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("coderag: error: no definition named 'nosuchthing'") and err.count("\n") == 1
+    code, out, err = run(["callers", "App.view", *views], capsys)
+    assert code == 0 and "App.dispatch" in out and "no definition" not in err
+
+
+def test_a_path_filter_under_which_nothing_is_indexed_is_an_error(
+        views: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code, out, err = run(["search", "dispatch", "--path", "nonexist/", *views], capsys)
+    assert code == 2 and out == ""
+    assert err == "coderag: error: no indexed file is under 'nonexist/' (folders: web/)\n"
+    code, _, err = run(["search", "dispatch", "--path", "wbe", *views], capsys)
+    assert code == 2 and "did you mean 'web/'?" in err
+    code, out, _ = run(["search", "dispatch", "--path", "web/", *views], capsys)
+    assert code == 0 and "web/app.py" in out

@@ -24,7 +24,8 @@ from coderag_tui.cli.base import (
     store_url,
     width,
 )
-from coderag_tui.models import to_dict
+from coderag_tui.models import exact_matches, to_dict
+from coderag_tui.textsafe import safe_line
 
 
 def _index_args(p: argparse.ArgumentParser) -> None:
@@ -150,10 +151,30 @@ def _name_args(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
+def _symbol_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="a symbol name: QuerySet, QuerySet.filter, parse_url(), pkg/auth")
+    add_limit(p, None, "how many results (default: 20; a qualified name that matches exactly: that "
+              "definition alone, unless -n asks for more)")
+    add_json(p)
+
+
+def _qualified(name: str) -> str:
+    """`Foo.bar` of `Foo.bar`, `Foo::bar` or `Foo#bar` ("" for a plain name or a path)."""
+    q = name.strip().rstrip("()").replace("::", ".").replace("#", ".")
+    return q if "." in q.strip(".") and "/" not in q else ""
+
+
 @command("symbol", "find definitions by name (exact, qualified or fuzzy)")
-@arguments(_name_args)
+@arguments(_symbol_args)
 def cmd_symbol(args: argparse.Namespace) -> int:
-    units = open_service(args).symbols(args.name, args.limit)
+    units = open_service(args).symbols(args.name, args.limit or 20)
+    qualified = _qualified(args.name)
+    exact = exact_matches(units, qualified) if qualified and args.limit is None else []
+    if exact and len(exact) < len(units):  # Flask.dispatch_request: that one, not 12 more of the name
+        if not args.json:
+            others = len(units) - len(exact)
+            print(f"({others} more definitions match {args.name!r}: -n 20 lists them)", file=sys.stderr)
+        units = exact
     if args.json:
         print_json([to_dict(u) for u in units])
     elif not units:
@@ -168,16 +189,32 @@ def cmd_symbol(args: argparse.Namespace) -> int:
 def _edges(args: argparse.Namespace, incoming: bool) -> int:
     service = open_service(args)
     edges = service.callers(args.name, args.limit) if incoming else service.callees(args.name, args.limit)
+    what = "callers" if incoming else "callees"
+    if not args.json:
+        _say_what_was_found(service, args.name)
     if args.json:
         print_json([render.edge_json(e, incoming) for e in edges])
     elif not edges:
-        what = "callers" if incoming else "callees"
         print(f"no {what} found for {args.name!r}", file=sys.stderr)
     else:
         cols = width()
         for e in edges:
             print(render.edge_line(e, incoming, cols))
     return 0 if edges else 1
+
+
+def _say_what_was_found(service: Any, name: str) -> None:
+    """A name that denotes no definition is said to be unknown (and the closest one named,
+    whose edges are then shown), rather than "no callers found"."""
+    found = service.symbols(name, 5)
+    if exact_matches(found, name):
+        return
+    if not found:
+        raise UsageError(f"no definition named {name!r}", "`coderag symbol NAME` finds names; "
+                         "callers and callees take a function, method or class")
+    best = found[0]
+    print(f"no definition named {name!r}; the closest: {safe_line(best.qualname or best.name)} "
+          f"({safe_line(best.location)})", file=sys.stderr)
 
 
 @command("callers", "who calls a function or method")
@@ -224,5 +261,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
     service = open_service(args)
     refuse_store(service, "the app", "serve it (coderag serve --store URL PATH), then open coderag --server URL")
     if hasattr(service, "statuses"):  # a server's: it indexes and watches its repositories itself
-        return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)
+        from coderag_tui.client_tree import for_the_app
+
+        # no --repo: the server's repositories (one, or a tree of all), never an empty tree
+        return int(run_app(for_the_app(service), auto_index=False, watch=False, embed=False) or 0)
     return int(run_app(service) or 0)
