@@ -49,6 +49,7 @@ class RemoteCodeRag:
         if not url.startswith(("http://", "https://")):
             raise ServerError(f"not a server URL: {url!r}", "give http://HOST:PORT")
         self.url = url.rstrip("/")
+        self.token = token  # (a client for other repositories of the same server is made with it)
         self.repos = [r for r in repos if r]
         self.settings = settings or Settings()
         self.display_name = f"{self.repos[0]} on {self.url}" if len(self.repos) == 1 else self.url

@@ -20,8 +20,11 @@ import pytest
 from coderag_tui.models import ChatMessage, ModelInfo
 from coderag_tui.service import CodeRag
 from coderag_tui.tui.app import CodeRagApp
+from coderag_tui.tui.history import Location
 from coderag_tui.tui.widgets.chat import Transcript, TurnView
-from tests.test_tui import main, running, settle, until
+from coderag_tui.tui.widgets.viewer import ViewerPane
+from tests.test_server import served  # noqa: F401  (the server fixture, started once per module)
+from tests.test_tui import main, running, settle, until, viewer_text
 from tests.tui_fixtures import ScriptedAnswers, make_service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
@@ -114,3 +117,216 @@ async def test_scroll_keys_in_the_chat_move_what_is_shown_after_an_answer(tmp_pa
         await settle(pilot)
         assert "line 39 of the answer" in screen_text(app)
         assert isinstance(screen.chat.current, TurnView)
+
+
+# --------------------------------------------------------------------------- opening a file
+
+
+class SlowNotes(ScriptedAnswers):
+    """The real service whose file descriptions (the notes above the code) wait for `release`,
+    as describing and colouring a long file on a busy machine take their time."""
+
+    release: threading.Event
+
+    def descriptions(self, paths: Any = None) -> Any:
+        self.release.wait(30)
+        return super().descriptions(paths)
+
+
+async def test_a_source_shows_its_lines_at_once_then_its_colours_and_notes(tmp_path: Path) -> None:
+    service = make_service(tmp_path, SlowNotes)
+    service.release = threading.Event()
+    async with running(service) as (app, pilot):
+        screen = main(app)
+        screen.chat.query_one("#question").value = "what does total return"  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await until(pilot, lambda: not screen.answering)
+        await pilot.press("1")
+        # the lines, the cited range and the cursor are there before the notes are ready
+        await until(pilot, lambda: screen.code.document is not None)
+        doc = screen.code.document
+        assert doc is not None and doc.path == "shop/cart.py" and not doc.highlighted
+        assert screen.code.range == (18, 20) and screen.code.line == 18
+        assert any("def total" in line for line in viewer_text(app))
+        service.release.set()
+        await until(pilot, lambda: screen.code.document is not None and screen.code.document.highlighted)
+        await settle(pilot)
+        assert screen.code.document.described is not None
+        assert screen.code.range == (18, 20) and screen.code.line == 18  # nothing moved
+        assert "Cart.total" in str(screen.query_one("#notes").render())
+
+
+# --------------------------------------------------------------------------- quitting
+
+
+QUIT_SCRIPT = r'''
+import sys, threading
+from dataclasses import replace
+from pathlib import Path
+from tests.tui_fixtures import ScriptedAnswers, make_service
+from coderag_tui.tui.app import run_app
+
+class EndlessEmbedding(ScriptedAnswers):
+    def embed(self, progress=None, should_stop=None, **kw):
+        Path(sys.argv[1], "embedding").touch()
+        threading.Event().wait()  # a batch that never ends (and never looks at should_stop)
+
+service = make_service(Path(sys.argv[1]), EndlessEmbedding)
+service.settings = replace(service.settings, embed=replace(service.settings.embed, enabled=True))
+sys.exit(run_app(service, watch=False))
+'''
+
+
+def test_quitting_does_not_wait_for_background_work(tmp_path: Path) -> None:
+    """ctrl+q during a batch of background work that would never end: the app gives the
+    terminal back and the process ends (it used to wait for the batch, 10 s and more)."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import sys
+    import termios
+    import time
+
+    (tmp_path / "home").mkdir()
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, "-c", QUIT_SCRIPT, str(tmp_path / "home")], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, close_fds=True, start_new_session=True)
+    os.close(slave)
+    out = b""
+
+    def read_until(check: Callable[[], bool], limit: float) -> None:
+        nonlocal out
+        deadline = time.monotonic() + limit
+        while not check() and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    out += os.read(master, 65536)
+                except OSError:
+                    return
+
+    try:
+        read_until(lambda: (tmp_path / "home" / "embedding").exists(), 120)
+        assert (tmp_path / "home" / "embedding").exists(), out[-2000:]
+        os.write(master, b"\x11")  # ctrl+q
+        read_until(lambda: proc.poll() is not None, 60)
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the app is still waiting for its background work") from None
+        assert code == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    tail = out.rsplit(b"\x1b[?1049l", 1)[-1]  # after the app left the alternate screen
+    assert re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]|\s", b"", tail) == b""
+
+
+LLAMA_SCRIPT = r'''
+import time
+from coderag_tui.answering import ProviderOptions
+from coderag_tui.answering.providers.local import LlamaProvider
+from coderag_tui.config import ProviderSettings
+from coderag_tui.models import ChatMessage
+
+provider = LlamaProvider(ProviderSettings(n_ctx=2048), ProviderOptions(models_dir=None))
+provider.load()
+start = time.monotonic()
+prompt = " ".join(f"word{i} is here" for i in range(250))
+# stopped while the model reads the prompt, as quitting (or Esc) does
+list(provider.stream([ChatMessage("user", prompt)], max_tokens=8, temperature=0.1,
+                     should_stop=lambda: time.monotonic() - start > 0.3))
+print("STOPPED")
+'''
+
+
+def test_llama_cpp_never_writes_to_the_terminal(smollm: Any) -> None:
+    """A prompt stopped while it is read is an error in llama.cpp's log ("decode: removing
+    memory module entries"): it went to stderr, onto the app's screen and the shell's."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", LLAMA_SCRIPT], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "STOPPED", done.stderr
+    assert done.stderr == ""
+
+
+# --------------------------------------------------------------------------- through a server
+
+
+async def test_the_app_through_a_server_without_repo_shows_its_repositories(
+        served: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """`coderag --server URL` with no --repo: the server's repositories at the top of the tree
+    (it used to open an empty tree titled with the server's host)."""
+    from coderag_tui.cli import commands_index
+    from coderag_tui.cli.main import main as cli
+    from coderag_tui.tui import app as app_module
+    from coderag_tui.tui.app import create_app
+    from coderag_tui.tui.widgets.file_tree import FilesPane
+    from tests.test_server import READ
+
+    opened: list[Any] = []
+    monkeypatch.setenv("CODERAG_TOKEN", READ)
+    monkeypatch.setattr(commands_index, "is_tty", lambda: True)
+    monkeypatch.setattr(app_module, "run_app", lambda service, **kw: opened.append(service) or 0)
+    assert cli(["--server", served["url"], "tui"]) == 0
+    [service] = opened
+    app = create_app(service, auto_index=False, watch=False, embed=False, local_clipboard=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        files = app.screen.query_one(FilesPane)
+        assert files.visible_paths == ["billing/billing/invoice.py", "shop/shop/cart.py", "shop/shop/tax.py"]
+        assert "Ask anything about 2 repositories" in screen_text(app)
+        assert "127.0.0.1" not in str(files.border_title)
+        screen = main(app)
+        screen.open_location(Location.file("shop/shop/tax.py", 1, 1, 3))
+        await until(pilot, lambda: screen.code.document is not None and screen.code.document.highlighted)
+        assert any("return amount * 0.2" in line for line in viewer_text(app))
+        assert [u.path for u in screen.code.document.outline][:1] == ["shop/shop/tax.py"]
+    service.close()
+
+
+# --------------------------------------------------------------------------- zoom
+
+
+async def test_a_key_zooms_the_focused_pane_and_short_notes_fold_away(tmp_path: Path) -> None:
+    async with running(make_service(tmp_path, ScriptedAnswers), size=(80, 24)) as (app, pilot):
+        screen = main(app)
+        screen.chat.query_one("#question").value = "what does total return"  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await until(pilot, lambda: not screen.answering)
+        await pilot.press("1")
+        await until(pilot, lambda: screen.code.document is not None and screen.code.document.highlighted)
+        await settle(pilot)
+        viewer, notes = screen.query_one(ViewerPane), screen.query_one("#notes")
+        short = screen.code.size.height
+        assert not notes.display  # below the chat at 80x24: every row goes to the code
+        assert short == viewer.content_region.height
+
+        await pilot.press("z")  # the viewer has the focus: it takes the screen
+        await settle(pilot)
+        assert screen.maximized is viewer
+        assert viewer.region.height >= 20 and not screen.chat.region.height
+        assert notes.display and "Cart.total" in str(notes.render())
+        assert screen.code.size.height > 2 * short
+        assert "Zoom" in screen_text(app) or "z" in screen_text(app)  # the footer stays
+
+        await pilot.press("z")  # back to the layout
+        await settle(pilot)
+        assert screen.maximized is None and screen.chat.region.height > 0
+        assert screen.code.size.height == short
+
+        await pilot.press("f3", "f10")  # the chat, from the question (a letter would be typed)
+        await settle(pilot)
+        assert screen.maximized is screen.chat
+        await pilot.press("escape")  # Esc is "stop the answer": the zoom stays
+        await settle(pilot)
+        assert screen.maximized is screen.chat

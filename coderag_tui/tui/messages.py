@@ -1,7 +1,7 @@
 """Messages that worker threads post to the main screen (widget messages live on their widget).
 
 The pipeline: IndexProgress* -> IndexFinished -> FilesListed/StatusChanged; AnswerArrived* ->
-AnswerEnded; DocumentLoaded; WatchNotice (the watcher re-indexed) -> a refresh.
+AnswerEnded; DocumentLoaded -> DocumentStyled; WatchNotice (the watcher re-indexed) -> a refresh.
 """
 
 from __future__ import annotations
@@ -89,6 +89,14 @@ class ConversationLoaded(Message):
 class DocumentLoaded(Message):
     document: Document
     location: Location
+
+
+@dataclass
+class DocumentStyled(Message):
+    """The colours and notes of a document shown plain (`plain`) until now."""
+
+    plain: Document
+    document: Document
 
 
 @dataclass

@@ -64,6 +64,8 @@ class _Throttle:
 class MainScreen(ChatActions, CodeActions, ModelActions):
     BINDINGS = [Binding(k.keys, k.action, k.description, show=k.show, id=k.id, tooltip=k.help)
                 for k in KEYS if k.scope == "main"]
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, StatusBar"  # a zoomed pane keeps the keys and the status
+    ESCAPE_TO_MINIMIZE = False  # Esc stops an answer; the zoom key gives the screen back
 
     def __init__(self, service: Any, *, auto_index: bool = True, watch: bool = True,
                  embed: bool = True) -> None:
@@ -127,12 +129,14 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
             self.query_one(StatusBar).set_watch("watch off")
 
     def on_unmount(self) -> None:
+        # told to stop, not waited for: quitting never blocks on a batch or a summary (the
+        # app's threads are abandoned when it has given the terminal back)
         if self.watch_handle is not None:
-            with contextlib.suppress(Exception):  # stopping must never block quitting
-                self.watch_handle.stop()
+            with contextlib.suppress(Exception):
+                self.watch_handle.stop(timeout=0.05)
         if adapters.has(self.service, "start_summaries"):
-            with contextlib.suppress(Exception):  # the summarizer gives the model up within a token
-                self.service.summaries.stop(timeout=2.0)
+            with contextlib.suppress(Exception):
+                self.service.summaries.stop(timeout=0.05)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
@@ -268,7 +272,8 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
             self.kick_summaries()  # edited units are stale now: made again in the background
             doc = self.code.document
             if doc is not None and (not paths or doc.path in paths):
-                self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark)
+                self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark,
+                                   plain_first=False)
 
 
     # ------------------------------------------------------------------ panes
@@ -320,6 +325,13 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
     def action_find(self) -> None:
         self.set_viewer_visible(True)
         self.query_one(ViewerPane).open_find()
+
+    def action_zoom(self) -> None:
+        """The focused pane (files, chat or code) fills the screen; again: back to the layout."""
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is None or not self.maximize(self.focused):
+            self.notify("move into a pane first (F2, F3, F4)", severity="warning")
 
     def action_toggle_files(self) -> None:
         pane = self.query_one(FilesPane)

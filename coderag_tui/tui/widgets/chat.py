@@ -183,6 +183,7 @@ class Transcript(VerticalScroll, can_focus=True):
 
 
 class ChatPane(Vertical):
+    ALLOW_MAXIMIZE = True  # the zoom key gives it the screen
     class Asked(Message):
         def __init__(self, question: str) -> None:
             super().__init__()
