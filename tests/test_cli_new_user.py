@@ -9,6 +9,8 @@ answerer runs over a scripted provider (isolates the model).
 from __future__ import annotations
 
 import io
+import json
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +168,35 @@ def test_a_path_filter_under_which_nothing_is_indexed_is_an_error(
     assert code == 2 and "did you mean 'web/'?" in err
     code, out, _ = run(["search", "dispatch", "--path", "web/", *views], capsys)
     assert code == 0 and "web/app.py" in out
+
+
+# --------------------------------------------------------------------------- status
+
+
+def test_status_names_the_secret_files_and_the_commit_of_a_git_repository(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_repo({"app.py": "def main():\n    return 1\n", ".env": "API_KEY=sk-not-for-the-index\n",
+                      "deploy/id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n"}, git=True)
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    common = ["--repo", str(root), "--db", str(tmp_path / "index.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    capsys.readouterr()
+    code, out, _ = run(["status", *common], capsys)
+    assert code == 0
+    assert " ".join(out.split("\nindex")[0].split()) == f"repository {root} @ {head[:12]}"  # (wrapped at 80)
+    assert "  secret (never read): .env, deploy/id_rsa" in out.splitlines()
+    assert "sk-not-for-the-index" not in out
+    code, out, _ = run(["status", "--json", *common], capsys)
+    data = json.loads(out)
+    assert data["commit"] == head and data["secrets"] == [".env", "deploy/id_rsa"]
+
+
+def test_status_of_a_folder_that_is_no_git_repository_has_no_commit(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_repo({"app.py": "def main():\n    return 1\n"})
+    common = ["--repo", str(root), "--db", str(tmp_path / "index.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    capsys.readouterr()
+    code, out, _ = run(["status", "--json", *common], capsys)
+    assert code == 0 and json.loads(out)["commit"] == ""

@@ -158,6 +158,10 @@ def status_text(s: IndexStatus) -> str:
     skips = {r: n for r, n in s.skips.items() if r not in ("error", "partial")}
     if skips:
         lines.append(f"skipped     {s.skipped:,}: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))
+    if s.secrets:  # never read (they may hold keys): named, so a missing file is not a mystery
+        more = skips.get("secret", 0) - len(s.secrets)
+        lines.append("  secret (never read): " + ", ".join(safe_line(p) for p in s.secrets)
+                     + (f" and {more:,} more" if more > 0 else ""))
     if s.skips.get("partial"):
         lines.append(f"plain text  {s.skips['partial']:,} files indexed as plain text (their parse was refused)")
     lines.extend(f"excluded    {safe_line(e.line)}" for e in s.excluded)

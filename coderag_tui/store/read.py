@@ -280,6 +280,8 @@ def status(db: Database, repo_root: str) -> IndexStatus:
         orphaned=tuple(orphans(db, 50)),
         problems=problems,
         excluded=excluded(db),
+        secrets=tuple(str(p) for (p,) in db.rows(
+            "SELECT path FROM skips WHERE reason = 'secret' ORDER BY path LIMIT 50")),
     )
 
 
