@@ -200,3 +200,95 @@ def test_status_of_a_folder_that_is_no_git_repository_has_no_commit(
     capsys.readouterr()
     code, out, _ = run(["status", "--json", *common], capsys)
     assert code == 0 and json.loads(out)["commit"] == ""
+
+
+# --------------------------------------------------------------------------- what is printed
+
+SIGNATURES = {
+    "pkg/server.py": '''class Server:
+    def __init__(
+        self,
+        host: str,
+        port: int = 8080,
+    ) -> None:
+        self.host, self.port = host, port
+
+    def route(self, rule: str, **options: object) -> None:
+        return None
+''',
+}
+
+
+def test_a_signature_written_over_lines_prints_on_one_line_as_written(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_repo(SIGNATURES)
+    common = ["--repo", str(root), "--db", str(tmp_path / "index.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    capsys.readouterr()
+    code, out, _ = run(["symbol", "Server.__init__", *common], capsys)
+    assert code == 0
+    signature = "def __init__(self, host: str, port: int = 8080) -> None"  # not "( self, ..., )"
+    assert out.splitlines() == ["pkg/server.py:2-7", "    method    Server.__init__", f"    {signature}"]
+    code, out, _ = run(["symbol", "Server.route", "--json", *common], capsys)
+    assert json.loads(out)[0]["signature"] == "def route(self, rule: str, **options: object) -> None"
+
+
+def test_search_shows_how_a_result_was_found_only_when_asked(
+        views: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code, out, _ = run(["search", "route the request", *views], capsys)
+    assert code == 0 and "web/app.py" in out and "bm25#" not in out and "[" not in out
+    code, out, _ = run(["search", "route the request", "--explain", *views], capsys)
+    assert code == 0 and "bm25#" in out
+    code, out, _ = run(["search", "route the request", "--json", *views], capsys)
+    assert "bm25#" in out  # JSON always has them
+
+
+def test_a_config_key_typo_gets_a_did_you_mean(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_repo({"a.py": "x = 1\n"})
+    config = tmp_path / "typo.toml"
+    config.write_text('[llm]\nmodle = "qwen"\n')
+    capsys.readouterr()
+    code, out, err = run(["status", "--repo", str(root), "--config", str(config)], capsys)
+    assert code == 2 and out == ""
+    assert err == f"coderag: error: config: unknown setting llm.modle (in {config}) (did you mean llm.model?)\n"
+    config.write_text('[serach]\nk = 5\n')
+    code, _, err = run(["status", "--repo", str(root), "--config", str(config)], capsys)
+    assert code == 2 and "unknown section [serach]" in err and "did you mean [search]?" in err
+
+
+def test_a_listed_model_that_is_not_on_disk_suggests_pulling_it(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_repo({"a.py": "def f():\n    return 1\n"})
+    common = ["--repo", str(root), "--db", str(tmp_path / "index.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    config = tmp_path / "quiet.toml"
+    config.write_text("[llm]\ndiscover = false\n")
+    capsys.readouterr()
+    code, out, err = run(["ask", "what does f return", "--model", "qwen2.5-coder-1.5b", "--config", str(config),
+                          *common], capsys)
+    assert code == 2
+    assert err == ("coderag: error: 'qwen2.5-coder-1.5b' is not on this machine (download it once, with a "
+                   "network: `coderag models pull qwen2.5-coder-1.5b`)\n")
+
+
+def test_models_list_keeps_a_path_on_one_line(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from coderag_tui.answering.providers.local import bundled_model_path
+
+    bundled = bundled_model_path()
+    if bundled is None:
+        pytest.skip("needs the bundled GGUF")
+    deep = tmp_path / "a_folder_with_a_rather_long_name" / "and_another_one_below_it" / "models"
+    deep.mkdir(parents=True)
+    model = deep / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    model.symlink_to(bundled)
+    assert len(str(model)) > 80
+    config = tmp_path / "model.toml"
+    config.write_text(f'[llm]\nmodel = "{model}"\ndiscover = false\n')
+    root = make_repo({"a.py": "x = 1\n"})
+    capsys.readouterr()
+    code, out, _ = run(["models", "list", "--repo", str(root), "--config", str(config)], capsys)
+    assert code == 0
+    assert f"    {model}" in out.splitlines()

@@ -208,8 +208,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     cols = width()
     for m in infos:
         print(render.model_line(m, cols))
-        if m.choice and m.choice != m.path_or_url:
-            print("\n".join(render.wrap(f"--model {safe_line(m.choice)}", cols, first=render.INDENT)))
+        if m.choice and m.choice != m.path_or_url:  # (one line: a name to copy)
+            print(f"{render.INDENT}--model {safe_line(m.choice)}")
     if not service.settings.llm.discover:
         print("(looking for model servers on this machine is off: [llm] discover = false)")
     return 0 if infos else 1
