@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,38 @@ def test_models_list_keeps_a_path_on_one_line(
     code, out, _ = run(["models", "list", "--repo", str(root), "--config", str(config)], capsys)
     assert code == 0
     assert f"    {model}" in out.splitlines()
+
+
+# --------------------------------------------------------------------------- watch
+
+
+def test_a_rename_with_its_caller_in_the_same_file_reports_the_orphan(
+        make_repo: Callable[..., Path], tmp_path: Path) -> None:
+    """What `coderag watch` prints after each batch: the calls a change orphaned, also those of
+    the changed file itself (a function renamed, its caller beside it still calling the old name)."""
+    from tests.test_watcher import Recorder, _settings, wait_for
+
+    root = make_repo({"geo.py": "def area(w, h):\n    return w * h\n\n\ndef room():\n    return area(2, 3)\n"})
+    service = CodeRag(root, _settings(), tmp_path / "index.db")
+    service.index()
+    events = Recorder()
+    watcher = service.watch(events)
+    try:
+        time.sleep(0.1)
+        (root / "geo.py").write_text("def surface(w, h):\n    return w * h\n\n\ndef room():\n    return area(2, 3)\n")
+        wait_for(lambda: events.phase("indexed"))
+        event = events.phase("indexed")[-1]
+        assert event.new_orphans == 1 and event.orphaned == 1
+        assert event.orphans[0].source is not None and event.orphans[0].source.qualname == "room"
+        assert "area (was area (geo.py:1))" in event.orphans[0].name
+        assert "1 orphaned caller" in event.message and "room" in event.message
+        # it stays orphaned while the file changes on, until the call resolves again
+        (root / "geo.py").write_text("def surface(w, h):\n    return w * h\n\n\ndef room():\n    return area(2, 4)\n")
+        wait_for(lambda: len(events.phase("indexed")) >= 2)
+        assert [e.source.qualname for e in service.status().orphaned if e.source] == ["room"]
+        (root / "geo.py").write_text("def area(w, h):\n    return w * h\n\n\ndef room():\n    return area(2, 4)\n")
+        wait_for(lambda: len(events.phase("indexed")) >= 3)
+        assert service.status().orphaned == ()
+    finally:
+        watcher.stop()
+        service.close()
