@@ -9,6 +9,7 @@ conversations, watching, review and summaries.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -118,8 +119,9 @@ class CodeRag(ServiceCore):
         return ask(self, question, conversation_id, model=model, should_stop=should_stop,
                    attachment=attachment, fresh=fresh)
 
-    def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
-        """Stored conversations, newest first: (id, title, updated)."""
+    def conversations(self, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
+        """Stored conversations, newest first: (id, title, updated, questions asked, the last
+        question), so that a list tells apart two that began with the same question."""
         return read.conversation_list(self.db, limit)
 
     def load_conversation(self, conversation_id: int) -> list[_StoredMessage]:
@@ -203,9 +205,13 @@ class CodeRag(ServiceCore):
         """Make the summaries that are missing or out of date, bottom up (within the budget
         with a local model unless `everything`). Search works meanwhile; an answer takes the
         model between two summaries (or cuts one short, which is made again after it)."""
+        from coderag_tui.answering.summary_due import due
+
         summarizer = self.summarizer(model)
-        targets = summarizer.plan(paths, everything=everything)
+        plan = summarizer.plan(paths, everything=everything)
+        targets = due(summarizer, plan)  # its progress counts what it makes, as --estimate does
         result = summarizer.run(targets, progress, should_stop, gate=self.model_gate)
+        result = dataclasses.replace(result, planned=len(plan), current=result.current + len(plan) - len(targets))
         self._embed_summaries(should_stop)
         return result
 

@@ -153,8 +153,9 @@ def test_a_qualified_name_that_matches_exactly_shows_that_definition_alone(
 def test_callers_of_an_unknown_name_say_it_is_unknown(views: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     code, out, err = run(["callers", "nosuchthing", *views], capsys)
-    assert code == 2 and out == ""
-    assert err.startswith("coderag: error: no definition named 'nosuchthing'") and err.count("\n") == 1
+    assert code == 1 and out == ""  # no results
+    assert err.startswith("no definition named 'nosuchthing' (") and err.count("\n") == 1
+    assert "no callers found" not in err
     code, out, err = run(["callers", "App.view", *views], capsys)
     assert code == 0 and "App.dispatch" in out and "no definition" not in err
 
@@ -230,6 +231,7 @@ def test_a_signature_written_over_lines_prints_on_one_line_as_written(
     assert code == 0
     signature = "def __init__(self, host: str, port: int = 8080) -> None"  # not "( self, ..., )"
     assert out.splitlines() == ["pkg/server.py:2-7", "    method    Server.__init__", f"    {signature}"]
+    assert all(len(line) <= 80 for line in out.splitlines())
     code, out, _ = run(["symbol", "Server.route", "--json", *common], capsys)
     assert json.loads(out)[0]["signature"] == "def route(self, rule: str, **options: object) -> None"
 
@@ -328,3 +330,83 @@ def test_a_rename_with_its_caller_in_the_same_file_reports_the_orphan(
     finally:
         watcher.stop()
         service.close()
+
+
+# --------------------------------------------------------------------------- progress
+
+
+SMALL = {
+    "shop/cart.py": '"""Cart."""\n\n\nclass Cart:\n    def add(self, price):\n        return fee(price)\n\n'
+                    '    def clear(self):\n        return None\n\n\ndef fee(price):\n    return price + 1\n',
+    "shop/pay.py": "from shop.cart import fee\n\n\ndef pay(x):\n    return fee(x)\n",
+}
+
+
+class Summaries:
+    """A local model that writes a new summary each time (isolation only: the summarizer, its
+    plan and the background runner are real)."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def context_window(self) -> int:
+        return 4096
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4 + 1
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
+               stop: list[str] | None = None, should_stop: Callable[[], bool] | None = None) -> Iterator[str]:
+        self.calls += 1
+        yield f"Summary number {self.calls}."
+
+    def info(self) -> ModelInfo:
+        return ModelInfo("scripted.gguf", "llama", "", 4096)
+
+
+def test_the_summaries_count_is_one_count_and_one_format(
+        make_repo: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`summarize --estimate`, the background summaries' progress (the app's status line and
+    `coderag watch`) count the same summaries, and the total does not grow as they are made."""
+    from dataclasses import replace
+
+    from coderag_tui.config import Settings, SummarySettings
+    from coderag_tui.progress_text import progress_text
+    from coderag_tui.tui.widgets.status_bar import summaries_line
+
+    model = Summaries()
+
+    class Service(CodeRag):
+        def _provider(self, name: str | None) -> Any:
+            return model
+
+    settings = replace(Settings(), summaries=SummarySettings(budget=0))
+    service = Service(make_repo(SMALL), settings, tmp_path / "index.db")
+    service.index()
+    service.long_lived = True
+    events: list[Any] = []
+    service.start_summaries(events.append)
+    assert service.summaries.wait_idle(60)
+    assert {e.total for e in events if e.phase == "summarize"} == {8}
+
+    # fee changes: it, its callers, their files and folder are out of date; Cart is made again
+    # from its method's new summary, so it is counted from the start
+    root = service.root
+    (root / "shop/cart.py").write_text(SMALL["shop/cart.py"].replace("price + 1", "price + 2"))
+    service.index()
+    monkeypatch.setattr("coderag_tui.cli.commands_summaries.open_service", lambda args: service)
+    capsys.readouterr()
+    assert main(["summarize", "--estimate", "--json"]) == 0
+    estimated = json.loads(capsys.readouterr().out)["requests"]
+    events.clear()
+    service.summaries.kick()
+    assert service.summaries.wait_idle(60)
+    totals = {e.total - 8 for e in events if e.phase == "summarize"}  # (8 made by the first pass)
+    assert totals == {estimated} == {7}
+    last = [e for e in events if e.phase == "summarize"][-1]
+    assert summaries_line(last) == f"summaries {progress_text(last)}"  # the app writes what watch writes
+    service.summaries.stop()
+    service.close()

@@ -21,6 +21,7 @@ from coderag_tui.models import ChatMessage, ModelInfo
 from coderag_tui.service import CodeRag
 from coderag_tui.tui.app import CodeRagApp
 from coderag_tui.tui.history import Location
+from coderag_tui.tui.screens.picker import PickerScreen
 from coderag_tui.tui.widgets.chat import Transcript, TurnView
 from coderag_tui.tui.widgets.viewer import ViewerPane
 from tests.test_server import served  # noqa: F401  (the server fixture, started once per module)
@@ -316,7 +317,7 @@ async def test_a_key_zooms_the_focused_pane_and_short_notes_fold_away(tmp_path: 
         assert screen.maximized is viewer
         assert viewer.region.height >= 20 and not screen.chat.region.height
         assert notes.display and "Cart.total" in str(notes.render())
-        assert screen.code.size.height > 2 * short
+        assert screen.code.size.height >= 2 * short
         assert "Zoom" in screen_text(app) or "z" in screen_text(app)  # the footer stays
 
         await pilot.press("z")  # back to the layout
@@ -330,3 +331,96 @@ async def test_a_key_zooms_the_focused_pane_and_short_notes_fold_away(tmp_path: 
         await pilot.press("escape")  # Esc is "stop the answer": the zoom stays
         await settle(pilot)
         assert screen.maximized is screen.chat
+
+
+# --------------------------------------------------------------------------- copy, conversations
+
+
+class AnsweringService(CodeRag):
+    """The real service and answerer, the model scripted (it answers at once)."""
+
+    def llm(self, model: str | None = None) -> Any:
+        released = ReadingModel()
+        released.release.set()
+        return released
+
+
+async def ask_and_wait(pilot: Any, app: CodeRagApp, question: str) -> None:
+    screen = main(app)
+    screen.chat.query_one("#question").value = question  # type: ignore[attr-defined]
+    await pilot.press("f3", "enter")
+    await until(pilot, lambda: not screen.answering and screen.chat.turns and screen.chat.turns[-1].done)
+    await settle(pilot)
+
+
+async def test_copying_an_answer_gives_plain_text_not_markdown_escapes(tmp_path: Path) -> None:
+    async with running(make_service(tmp_path, AnsweringService)) as (app, pilot):
+        await ask_and_wait(pilot, app, "how is the total with tax computed")
+        turn = main(app).chat.turns[-1]
+        assert "with\\_tax" in turn.answer  # shown as Markdown: the opening's names escaped
+        await pilot.press("ctrl+y")
+        copied = app.clipboard
+        assert "with_tax" in copied and "\\_" not in copied and "\\[" not in copied
+        assert "adds the tax (`shop/cart.py:18-20`)." in copied  # the model's text as it wrote it
+        assert "Sources:" in copied
+
+
+async def test_the_conversations_list_tells_apart_two_that_began_alike(tmp_path: Path) -> None:
+    async with running(make_service(tmp_path, AnsweringService)) as (app, pilot):
+        await ask_and_wait(pilot, app, "what does Cart.total return")
+        await ask_and_wait(pilot, app, "and what calls it")
+        await pilot.press("ctrl+n")
+        await ask_and_wait(pilot, app, "what does Cart.total return")
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        labels = [label for label, _ in screen.items]
+        assert len(labels) == 2 and labels[0] != labels[1]
+        assert any("2 questions, last: and what calls it" in label for label in labels)
+
+
+# --------------------------------------------------------------------------- not a repository
+
+
+async def test_a_folder_outside_any_repository_is_indexed_only_when_the_user_says_so(tmp_path: Path) -> None:
+    from coderag_tui.tui.screens.confirm import ConfirmScreen
+    from tests.tui_fixtures import settings, write_repo
+
+    folder = write_repo(tmp_path / "downloads")
+    (folder / ".git").rmdir()  # a folder of files, in no git repository
+    service = CodeRag(folder, settings(), db_path=tmp_path / "index.db")
+    async with running(service, auto_index=True) as (app, pilot):
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "is not in a git repository" in screen_text(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen) and not service.has_index()
+        await pilot.press("ctrl+r")  # asked for: indexed
+        await until(pilot, lambda: service.has_index())
+
+    again = CodeRag(folder, settings(), db_path=tmp_path / "index.db")  # indexed before: no question
+    async with running(again, auto_index=True) as (app, pilot):
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_a_repository_is_indexed_without_a_question(tmp_path: Path) -> None:
+    from coderag_tui.tui.screens.confirm import ConfirmScreen
+
+    service = make_service(tmp_path)
+    async with running(service, auto_index=True) as (app, pilot):
+        assert not isinstance(app.screen, ConfirmScreen)
+        await until(pilot, lambda: service.has_index())
+
+
+async def test_the_home_folder_is_indexed_only_when_the_user_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from coderag_tui.tui.screens.confirm import ConfirmScreen
+
+    service = make_service(tmp_path)  # a git repository (dotfiles kept in git, say)...
+    monkeypatch.setenv("HOME", str(service.root))  # ...that is the home folder
+    async with running(service, auto_index=True) as (app, pilot):
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "is your home folder" in screen_text(app)
+        await pilot.press("y")
+        await until(pilot, lambda: service.has_index())

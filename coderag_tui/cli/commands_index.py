@@ -188,10 +188,12 @@ def cmd_symbol(args: argparse.Namespace) -> int:
 
 def _edges(args: argparse.Namespace, incoming: bool) -> int:
     service = open_service(args)
-    edges = service.callers(args.name, args.limit) if incoming else service.callees(args.name, args.limit)
     what = "callers" if incoming else "callees"
-    if not args.json:
-        _say_what_was_found(service, args.name)
+    if not _say_what_was_found(service, args.name, quiet=args.json):
+        if args.json:
+            print_json([])
+        return 1  # no results (exit 1, as for any command), the reason said on stderr
+    edges = service.callers(args.name, args.limit) if incoming else service.callees(args.name, args.limit)
     if args.json:
         print_json([render.edge_json(e, incoming) for e in edges])
     elif not edges:
@@ -203,18 +205,22 @@ def _edges(args: argparse.Namespace, incoming: bool) -> int:
     return 0 if edges else 1
 
 
-def _say_what_was_found(service: Any, name: str) -> None:
-    """A name that denotes no definition is said to be unknown (and the closest one named,
-    whose edges are then shown), rather than "no callers found"."""
+def _say_what_was_found(service: Any, name: str, quiet: bool = False) -> bool:
+    """False for a name that denotes no definition, said to be unknown rather than "no callers
+    found"; a fuzzy match is said to be what the edges are of (`quiet`: nothing said)."""
     found = service.symbols(name, 5)
     if exact_matches(found, name):
-        return
+        return True
     if not found:
-        raise UsageError(f"no definition named {name!r}", "`coderag symbol NAME` finds names; "
-                         "callers and callees take a function, method or class")
-    best = found[0]
-    print(f"no definition named {name!r}; the closest: {safe_line(best.qualname or best.name)} "
-          f"({safe_line(best.location)})", file=sys.stderr)
+        if not quiet:
+            print(f"no definition named {name!r} (`coderag symbol NAME` finds names; callers and "
+                  "callees take a function, method or class)", file=sys.stderr)
+        return False
+    if not quiet:
+        best = found[0]
+        print(f"no definition named {name!r}; the closest: {safe_line(best.qualname or best.name)} "
+              f"({safe_line(best.location)})", file=sys.stderr)
+    return True
 
 
 @command("callers", "who calls a function or method")

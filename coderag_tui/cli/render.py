@@ -191,7 +191,7 @@ def status_text(s: IndexStatus) -> str:
 
 def unit_line(u: UnitRef, width: int = 80) -> str:
     """A definition: where, kind, name and signature on one line when they fit; else the
-    signature on a line of its own, never broken (a terminal wraps it if it must)."""
+    signature starts a line of its own (continued, indented, only past the width)."""
     sig = safe_line(u.signature or u.qualname)
     name = safe_line(u.qualname)
     head = f"{_repo(u)}{safe_line(u.path)}:{u.start_line}-{u.end_line}"
@@ -199,7 +199,8 @@ def unit_line(u: UnitRef, width: int = 80) -> str:
     line = f"{head}  {tail}  {sig if sig != name else ''}".rstrip()
     if len(line) <= width or sig == name:
         return two_part(head, tail, width) if len(line) > width else line
-    return "\n".join([*wrap(head, width), *wrap(tail, width, first=INDENT), INDENT + sig])
+    return "\n".join([*wrap(head, width), *wrap(tail, width, first=INDENT),
+                      *wrap(sig, width, indent=INDENT * 2, first=INDENT)])
 
 
 def edge_line(e: EdgeRef, incoming: bool, width: int = 80) -> str:

@@ -365,11 +365,15 @@ def skip_reasons(db: Database) -> dict[str, str]:
     return {str(p): str(r) for p, r in db.rows("SELECT path, reason FROM skips")}
 
 
-def conversation_list(db: Database, limit: int = 100) -> list[tuple[int, str, float]]:
-    """Stored conversations, newest first: (id, title, updated)."""
-    rows = db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
-                   "LIMIT ?", (limit,))
-    return [(int(i), str(t), float(u)) for i, t, u in rows]
+def conversation_list(db: Database, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
+    """Stored conversations, newest first: (id, title, updated, questions asked, the last one)."""
+    rows = db.rows(
+        "SELECT c.id, c.title, c.updated, "
+        "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'), "
+        "coalesce((SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
+        "ORDER BY m.id DESC LIMIT 1), '') "
+        "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,))
+    return [(int(i), str(t), float(u), int(n), str(last)) for i, t, u, n, last in rows]
 
 
 def conversation_messages(db: Database, conversation_id: int) -> list[tuple[str, str]]:

@@ -18,8 +18,12 @@ from coderag_tui.tui.document import Document
 from coderag_tui.tui.history import Location
 
 
+@dataclass
 class IndexOpened(Message):
-    """The index file is open (created and migrated): other threads may use it now."""
+    """The index file is open (created and migrated): other threads may use it now. `unsure`:
+    why the folder should not be indexed without asking ("" when it may be)."""
+
+    unsure: str = ""
 
 
 @dataclass

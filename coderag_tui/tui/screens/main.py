@@ -38,6 +38,7 @@ from coderag_tui.tui.messages import (
 )
 from coderag_tui.tui.screens.chat_actions import ChatActions
 from coderag_tui.tui.screens.code_actions import CodeActions
+from coderag_tui.tui.screens.confirm import ConfirmScreen
 from coderag_tui.tui.screens.model_actions import ModelActions
 from coderag_tui.tui.widgets.chat import SOURCES_SHOWN, ChatPane, TurnView
 from coderag_tui.tui.widgets.file_tree import FilesPane
@@ -105,19 +106,31 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         # and Python's import locks may then hand one of them a partly initialized module
         import coderag_tui.answering  # noqa: F401
 
+        unsure = ""
         try:
+            unsure = adapters.unsure_to_index(self.service) if self.auto_index else ""
             self.post_message(StatusChanged(self.service.status()))
         finally:
-            self.post_message(IndexOpened())
+            self.post_message(IndexOpened(unsure))
 
     def on_index_opened(self, message: IndexOpened) -> None:
         self.list_files()
-        if self.auto_index:
+        if self.auto_index and message.unsure:
+            self.app.push_screen(ConfirmScreen("Index this folder?", f"{message.unsure}: index every file "
+                                               "in it? Nothing is indexed until you say yes.\n\n(ctrl+r "
+                                               "indexes it later.)"), self._index_confirmed)
+        elif self.auto_index:
             self.start_index()  # the watcher starts once this first run is done
         else:
             self._start_watch_once()
         self.load_model()
         self.discover_models()
+
+    def _index_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.start_index()
+        else:
+            self.notify("not indexed: ctrl+r indexes this folder")
 
     def _start_watch_once(self) -> None:
         if self.watch_started:
