@@ -410,3 +410,30 @@ def test_the_summaries_count_is_one_count_and_one_format(
     assert summaries_line(last) == f"summaries {progress_text(last)}"  # the app writes what watch writes
     service.summaries.stop()
     service.close()
+
+
+# --------------------------------------------------------------------------- call confidence
+
+
+def test_a_self_call_in_the_class_body_to_its_one_definition_is_not_a_guess(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_repo({"box.py": '''class Box:
+    def size(self):
+        return 2
+
+    area = property(lambda self: self.size() * 2)
+
+
+def measure(box):
+    return box.size()
+'''})
+    common = ["--repo", str(root), "--db", str(tmp_path / "index.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    capsys.readouterr()
+    code, out, _ = run(["callers", "Box.size", "--json", *common], capsys)
+    assert code == 0
+    by = {e["caller"]["qualname"] if e.get("caller") else e.get("qualname"): e for e in json.loads(out)}
+    found = {name: (e.get("resolved_by"), e.get("confidence")) for name, e in by.items()}
+    assert found["Box"] == ("scope", 1.0)  # `self.size()` in Box's own body
+    code, out, _ = run(["callers", "Box.size", *common], capsys)
+    assert "box.py:5  class     Box\n" in out and "Box  [guess" not in out
