@@ -27,7 +27,7 @@ def quiet_llama_log() -> None:
 
         log = logging.getLogger("coderag.llama")
 
-        @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+        @llama_cpp.llama_log_callback
         def forward(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s", text.decode("utf-8", "replace").rstrip("\n"))
