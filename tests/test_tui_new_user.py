@@ -325,7 +325,7 @@ async def test_a_key_zooms_the_focused_pane_and_short_notes_fold_away(tmp_path: 
         assert screen.maximized is None and screen.chat.region.height > 0
         assert screen.code.size.height == short
 
-        await pilot.press("f3", "f10")  # the chat, from the question (a letter would be typed)
+        await pilot.press("f3", "ctrl+z")  # the chat, from the question (a letter would be typed)
         await settle(pilot)
         assert screen.maximized is screen.chat
         await pilot.press("escape")  # Esc is "stop the answer": the zoom stays

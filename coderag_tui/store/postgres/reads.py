@@ -128,4 +128,7 @@ class PostgresReads:
             index_bytes=int(facts[2] or 0), last_update=float(facts[1] or 0),
             orphaned=tuple(EdgeRef(str(kind), None, f"{name} (was {orphan})", int(line), source=sources.get(int(src)))
                            for src, name, line, orphan, kind in orphans),
-            problems=problems)
+            problems=problems,
+            secrets=tuple(str(p) for (p,) in self._rows(
+                f"SELECT path FROM skips s WHERE {self._in_scope('s')} AND reason = 'secret' ORDER BY path LIMIT %s",
+                (MAX_PROBLEMS,))))
