@@ -7,8 +7,8 @@ result (escape sequences stripped):
 - first frame: from starting the process to the welcome line of the chat;
 - open a source: ctrl+t, a symbol, Enter: from Enter to the viewer's title naming the file
   (four different files, each opened for the first time);
-- switch panes: F4 (into the viewer), F3 (the question), F2 (the file filter): from the key to
-  the first frame drawn after it (the focused pane's border and the footer change);
+- switch panes: F4 (into the viewer), F3 (back to the question), twice: from the key to the
+  footer of the pane that took the focus;
 - quit (ctrl+q to the process's end): idle; while the index is being embedded; while the
   bundled model reads a question's prompt. After each, what the terminal received after the
   app left the alternate screen must be empty (no llama.cpp log line).
@@ -90,16 +90,6 @@ class App:
             self.read(0.05)
         return time.perf_counter() - start
 
-    def wait_output(self, since: int, timeout: float = 10.0) -> float:
-        """Seconds (from now) until the terminal receives anything after position `since`
-        (a focus change redraws the borders and the footer)."""
-        start = time.perf_counter()
-        while len(self.raw) <= since:
-            if time.perf_counter() - start > timeout:
-                raise TimeoutError("nothing drawn")
-            self.read(0.01)
-        return time.perf_counter() - start
-
     def key(self, data: str) -> int:
         at = self.mark()
         os.write(self.master, data.encode())
@@ -165,6 +155,7 @@ def session(repo: Path, db: Path, env: dict[str, str], figures: dict[str, list[f
     """One run of the app: first frame, four sources, pane switches, quit when idle."""
     app = App(repo, db, env)
     figures["first frame"].append(app.wait_text("Ask anything about flask"))
+    figures["first frame, CPU s"].append(app.cpu())
     app.wait_text("files ·")  # the status line: the index is open
     for name, path in SOURCES:
         at = app.key("\x14")  # ctrl+t
@@ -177,9 +168,11 @@ def session(repo: Path, db: Path, env: dict[str, str], figures: dict[str, list[f
         figures["open a source"].append(app.wait_text(f"{path} · {name}", at))
         time.sleep(0.5)  # its colours and notes follow
         figures["open a source, CPU s"].append(app.cpu() - cpu)
-    for key in ("\x1bOS", "\x1bOR", "\x1bOQ"):  # F4 (the viewer), F3 (the question), F2 (the files)
+    # F4 into the viewer (the footer then lists its keys: "Definition"), F3 back to the question
+    # (the footer drawn again without them: "New chat"), twice
+    for key, drawn in (("\x1bOS", "Definition"), ("\x1bOR", "New chat")) * 2:
         at = app.key(key)
-        figures["switch panes"].append(app.wait_output(at))
+        figures["switch panes"].append(app.wait_text(drawn, at, 10))
         time.sleep(0.3)
     time.sleep(1.0)
     cpu = app.cpu()
@@ -201,8 +194,9 @@ def quit_embedding(repo: Path, db: Path, env: dict[str, str], figures: dict[str,
 def quit_reading(repo: Path, db: Path, env: dict[str, str], figures: dict[str, list[float]], run: int) -> None:
     app = App(repo, db, env)
     app.wait_text("files ·")
-    app.key(f"How does Flask dispatch a request to a view function, take {run}?\r")
-    app.wait_text("reading", timeout=180)
+    at = app.key(f"How does Flask dispatch a request to a view function, take {run}?\r")
+    # the model reads the prompt (older builds showed "asking ...: N prompt tokens" instead)
+    app.wait_text("tokens", at, timeout=180)
     time.sleep(1.0)
     seconds, tail = app.quit()
     figures["quit (model reading)"].append(seconds)
@@ -223,7 +217,7 @@ def main() -> int:
             print("cannot fetch flask 3.0.3 from PyPI", file=sys.stderr)
             return 2
     figures: dict[str, list[float]] = {k: [] for k in (
-        "first frame", "open a source", "open a source, CPU s", "switch panes", "quit (idle)",
+        "first frame", "first frame, CPU s", "open a source", "open a source, CPU s", "switch panes", "quit (idle)",
         "quit (idle), CPU s", "quit (embedding)", "quit (model reading)")}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -21,7 +21,7 @@ from coderag_tui.tui.keys import KEYS, check_keymap
 from coderag_tui.tui.notify import report_worker_errors
 from coderag_tui.tui.screens.help import HelpScreen
 from coderag_tui.tui.screens.main import MainScreen
-from coderag_tui.tui.threads import DaemonThreads, exit_now_if_busy
+from coderag_tui.tui.threads import DaemonThreads, exit_now
 
 DARK, LIGHT = "textual-dark", "textual-light"
 
@@ -99,6 +99,4 @@ def run_app(service: Any, **options: Any) -> int:
     service.long_lived = True  # background work (summaries) may start: the app keeps running
     app = create_app(service, quit_at_once=True, **options)
     app.run()
-    code = int(app.return_code or 0)
-    exit_now_if_busy(code)  # the terminal is back: background work is abandoned, not awaited
-    return code
+    exit_now(int(app.return_code or 0))  # the terminal is back: nothing is waited for

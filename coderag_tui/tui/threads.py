@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
 
 PREFIX = "coderag-app-"
 
@@ -43,13 +43,12 @@ class DaemonThreads(ThreadPoolExecutor):
         return None  # the threads are abandoned, never joined
 
 
-def exit_now_if_busy(code: int) -> None:
-    """After the app has given the terminal back: end the process at once when a background
-    thread still runs (an embedding batch, a prompt being read, a summary), rather than wait for
-    it; and skip the C libraries' exit handlers, which could race those threads."""
-    busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
-    if not busy:
-        return
+def exit_now(code: int) -> NoReturn:
+    """After the app has given the terminal back: end the process at once. A background thread
+    may still run (an embedding batch, a prompt being read, a summary): it is not waited for,
+    and the C libraries' exit handlers, which could race it, do not run. Nor does the
+    interpreter's own teardown of a process this size: measured at 1.5 s of the 2 s that quitting
+    took on a busy 2-core machine, after the terminal was already back."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
