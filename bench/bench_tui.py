@@ -9,6 +9,10 @@ result (escape sequences stripped):
   (four different files, each opened for the first time);
 - switch panes: F4 (into the viewer), F3 (back to the question), twice: from the key to the
   footer of the pane that took the focus;
+- open a file in process: the app run headless (Pilot) in the bench's own process, each of six
+  Flask files opened through the viewer's own path: to the frame that shows its lines, and the
+  process's CPU seconds until it is coloured (less noisy than the terminal's figures on a busy
+  machine);
 - quit (ctrl+q to the process's end): idle; while the index is being embedded; while the
   bundled model reads a question's prompt. After each, what the terminal received after the
   app left the alternate screen must be empty (no llama.cpp log line).
@@ -203,6 +207,56 @@ def quit_reading(repo: Path, db: Path, env: dict[str, str], figures: dict[str, l
     left_over(tail)
 
 
+IN_PROCESS = [("src/flask/app.py", 842), ("src/flask/config.py", 187), ("src/flask/helpers.py", 195),
+              ("src/flask/sansio/blueprints.py", 273), ("src/flask/ctx.py", 100), ("src/flask/cli.py", 300)]
+
+
+def open_in_process(repo: Path, db: Path, figures: dict[str, list[float]], rounds: int) -> None:
+    """Opening a file in the app run headless in this process (Pilot, 100x30): from the call
+    to the frame that shows its lines, and the process's CPU seconds until it is coloured."""
+    import asyncio
+
+    from coderag_tui.config import load_settings
+    from coderag_tui.service import CodeRag
+    from coderag_tui.tui.app import create_app
+    from coderag_tui.tui.history import Location
+
+    service = CodeRag(repo, load_settings(repo, None), db)
+
+    def coloured(doc: object) -> bool:
+        return bool(getattr(doc, "highlighted", True))  # (older builds showed it coloured at once)
+
+    async def run() -> None:
+        app = create_app(service, auto_index=False, watch=False, embed=False, local_clipboard=False)
+        async with app.run_test(size=(COLS, ROWS)) as pilot:
+            for _ in range(4):
+                await pilot.pause()
+                await app.workers.wait_for_complete()
+            screen: object = app.screen_stack[1]
+            code = screen.code  # type: ignore[attr-defined]
+            for n in range(rounds + 1):
+                for path, line in IN_PROCESS:
+                    screen.open_location(Location.file("README.md", 1, 1, 1))  # type: ignore[attr-defined]
+                    while code.document is None or code.document.path != "README.md" or not coloured(code.document):
+                        await pilot.pause(0)
+                    await pilot.pause(0.2)
+                    start, cpu = time.perf_counter(), time.process_time()
+                    screen.open_location(Location.file(path, line, line, line + 5))  # type: ignore[attr-defined]
+                    while code.document is None or code.document.path != path:
+                        await pilot.pause(0)
+                    await pilot.pause(0)  # the frame that shows it
+                    shown = time.perf_counter() - start
+                    while not coloured(code.document):
+                        await pilot.pause(0)
+                    await pilot.pause(0)
+                    if n:  # the first round warms the imports and caches up
+                        figures["open a file, in process"].append(shown)
+                        figures["open a file, in process, CPU s"].append(time.process_time() - cpu)
+
+    asyncio.run(run())
+    service.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", type=Path, help="the unpacked Flask 3.0.3 sdist")
@@ -218,12 +272,17 @@ def main() -> int:
             return 2
     figures: dict[str, list[float]] = {k: [] for k in (
         "first frame", "first frame, CPU s", "open a source", "open a source, CPU s", "switch panes", "quit (idle)",
-        "quit (idle), CPU s", "quit (embedding)", "quit (model reading)")}
+        "quit (idle), CPU s", "quit (embedding)", "quit (model reading)", "open a file, in process",
+        "open a file, in process, CPU s")}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         repo, env = prepare(source, work)
         db = work / "flask.db"
         index(repo, db, env)
+        for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "HF_HUB_OFFLINE"):
+            os.environ[key] = env[key]  # this process's app reads the same (fresh) user folders
+        config(work, embed=False)
+        open_in_process(repo, db, figures, args.repeats)
         for run in range(args.repeats):
             config(work, embed=False)
             session(repo, db, env, figures)
