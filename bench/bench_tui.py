@@ -17,7 +17,7 @@ result (escape sequences stripped):
   bundled model reads a question's prompt. After each, what the terminal received after the
   app left the alternate screen must be empty (no llama.cpp log line).
 
-    .venv/bin/python bench/bench_tui.py [--repeats 3] [FLASK_SOURCE]
+    .venv/bin/python bench/bench_tui.py [--repeats 3] [--open-only] [FLASK_SOURCE]
 
 FLASK_SOURCE defaults to the sdist fetched from PyPI (tests/data_sources.py). Figures are
 wall-clock seconds on this machine: compare runs made in the same conditions (load).
@@ -261,6 +261,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", type=Path, help="the unpacked Flask 3.0.3 sdist")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--open-only", action="store_true", help="only the in-process opening of files "
+                        "(quick: run it alternately for two builds to compare them on a busy machine)")
     args = parser.parse_args()
     source = args.source
     if source is None:
@@ -283,7 +285,7 @@ def main() -> int:
             os.environ[key] = env[key]  # this process's app reads the same (fresh) user folders
         config(work, embed=False)
         open_in_process(repo, db, figures, args.repeats)
-        for run in range(args.repeats):
+        for run in range(0 if args.open_only else args.repeats):
             config(work, embed=False)
             session(repo, db, env, figures)
             quit_reading(repo, db, env, figures, run)
@@ -295,6 +297,8 @@ def main() -> int:
     print(f"coderag app on Flask 3.0.3, {COLS}x{ROWS} pty, {os.cpu_count()} cores, load {load:.1f}, "
           f"{args.repeats} runs")
     for name, values in figures.items():
+        if not values:
+            continue
         print(f"  {name:<24} median {statistics.median(values):.3f} s  max {max(values):.3f} s  (n={len(values)})")
     quits = sum(len(figures[k]) for k in ("quit (idle)", "quit (embedding)", "quit (model reading)"))
     print(f"  terminal clean after quitting: {quits - len(LEFT)}/{quits}"
