@@ -169,7 +169,9 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)  # it repaints: without it a scroll key shows nothing
-        self.follow = new >= self.max_scroll_y - 2
+        # where the scroll is going, not where its animation is: a PgUp's first frames are still
+        # near the bottom, and a token arriving then would pull the reader back down
+        self.follow = min(new, self.scroll_target_y) >= self.max_scroll_y - 2
 
     def watch_virtual_size(self, old: Size, new: Size) -> None:
         if self.follow and new.height > old.height:
