@@ -10,6 +10,7 @@ The top-level `config.toml` of this project documents every setting with its def
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import shlex
 import sys
@@ -243,8 +244,10 @@ def _build(cls: Any, data: dict[str, Any], where: str, base: Any = None) -> Any:
     names = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(names), n=1, cutoff=0.6)
+        hint = (f"did you mean {where}.{close[0]}?" if where else f"did you mean [{close[0]}]?") if close else ""
         raise ConfigError(f"config: unknown setting {where}.{unknown[0]}" if where else
-                          f"config: unknown section [{unknown[0]}]")
+                          f"config: unknown section [{unknown[0]}]", hint)
     current = base if base is not None else cls()
     changes = {}
     for key, value in data.items():

@@ -175,8 +175,8 @@ class Service(Protocol):
         raises: an error is an event."""
         ...
 
-    def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
-        """Stored conversations, newest first: (id, title, updated)."""
+    def conversations(self, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
+        """Stored conversations, newest first: (id, title, updated, questions asked, the last one)."""
         ...
 
     def load_conversation(self, conversation_id: int) -> list[StoredMessage]: ...

@@ -138,6 +138,7 @@ class IndexStatus:
     orphaned: tuple[EdgeRef, ...] = ()
     problems: tuple[tuple[str, str], ...] = ()  # (path, "error: why" or "partial: why"), the first 50
     excluded: tuple[Excluded, ...] = ()  # folders left out by a default rule, as of the last full walk
+    secrets: tuple[str, ...] = ()  # files never read because they may hold keys (.env, id_rsa...), the first 50
 
     @property
     def skipped(self) -> int:

@@ -9,6 +9,7 @@ conversations, watching, review and summaries.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -170,8 +171,9 @@ class CodeRag(ServiceCore):
 
         return conversations.owner_of(self.db, conversation_id)
 
-    def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
-        """Stored conversations, newest first: (id, title, updated)."""
+    def conversations(self, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
+        """Stored conversations, newest first: (id, title, updated, questions asked, the last
+        question), so that a list tells apart two that began with the same question."""
         return read.conversation_list(self.db, limit)
 
     def load_conversation(self, conversation_id: int) -> list[_StoredMessage]:
@@ -255,9 +257,13 @@ class CodeRag(ServiceCore):
         """Make the summaries that are missing or out of date, bottom up (within the budget
         with a local model unless `everything`). Search works meanwhile; an answer takes the
         model between two summaries (or cuts one short, which is made again after it)."""
+        from coderag_tui.answering.summary_due import due
+
         summarizer = self.summarizer(model)
-        targets = summarizer.plan(paths, everything=everything)
+        plan = summarizer.plan(paths, everything=everything)
+        targets = due(summarizer, plan)  # its progress counts what it makes, as --estimate does
         result = summarizer.run(targets, progress, should_stop, gate=self.model_gate)
+        result = dataclasses.replace(result, planned=len(plan), current=result.current + len(plan) - len(targets))
         self._embed_summaries(should_stop)
         return result
 

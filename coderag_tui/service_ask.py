@@ -87,8 +87,10 @@ def ask(
                       and not event.stats.get("stopped")):
                     _remember(cache, question, "".join(parts).strip(), checked)
                 yield event
-    # after the answer, never before it: the units it was given get summaries next
-    rag._summaries_wanted(context)
+    # after the answer, never before it: the units it was given get summaries next (not
+    # after a stop: the user wants the cores back, or is quitting)
+    if should_stop is None or not should_stop():
+        rag._summaries_wanted(context)
 
 
 def retrieval_query(answerer: Answerer, question: str, conversation_id: int | None,

@@ -178,6 +178,11 @@ class ServiceCore:
         if remote is not None:
             with db.transaction():
                 db.set_meta("commit", remote.head_commit)
+        elif only is None:  # a folder: the commit checked out when it was indexed, if it is a git repository
+            from coderag_tui.sources.gitrun import local_head
+
+            with db.transaction():
+                db.set_meta("commit", local_head(self.folder))
         if self.target.url:  # what the database's other repositories may import from this one
             from coderag_tui.workspace.packages import package_rows
 

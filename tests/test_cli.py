@@ -260,7 +260,9 @@ def test_output_fits_80_columns(repo: tuple[Path, list[str]], capsys: pytest.Cap
                  ["map"], ["models", "list"]):
         code, out, err = run([*args, *common], capsys)
         assert code == 0 and out.strip(), (args, err)
-        too_long = [line for line in out.splitlines() if len(line) > 80]
+        # (a model's path stays on one line: it is copied whole into a config or --model)
+        too_long = [line for line in out.splitlines() if len(line) > 80
+                    and not (args[0] == "models" and Path(line.strip()).is_file())]
         assert not too_long, (args, too_long)
     code, out, _ = run(["search", long_fn, *common], capsys)
     first = out.splitlines()[0]

@@ -412,9 +412,13 @@ def test_untracked_files_are_added_and_clean_tree_has_no_changes(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     root = write_tree(tmp_path / "r", {"a.py": "def f():\n    return 1\n"})
     git_init(root)
-    data = review_json(root, tmp_path / "i.db", capsys)
+    # a clean tree against HEAD: nothing to review, and how to compare with something else
+    assert main(["review", "--repo", str(root), "--db", str(tmp_path / "i.db"), "--json"]) == 1
+    out, err = capsys.readouterr()
+    data = json.loads(out)
     assert data["changes"] == [] and data["files"] == []
-    assert "no function or class changed" in run_review(root, tmp_path / "i.db", capsys=capsys)
+    assert err == ("coderag: nothing to review: the working tree is the same as HEAD; compare with an "
+                   "earlier revision (--base main, --base HEAD~1) or give a diff (--diff FILE, or - for stdin)\n")
     (root / "b.py").write_text("from a import f\n\n\nclass Box:\n    def size(self):\n        return f()\n")
     data = review_json(root, tmp_path / "i.db", capsys)
     assert _summary(data) == {("added", "Box")}

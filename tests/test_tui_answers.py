@@ -39,7 +39,9 @@ def service_for(url: str, make_repo: Callable[..., Path], tmp_path: Path, **llm:
     model = LLMSettings(provider="openai", base_url=url, model="m", timeout_s=10, retries=0, discover=False)
     settings = Settings(embed=EmbedSettings(enabled=False), watch=WatchSettings(enabled=False),
                         llm=replace(model, **llm))
-    return CodeRag(make_repo(FILES), settings, db_path=tmp_path / "index.db")
+    root = make_repo(FILES)
+    (root / ".git").mkdir()  # a repository: indexed without asking first
+    return CodeRag(root, settings, db_path=tmp_path / "index.db")
 
 
 async def ask(pilot: Pilot[Any], question: str, answers: int) -> None:

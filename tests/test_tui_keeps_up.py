@@ -255,6 +255,8 @@ async def test_code_in_a_default_excluded_folder_is_announced(tmp_path: Path) ->
 
     root = npm_package(tmp_path / "pkg")
     async with running(CodeRag(root, settings(), db_path=tmp_path / "index.db"), size=(80, 24)) as (app, pilot):
+        await pilot.press("y")  # a folder in no git repository: indexed once the user says so
+        await settle(pilot)
         said = [n.message for n in app._notifications]
         assert "12 files in dist/ excluded by default: set [index] default_excludes = false" in said
         assert "1 file in vendor/ excluded by default: set [index] default_excludes = false" in said

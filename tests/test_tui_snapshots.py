@@ -144,6 +144,12 @@ async def summaries_shown(pilot: Pilot[Any]) -> None:
     await keys(pilot, "enter")
 
 
+async def zoomed_viewer(pilot: Pilot[Any]) -> None:
+    """A cited source, then the zoom key: the viewer has the screen, its notes above the code."""
+    await answered_then_citation(pilot)
+    await keys(pilot, "z")
+
+
 SCRIPTS: dict[str, Script] = {
     "start": start,
     "file_open": file_open,
@@ -155,6 +161,7 @@ SCRIPTS: dict[str, Script] = {
     "many_sources": many_sources,
     "find": find_in_file,
     "summaries": summaries_shown,
+    "zoomed_viewer": zoomed_viewer,
 }
 
 

@@ -380,6 +380,9 @@ class Answerer:
             "status",
             text=f"asking {self.provider.name}: {fitted.prompt_tokens} prompt tokens{note}",
             conversation_id=cid,
+            # the app shows "reading N tokens of context · N s" from this count while the
+            # model reads the prompt (seconds to minutes on a small machine)
+            stats={"prompt_tokens": float(fitted.prompt_tokens)},
         )
 
     def _generate(self, fitted: FittedPrompt, temperature: float, run: _Run, cid: int,

@@ -116,6 +116,12 @@ def resolve(
         return Resolved(settings, name)  # a model name the configured server may know
     if "/" in name or name.endswith(".gguf"):
         raise ModelError(f"model file not found: {path} (from --model)")
+    from coderag_tui.answering.catalog import find
+
+    listed = find(name)
+    if listed is not None:  # a model of the list `coderag models pull` downloads, not on disk yet
+        raise ModelError(f"{name!r} is not on this machine",
+                         f"download it once, with a network: `coderag models pull {listed.name}`")
     raise ModelError(f"no model named {name!r}: `coderag models list` shows the models there are")
 
 

@@ -114,9 +114,14 @@ class BackgroundSummaries:
 
     def _work(self, summarizer: Summarizer, targets: list[Target]) -> None:
         from coderag_tui.answering.summarize import Stopped
+        from coderag_tui.answering.summary_due import due
 
-        pending = {t.key for t in targets if summarizer.needs(t)}
-        total, done, made_here = len(pending), 0, 0
+        # the same count `coderag summarize --estimate` gives (the parents of what is made
+        # included); counted on from the summaries this runner made before (a question's units
+        # start a new pass): done and total do not jump back or grow as it goes
+        pending = {t.key for t in due(summarizer, targets)}
+        before = self.made
+        total, done, made_here = before + len(pending), before, 0
         started = time.monotonic()
         for t in targets:
             if self._stop.is_set():
@@ -144,7 +149,7 @@ class BackgroundSummaries:
             rate = made_here / elapsed  # per second of this pass, answers' time included
             self._emit(Progress("summarize", done, total, t.label, rate=rate,
                                 eta_s=(total - done) / rate if rate else 0.0))
-        if total:
+        if total > before:
             self._emit(Progress("done", done, total, f"{self.made} summaries made"))
 
     def _emit(self, p: Progress) -> None:

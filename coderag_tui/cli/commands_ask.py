@@ -57,7 +57,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     service = open_service(args)
     if service.status().files == 0:
         service.index()
-    stream = is_tty() and not args.no_stream and not args.json
+    # the opening, then the model's text as it comes; on a terminal also a status line
+    # (stderr), piped as plain text flushed line by line
+    stream = not args.no_stream and not args.json
+    tty = stream and is_tty()
     answer: list[str] = []
     final: AnswerEvent | None = None
     opening: AnswerOpening | None = None
@@ -82,14 +85,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 # the status line shares the terminal's line: clear it BEFORE the first word
                 clear_status()
                 sys.stdout.write(safe_text(event.text))
-                sys.stdout.flush()
+                if tty or "\n" in event.text:
+                    sys.stdout.flush()
             answer.append(event.text)
         elif event.kind == "opening":
             opening = event.opening
             if stream and opening is not None:
                 clear_status()  # what the index knows, at once, before the model starts
                 print(safe_text(opening.render()) + "\n", flush=True)
-        elif event.kind == "status" and stream and not answer:
+        elif event.kind == "status" and tty and not answer:
             sys.stderr.write(f"\r\033[2K{safe_line(event.text)}\u2026")
             sys.stderr.flush()
             status_shown = True
@@ -204,8 +208,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     cols = width()
     for m in infos:
         print(render.model_line(m, cols))
-        if m.choice and m.choice != m.path_or_url:
-            print("\n".join(render.wrap(f"--model {safe_line(m.choice)}", cols, first=render.INDENT)))
+        if m.choice and m.choice != m.path_or_url:  # (one line: a name to copy)
+            print(f"{render.INDENT}--model {safe_line(m.choice)}")
     if not service.settings.llm.discover:
         print("(looking for model servers on this machine is off: [llm] discover = false)")
     return 0 if infos else 1

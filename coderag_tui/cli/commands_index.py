@@ -24,7 +24,8 @@ from coderag_tui.cli.base import (
     width,
 )
 from coderag_tui.contract import INDEX, Service
-from coderag_tui.models import to_dict
+from coderag_tui.models import exact_matches, to_dict
+from coderag_tui.textsafe import safe_line
 
 
 def _index_args(p: argparse.ArgumentParser) -> None:
@@ -141,10 +142,30 @@ def _name_args(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
+def _symbol_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="a symbol name: QuerySet, QuerySet.filter, parse_url(), pkg/auth")
+    add_limit(p, None, "how many results (default: 20; a qualified name that matches exactly: that "
+              "definition alone, unless -n asks for more)")
+    add_json(p)
+
+
+def _qualified(name: str) -> str:
+    """`Foo.bar` of `Foo.bar`, `Foo::bar` or `Foo#bar` ("" for a plain name or a path)."""
+    q = name.strip().rstrip("()").replace("::", ".").replace("#", ".")
+    return q if "." in q.strip(".") and "/" not in q else ""
+
+
 @command("symbol", "find definitions by name (exact, qualified or fuzzy)")
-@arguments(_name_args)
+@arguments(_symbol_args)
 def cmd_symbol(args: argparse.Namespace) -> int:
-    units = open_service(args).symbols(args.name, args.limit)
+    units = open_service(args).symbols(args.name, args.limit or 20)
+    qualified = _qualified(args.name)
+    exact = exact_matches(units, qualified) if qualified and args.limit is None else []
+    if exact and len(exact) < len(units):  # Flask.dispatch_request: that one, not 12 more of the name
+        if not args.json:
+            others = len(units) - len(exact)
+            print(f"({others} more definitions match {args.name!r}: -n 20 lists them)", file=sys.stderr)
+        units = exact
     if args.json:
         print_json([to_dict(u) for u in units])
     elif not units:
@@ -158,17 +179,39 @@ def cmd_symbol(args: argparse.Namespace) -> int:
 
 def _edges(args: argparse.Namespace, incoming: bool) -> int:
     service = open_service(args)
+    what = "callers" if incoming else "callees"
+    if not _say_what_was_found(service, args.name, quiet=args.json):
+        if args.json:
+            print_json([])
+        return 1  # no results (exit 1, as for any command), the reason said on stderr
     edges = service.callers(args.name, args.limit) if incoming else service.callees(args.name, args.limit)
     if args.json:
         print_json([render.edge_json(e, incoming) for e in edges])
     elif not edges:
-        what = "callers" if incoming else "callees"
         print(f"no {what} found for {args.name!r}", file=sys.stderr)
     else:
         cols = width()
         for e in edges:
             print(render.edge_line(e, incoming, cols))
     return 0 if edges else 1
+
+
+def _say_what_was_found(service: Any, name: str, quiet: bool = False) -> bool:
+    """False for a name that denotes no definition, said to be unknown rather than "no callers
+    found"; a fuzzy match is said to be what the edges are of (`quiet`: nothing said)."""
+    found = service.symbols(name, 5)
+    if exact_matches(found, name):
+        return True
+    if not found:
+        if not quiet:
+            print(f"no definition named {name!r} (`coderag symbol NAME` finds names; callers and "
+                  "callees take a function, method or class)", file=sys.stderr)
+        return False
+    if not quiet:
+        best = found[0]
+        print(f"no definition named {name!r}; the closest: {safe_line(best.qualname or best.name)} "
+              f"({safe_line(best.location)})", file=sys.stderr)
+    return True
 
 
 @command("callers", "who calls a function or method")

@@ -81,6 +81,14 @@ def cmd_review(args: argparse.Namespace) -> int:
                         similar=options.similar, count_tokens=options.count_tokens)
     else:
         review = build_review(service, options)
+    if not review.files and not args.diff:
+        # a clean working tree against HEAD (the default): say how to compare with something else
+        hint = (f"nothing to review: the working tree is the same as {args.base}; compare with an earlier "
+                "revision (--base main, --base HEAD~1) or give a diff (--diff FILE, or - for stdin)")
+        if args.json:
+            print_json(review.to_json())
+        print(f"coderag: {hint}", file=sys.stderr)
+        return 1
     if not args.ask:
         if args.json:
             print_json(review.to_json())

@@ -24,8 +24,9 @@ from coderag_tui.retrieval.strategies import STRATEGIES
 from coderag_tui.textsafe import safe_text
 
 
-def _print_hits(hits: list[SearchHit], as_json: bool, nothing: str) -> int:
-    """Hits as JSON or lines; exit status 1 when there are none (in JSON too)."""
+def _print_hits(hits: list[SearchHit], as_json: bool, nothing: str, explain: bool = False) -> int:
+    """Hits as JSON or lines (`explain`: with the ranks that found each); exit status 1 when
+    there are none (in JSON too)."""
     if as_json:
         print_json([h.to_json() for h in hits])
     elif not hits:
@@ -33,8 +34,13 @@ def _print_hits(hits: list[SearchHit], as_json: bool, nothing: str) -> int:
     else:
         cols = width()
         for h in hits:
-            print(render.hit_line(h, cols))
+            print(render.hit_line(h, cols, explain))
     return 0 if hits else 1
+
+
+def _add_explain(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--explain", action="store_true", help="show how each result was found: its rank in "
+                   "each retriever ([bm25#2, vector#10, name#11]; --json always has them)")
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -47,6 +53,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--files", action="store_true", help="rank files instead of code units")
     p.add_argument("--units", action="store_true", help="rank code units even for a question that asks "
                    "for files ('which file handles X'), which otherwise ranks files")
+    _add_explain(p)
     add_json(p)
 
 
@@ -64,7 +71,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         hits = service.search_files(query, args.limit, filters)
     else:
         hits = service.search(query, args.limit, filters)
-    return _print_hits(hits, args.json, f"nothing matches {query!r}")
+    return _print_hits(hits, args.json, f"nothing matches {query!r}", args.explain)
 
 
 def _context_args(p: argparse.ArgumentParser) -> None:
@@ -130,6 +137,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
 def _similar_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="a symbol (its best definition is used) or a unit id")
     add_limit(p, None, "how many results (default: [search] k)")
+    _add_explain(p)
     add_json(p)
 
 
@@ -147,4 +155,4 @@ def cmd_similar(args: argparse.Namespace) -> int:
             print(f"no definition matches {args.name!r}", file=sys.stderr)
             return 1
         unit_id = units[0].id
-    return _print_hits(service.similar(unit_id, args.limit), args.json, "no similar code found")
+    return _print_hits(service.similar(unit_id, args.limit), args.json, "no similar code found", args.explain)

@@ -41,8 +41,12 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         raise IndexError_("the repository is not indexed", "run `coderag index` first")
     if args.show:
         return _print(service.descriptions(paths), "json" if args.json else "markdown")
+    from coderag_tui.answering.summary_due import due
+
     summarizer = service.summarizer(args.model)
-    targets = summarizer.plan(paths, everything=args.all)
+    # the summaries the run makes: missing or out of date, and those above them (one count
+    # with the run's progress and the app's background summaries)
+    targets = due(summarizer, summarizer.plan(paths, everything=args.all))
     estimate = summarizer.estimate(targets)
     if args.estimate:
         if args.json:

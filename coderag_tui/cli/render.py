@@ -70,22 +70,27 @@ def _repo(u: UnitRef) -> str:
     return f"{safe_line(u.repo)}:" if u.repo else ""
 
 
-def hit_line(h: SearchHit, width: int) -> str:
+def hit_line(h: SearchHit, width: int, explain: bool = False) -> str:
+    """A search hit; `explain`: with the ranks that found it ([bm25#2, vector#10, name#11])."""
     u = h.unit
     head = f"{h.score:.4f}  {_repo(u)}{safe_line(u.path)}:{u.start_line}-{u.end_line}"
-    tail = f"{u.kind:<9} {safe_line(u.qualname or u.name)}  [{', '.join(h.reasons)}]"
+    tail = f"{u.kind:<9} {safe_line(u.qualname or u.name)}"
+    if explain:
+        tail += f"  [{', '.join(h.reasons)}]"
     return two_part(head, tail, width)
 
 
 def model_line(m: ModelInfo, width: int) -> str:
-    """One line when it fits; else the name, then its size, path and note indented below."""
+    """One line when it fits; else the name, then its size, path (never broken) and note
+    indented below."""
     size = f"{m.size_bytes / 1e6:.0f} MB" if m.size_bytes else "-"
     found = "" if m.found else "  (NOT FOUND)"
     name = f"{m.provider:<9} {safe_line(m.name)}"
     rest = [f"ctx {m.context_window}  {size}{found}", safe_line(m.path_or_url)]
     line = "  ".join([name, *rest])
-    lines = [line] if len(line) <= width else wrap(name, width) + [
-        out for part in rest for out in wrap(part, width, first=INDENT)]
+    # a path stays on one line, whatever its length: it is copied into configs and --model
+    lines = [line] if len(line) <= width else [*wrap(name, width), *wrap(rest[0], width, first=INDENT),
+                                               INDENT + rest[1]]
     if m.note:
         lines += wrap(safe_line(m.note), width, first=INDENT)
     return "\n".join(lines)
@@ -158,6 +163,10 @@ def status_text(s: IndexStatus) -> str:
     skips = {r: n for r, n in s.skips.items() if r not in ("error", "partial")}
     if skips:
         lines.append(f"skipped     {s.skipped:,}: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))
+    if s.secrets:  # never read (they may hold keys): named, so a missing file is not a mystery
+        more = skips.get("secret", 0) - len(s.secrets)
+        lines.append("  secret (never read): " + ", ".join(safe_line(p) for p in s.secrets)
+                     + (f" and {more:,} more" if more > 0 else ""))
     if s.skips.get("partial"):
         lines.append(f"plain text  {s.skips['partial']:,} files indexed as plain text (their parse was refused)")
     lines.extend(f"excluded    {safe_line(e.line)}" for e in s.excluded)
@@ -181,10 +190,17 @@ def status_text(s: IndexStatus) -> str:
 
 
 def unit_line(u: UnitRef, width: int = 80) -> str:
+    """A definition: where, kind, name and signature on one line when they fit; else the
+    signature starts a line of its own (continued, indented, only past the width)."""
     sig = safe_line(u.signature or u.qualname)
     name = safe_line(u.qualname)
     head = f"{_repo(u)}{safe_line(u.path)}:{u.start_line}-{u.end_line}"
-    return two_part(head, f"{u.kind:<9} {name}  {sig if sig != name else ''}".rstrip(), width)
+    tail = f"{u.kind:<9} {name}"
+    line = f"{head}  {tail}  {sig if sig != name else ''}".rstrip()
+    if len(line) <= width or sig == name:
+        return two_part(head, tail, width) if len(line) > width else line
+    return "\n".join([*wrap(head, width), *wrap(tail, width, first=INDENT),
+                      *wrap(sig, width, indent=INDENT * 2, first=INDENT)])
 
 
 def edge_line(e: EdgeRef, incoming: bool, width: int = 80) -> str:

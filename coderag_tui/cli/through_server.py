@@ -35,4 +35,9 @@ def server_client(args: argparse.Namespace, repo: str | None) -> Any:
     from coderag_tui.client import RemoteCodeRag
 
     names = [n.strip() for n in (repo or "").split(",") if n.strip()]
-    return RemoteCodeRag.from_settings(url, settings, names)
+    client = RemoteCodeRag.from_settings(url, settings, names)
+    if command == "tui":  # no --repo: the server's repositories (one, or a tree of all), never an empty tree
+        from coderag_tui.client_tree import for_the_app
+
+        return for_the_app(client)
+    return client

@@ -38,6 +38,7 @@ from coderag_tui.store.write import (
     defer_indexes,
     delete_file,
     mark_file_set_changed,
+    mark_own_orphans,
     restore_indexes,
     save_excluded,
     write_file,
@@ -133,6 +134,7 @@ class Indexer:
         file_set = [False]  # a file was added or removed (imports must all be re-resolved)
         names: set[str] = set()
         inbound: set[int] = set()
+        own_calls: dict[int, dict[tuple[str, str], str]] = {}  # a changed file's calls' former targets
         errors: list[str] = list(walked.warnings)
         indexed = failed = units = chunks = 0
         pending_writes: list[Outcome] = []
@@ -182,6 +184,8 @@ class Indexer:
                         layout = {(r[3], r[2], r[4]) for r in rows.units[1:]}  # (name, kind, qualname)
                         names.update(n for n, _, _ in layout ^ removed.layout)
                         inbound.update(eid for eid, _ in removed.inbound_edges)
+                        if removed.prior_targets:
+                            own_calls[file_id] = removed.prior_targets
                     indexed += 1
                     units += len(rows.units) - 1  # counted as IndexCounts does: not the file unit
                     chunks += len(rows.chunks)
@@ -245,6 +249,8 @@ class Indexer:
                 else:
                     resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
                             files_changed=bool(deleted) or file_set_changed)
+                for file_id, prior in own_calls.items():
+                    mark_own_orphans(db, file_id, prior)
                 # profiles list importers and callers: a deleted file's are found only by a full pass
                 describe_changes(db, None if full or plan is not None or deleted else changed_ids)
                 db.set_meta("resolve_pending", "0")

@@ -32,6 +32,21 @@ def collapse(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_TRAILING_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\n\s*([)\]}])")
+_AFTER_OPEN = re.compile(r"([(\[{])[ \t]*\n\s*")
+_BEFORE_CLOSE = re.compile(r"[ \t]*\n\s*([)\]}])")
+
+
+def joined(header: str) -> str:
+    """A header written over several lines as it is written on one: `def f(\n    a,\n)` is
+    `def f(a)`, not `def f( a, )` (what collapsing its whitespace alone gives)."""
+    if "\n" not in header:
+        return header
+    header = _TRAILING_COMMA.sub(r"\1", header)
+    header = _AFTER_OPEN.sub(r"\1", header)
+    return _BEFORE_CLOSE.sub(r"\1", header)
+
+
 @dataclass
 class Definition:
     node: Any
@@ -160,7 +175,7 @@ class Extractor:
             sig = self.source[start:end].decode("utf-8", "replace")
         else:
             sig = self.source[start : node.end_byte].decode("utf-8", "replace").lstrip().split("\n", 1)[0]
-        return collapse(sig).rstrip("{:= ").strip()
+        return collapse(joined(sig)).rstrip("{:= ").strip()
 
     def params(self, node: Any) -> tuple[str, ...]:
         if node is None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from coderag_tui.errors import CoderagError
 from coderag_tui.models import SearchFilters
+from coderag_tui.store import filters as sql_filters
 from coderag_tui.store import read
 from coderag_tui.store.backend import StoreBackend
 
@@ -30,7 +31,8 @@ def _canonical(what: str, value: str, valid: Iterable[str], hint: str) -> str:
 
 def check_filters(db: StoreBackend, filters: SearchFilters | None) -> SearchFilters | None:
     """`filters` with kind and language spelt as the index spells them; FilterError when one
-    names no kind or language that parsing knows or the index holds."""
+    names no kind or language that parsing knows or the index holds, or a path under which no
+    file is indexed."""
     if filters is None:
         return None
     from coderag_tui.parsing.extract import unit_kinds
@@ -44,4 +46,11 @@ def check_filters(db: StoreBackend, filters: SearchFilters | None) -> SearchFilt
         languages = set(registry()) | read.languages(db)
         filters = replace(filters, language=_canonical(
             "language", filters.language, languages, "`coderag status` lists the repository's languages"))
+    if filters.path_prefix and not sql_filters.has_path_prefix(db, filters.path_prefix):
+        prefix = filters.path_prefix.strip()
+        folders = sorted(sql_filters.folders(db))
+        close = difflib.get_close_matches(prefix.rstrip("/") + "/", folders, n=1, cutoff=0.6)
+        top = [f for f in folders if f.count("/") == 1][:6]
+        raise FilterError(f"no indexed file is under {prefix!r}", f"did you mean {close[0]!r}?" if close
+                          else "folders: " + ", ".join(top) if top else "the index holds no folder")
     return filters

@@ -229,6 +229,19 @@ def run_local_git(args: Sequence[str], root: Path, *, timeout: float = 120) -> s
     return git.run_bytes([*flags, *args], root, ceiling=False, timeout=timeout)
 
 
+def local_head(root: Path) -> str:
+    """The commit checked out in the git repository holding `root` ("" when it is none, or git
+    is missing): what `status` shows the index was built from."""
+    if not (root / ".git").exists():
+        return ""
+    try:
+        proc = run_local_git(["rev-parse", "--verify", "-q", "HEAD"], root, timeout=30)
+    except (RepoError, OSError, subprocess.SubprocessError):
+        return ""
+    head = proc.stdout.decode("ascii", "replace").strip()
+    return head if proc.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", head) else ""
+
+
 def progress_feeder(phase: str, progress: ProgressCallback) -> Callable[[str], None]:
     """A function taking git's stderr lines and emitting `Progress` events (other lines, such
     as "Cloning into ..." or warnings, emit nothing)."""

@@ -3,7 +3,8 @@
 Resolution picks one definition per call by name; this says which rule explains the pick, in
 the order the resolver tries them:
 
-- scope (1.0): `self.m()` / `this.m()` resolved to a member of the caller's class or its bases;
+- scope (1.0): `self.m()` / `this.m()` resolved to a member of the caller's class or its bases
+  (a call in the class's own body included);
 - import (0.9): the target's file is imported by the caller's file;
 - same file (0.9): a plain call to a definition of the caller's own file;
 - unique name (0.6): a plain call to the only definition of that name in the repository;
@@ -21,13 +22,19 @@ from collections.abc import Sequence
 from coderag_tui.store.backend import GraphRows
 
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "super()", "super", "@", "static", "Self"})
+TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "record", "object", "protocol", "type",
+                        "impl"})  # (as the resolver's, indexing/callres.py)
 LEVELS = {"scope": 1.0, "import": 0.9, "same file": 0.9, "unique name": 0.6, "guess": 0.3}
 
 
 def _class_chain(facts: GraphRows, unit_id: int) -> set[int]:
-    """The ids of the types enclosing a unit (its parents that are not files)."""
+    """The ids of the types enclosing a unit (its parents that are not files), and the unit
+    itself when it is a type: a call in a class's body (`area = property(lambda self:
+    self.size())`) is made by the class."""
     out: set[int] = set()
     place = facts.unit_places([unit_id]).get(unit_id)
+    if place is not None and place[2] in TYPE_KINDS:
+        out.add(int(unit_id))
     pid = place[1] if place else None
     for _ in range(12):
         if pid is None:

@@ -40,6 +40,22 @@ def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
     return " AND ".join(where), params
 
 
+def has_path_prefix(db: StoreBackend, path_prefix: str) -> bool:
+    """Whether any indexed file's path starts with the filter's prefix."""
+    prefix = _prefix(path_prefix)
+    return not prefix or db.one("SELECT 1 FROM files WHERE substr(path, 1, ?) = ? LIMIT 1",
+                                (len(prefix), prefix)) is not None
+
+
+def folders(db: StoreBackend) -> set[str]:
+    """Every folder that holds an indexed file (`src/`, `src/flask/`, ...)."""
+    out: set[str] = set()
+    for (path,) in db.execute("SELECT path FROM files"):
+        parts = path.split("/")[:-1]
+        out.update("/".join(parts[: i + 1]) + "/" for i in range(len(parts)))
+    return out
+
+
 def units_of_kind(db: StoreBackend, ids: Sequence[int], kind: str) -> set[int]:
     """The unit ids among `ids` whose kind is `kind` (in any case)."""
     ok: set[int] = set()

@@ -274,6 +274,8 @@ def status(db: StoreBackend, repo_root: str) -> IndexStatus:
         orphaned=tuple(orphans(db, 50)),
         problems=problems,
         excluded=excluded(db),
+        secrets=tuple(str(p) for (p,) in db.rows(
+            "SELECT path FROM skips WHERE reason = 'secret' ORDER BY path LIMIT 50")),
     )
 
 
@@ -360,11 +362,15 @@ def skip_reasons(db: StoreBackend) -> dict[str, str]:
     return {str(p): str(r) for p, r in db.rows("SELECT path, reason FROM skips")}
 
 
-def conversation_list(db: StoreBackend, limit: int = 100) -> list[tuple[int, str, float]]:
-    """Stored conversations, newest first: (id, title, updated)."""
-    rows = db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
-                   "LIMIT ?", (limit,))
-    return [(int(i), str(t), float(u)) for i, t, u in rows]
+def conversation_list(db: StoreBackend, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
+    """Stored conversations, newest first: (id, title, updated, questions asked, the last one)."""
+    rows = db.rows(
+        "SELECT c.id, c.title, c.updated, "
+        "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'), "
+        "coalesce((SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
+        "ORDER BY m.id DESC LIMIT 1), '') "
+        "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,))
+    return [(int(i), str(t), float(u), int(n), str(last)) for i, t, u, n, last in rows]
 
 
 def conversation_messages(db: StoreBackend, conversation_id: int) -> list[tuple[str, str]]:

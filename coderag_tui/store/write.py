@@ -104,6 +104,10 @@ def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
             (file_id,),
         )
     }
+    # the file's own calls already orphaned stay so when it changes again
+    prior.update({(sq, name): str(orphan) for sq, name, orphan in db.execute(
+        "SELECT s.qualname, e.name, e.orphan FROM edges e JOIN units s ON s.id = e.src "
+        "WHERE e.src_file=? AND e.kind='CALLS' AND e.dst IS NULL AND e.orphan<>''", (file_id,))})
     # A file keeps its file unit id when re-indexed (see write_file), so edges into the file
     # itself (imports, file-level tests) stay; edges into its definitions are re-resolved.
     db.execute(  # derived edges: re-derived from the calls that resolve again
@@ -217,6 +221,16 @@ def file_rows(parsed: ParsedFile) -> FileRows:
             )
     return FileRows(parsed.language, parsed.lines, parsed.structured, parsed.has_errors, unit_rows, edges,
                     import_rows, chunk_rows, fts_rows)
+
+
+def mark_own_orphans(db: StoreBackend, file_id: int, prior: dict[tuple[str, str], str]) -> None:
+    """After a changed file's calls are resolved again: those that had a target before the change
+    and have none now are orphans (a function renamed with its caller in the same file), like
+    the calls from other files into it (see remove_file_rows)."""
+    rows = db.rows("SELECT e.id, s.qualname, e.name FROM edges e JOIN units s ON s.id = e.src "
+                   "WHERE e.src_file=? AND e.kind='CALLS' AND e.dst IS NULL", (file_id,))
+    db.update_rows("edges", ("orphan",), "id",
+                   [(prior[(sq, name)], eid) for eid, sq, name in rows if (sq, name) in prior])
 
 
 @dataclass

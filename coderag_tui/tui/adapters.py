@@ -12,6 +12,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from coderag_tui.models import AnswerEvent, Source, UnitRef
@@ -34,6 +35,15 @@ class ConversationRow:
     id: int
     title: str
     updated: float
+    questions: int = 1
+    last: str = ""  # the last question asked
+
+    def label(self, when: str) -> str:
+        """One line of the list: when, the first question, and how it went on."""
+        line = f"{when}  {self.title}"  # (the picker shows it as plain, escaped text)
+        if self.questions > 1:
+            line += f"  · {self.questions} questions, last: {self.last}"
+        return line
 
 
 def has(service: Any, name: str) -> bool:
@@ -137,9 +147,11 @@ def conversations(service: Any) -> list[ConversationRow]:
     for item in service.conversations():
         if isinstance(item, tuple):
             cid, title, updated = item[0], item[1], item[2]
+            questions, last = (int(item[3]), str(item[4])) if len(item) >= 5 else (1, "")
         else:
             cid, title, updated = item.id, item.title, getattr(item, "updated", 0.0)
-        rows.append(ConversationRow(int(cid), str(title), float(updated or 0.0)))
+            questions, last = 1, ""
+        rows.append(ConversationRow(int(cid), str(title), float(updated or 0.0), questions, last))
     return rows
 
 
@@ -158,7 +170,8 @@ def load_turns(service: Any, conversation_id: int) -> list[Turn]:
             turn = turns[-1]
             opening = getattr(message, "opening", None)
             # shown as it was when the answer was live: the index's opening, then the model's text
-            turn.answer = with_opening(opening.render() if opening is not None else "", content)
+            turn.opening = opening.render() if opening is not None else ""
+            turn.answer = with_opening(turn.opening, content)
             turn.sources = tuple(getattr(message, "sources", ()) or ())
             turn.invalid = tuple(getattr(message, "invalid", ()) or ())
             outcome = str(getattr(message, "outcome", "") or "")
@@ -238,6 +251,21 @@ def short_model_name(name: str) -> str:
     name = re.sub(r"\.gguf$", "", name, flags=re.I)
     name = re.sub(r"[.-](Q\d\w*|F16|F32|BF16)$", "", name, flags=re.I)
     return re.sub(r"-(Instruct|Chat|it)$", "", name, flags=re.I) or name
+
+
+def unsure_to_index(service: Any) -> str:
+    """Why indexing the service's folder without asking would be a surprise ("" when it would
+    not be): it is the home folder, or no git repository holds it (a folder full of anything;
+    indexing it can take long and fill the user's cache). An existing index was asked for."""
+    root = getattr(service, "root", None)
+    if root is None or not has(service, "has_index") or service.has_index():
+        return ""
+    folder = Path(str(root)).resolve()
+    if folder == Path.home().resolve():
+        return f"{folder} is your home folder"
+    if not any((p / ".git").exists() for p in (folder, *folder.parents)):
+        return f"{folder} is not in a git repository"
+    return ""
 
 
 def start_watch(service: Any, on_event: Callable[[Any], object]) -> Any | None:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +21,7 @@ from coderag_tui.tui.keys import KEYS, check_keymap
 from coderag_tui.tui.notify import report_worker_errors
 from coderag_tui.tui.screens.help import HelpScreen
 from coderag_tui.tui.screens.main import MainScreen
+from coderag_tui.tui.threads import DaemonThreads, exit_now
 
 DARK, LIGHT = "textual-dark", "textual-light"
 
@@ -33,15 +35,20 @@ class CodeRagApp(App[int]):
                 for k in KEYS if k.scope == "app"]
 
     def __init__(self, service: Any, *, auto_index: bool = True, watch: bool = True,
-                 embed: bool = True, local_clipboard: bool = True) -> None:
+                 embed: bool = True, local_clipboard: bool = True, quit_at_once: bool = False) -> None:
         super().__init__()
         self.service = service
+        self.quit_at_once = quit_at_once  # workers on daemon threads: quitting never waits for them
         self.options = {"auto_index": auto_index, "watch": watch, "embed": embed}
         self.local_clipboard = local_clipboard
         tui = service.settings.tui
         check_keymap(tui.keys)
         self.keymap: dict[str, str] = dict(tui.keys)
         self.dark_theme = tui.theme
+
+    def on_load(self) -> None:
+        if self.quit_at_once:  # before the first worker starts
+            asyncio.get_running_loop().set_default_executor(DaemonThreads())
 
     def on_mount(self) -> None:
         self.set_keymap(self.keymap)
@@ -53,8 +60,8 @@ class CodeRagApp(App[int]):
         self.push_screen(MainScreen(self.service, **self.options))
 
     def get_system_commands(self, screen: Any) -> Iterable[SystemCommand]:
-        # Our own "Quit coderag" entry shows its key; Textual's would be a second Quit.
-        return (c for c in super().get_system_commands(screen) if c.title != "Quit")
+        # Our own "Quit coderag" and "Zoom" entries show their keys; Textual's would be seconds.
+        return (c for c in super().get_system_commands(screen) if c.title not in ("Quit", "Maximize", "Minimize"))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         report_worker_errors(self, event)
@@ -84,12 +91,12 @@ class CodeRagApp(App[int]):
 
 
 def create_app(service: Any, **options: Any) -> CodeRagApp:
-    """The app for a service (options: auto_index, watch, embed, local_clipboard)."""
+    """The app for a service (options: auto_index, watch, embed, local_clipboard, quit_at_once)."""
     return CodeRagApp(service, **options)
 
 
 def run_app(service: Any, **options: Any) -> int:
     service.long_lived = True  # background work (summaries) may start: the app keeps running
-    app = create_app(service, **options)
+    app = create_app(service, quit_at_once=True, **options)
     app.run()
-    return int(app.return_code or 0)
+    exit_now(int(app.return_code or 0))  # the terminal is back: nothing is waited for

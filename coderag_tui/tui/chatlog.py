@@ -37,6 +37,15 @@ class Turn:
     stopped: bool = False  # the user stopped it: the answer is what was written until then
     cached: bool = False  # it came from the answer cache (no model was asked)
     tools: tuple[ToolCallInfo, ...] = ()  # the calls the model made while answering
+    opening: str = ""  # the index's opening section as plain text (shown escaped in `answer`)
+
+    def plain(self) -> str:
+        """The answer as text to paste: the opening without its Markdown escapes, then the
+        model's text as it wrote it."""
+        shown = with_opening(self.opening, "") if self.opening else ""
+        if shown and self.answer.startswith(shown):
+            return f"{self.opening}\n\n{self.answer[len(shown):].strip()}".strip()
+        return self.answer.strip()
 
 
 def tool_line(call: ToolCallInfo, expanded: bool = False) -> str:

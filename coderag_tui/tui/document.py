@@ -4,7 +4,7 @@ and the file's outline. Built in a worker thread; no textual import here."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.style import Style
@@ -28,6 +28,7 @@ class Document:
     outline: tuple[UnitRef, ...]
     dark: bool
     described: FileDescription | None = None  # the file's profile and summaries, when indexed
+    highlighted: bool = True  # False: plain lines, shown while the colours are worked out
 
     @property
     def width(self) -> int:
@@ -82,19 +83,31 @@ def highlight(path: str, lines: tuple[str, ...], dark: bool) -> tuple[Text, ...]
 
 def load(service: Any, path: str, dark: bool = True) -> Document:
     """Read, highlight and outline a repository file (raises the service's errors)."""
+    return complete(service, load_plain(service, path, dark), dark)
+
+
+def load_plain(service: Any, path: str, dark: bool = True) -> Document:
+    """A file's lines and outline, uncoloured: what the viewer shows at once (highlighting a
+    long file and describing it take a few hundred ms more; `complete` adds them)."""
     # what the file holds is shown, never obeyed: control characters become visible escapes
     lines = tuple(safe_line(line.expandtabs(4)) for line in service.read_lines(path, 1, None))
     outline = tuple(service.outline(path))
     language = outline[0].language if outline else ""
+    return Document(path, language, lines, tuple(Text(line) for line in lines), outline, dark,
+                    highlighted=False)
+
+
+def complete(service: Any, doc: Document, dark: bool) -> Document:
+    """The document coloured, with what the file and its units do."""
     described = None
     if callable(getattr(service, "descriptions", None)):
-        found = [d for d in service.descriptions([path]) if d.path == path]
+        found = [d for d in service.descriptions([doc.path]) if d.path == doc.path]
         described = found[0] if found else None
-    return Document(path, language, lines, highlight(path, lines, dark), outline, dark, described)
+    return replace(doc, styled=highlight(doc.path, doc.lines, dark), dark=dark, described=described,
+                   highlighted=True)
 
 
 def rethemed(doc: Document, dark: bool) -> Document:
-    if doc.dark == dark:
+    if doc.dark == dark or not doc.highlighted:
         return doc
-    return Document(doc.path, doc.language, doc.lines, highlight(doc.path, doc.lines, dark), doc.outline, dark,
-                    doc.described)
+    return replace(doc, styled=highlight(doc.path, doc.lines, dark), dark=dark)

@@ -49,6 +49,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("viewer_layout", "f6", "viewer_layout", "Layout", "Put the viewer right or below",
             "Panes"),
     KeySpec("toggle_files", "f7", "toggle_files", "Tree", "Show or hide the file tree", "Panes"),
+    KeySpec("zoom", "z,ctrl+z", "zoom", "Zoom", "Give the focused pane the whole screen, or give it back",
+            "Panes"),
     KeySpec("symbols", "ctrl+t", "symbols", "Symbols", "Find a definition by name", "Panes", show=True),
     KeySpec("reindex", "ctrl+r", "reindex", "Re-index", "Bring the index up to date now", "Panes"),
     # Answers

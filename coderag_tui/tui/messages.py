@@ -1,7 +1,7 @@
 """Messages that worker threads post to the main screen (widget messages live on their widget).
 
 The pipeline: IndexProgress* -> IndexFinished -> FilesListed/StatusChanged; AnswerArrived* ->
-AnswerEnded; DocumentLoaded; WatchNotice (the watcher re-indexed) -> a refresh.
+AnswerEnded; DocumentLoaded -> DocumentStyled; WatchNotice (the watcher re-indexed) -> a refresh.
 """
 
 from __future__ import annotations
@@ -18,8 +18,12 @@ from coderag_tui.tui.document import Document
 from coderag_tui.tui.history import Location
 
 
+@dataclass
 class IndexOpened(Message):
-    """The index file is open (created and migrated): other threads may use it now."""
+    """The index file is open (created and migrated): other threads may use it now. `unsure`:
+    why the folder should not be indexed without asking ("" when it may be)."""
+
+    unsure: str = ""
 
 
 @dataclass
@@ -89,6 +93,14 @@ class ConversationLoaded(Message):
 class DocumentLoaded(Message):
     document: Document
     location: Location
+
+
+@dataclass
+class DocumentStyled(Message):
+    """The colours and notes of a document shown plain (`plain`) until now."""
+
+    plain: Document
+    document: Document
 
 
 @dataclass

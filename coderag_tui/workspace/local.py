@@ -195,7 +195,7 @@ class WorkspaceService:
     def model_info(self, model: str | None = None) -> Any:
         return self.chosen[0][1].model_info(model)
 
-    def conversations(self, limit: int = 100) -> list[tuple[int, str, float]]:
+    def conversations(self, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
         return list(self.chosen[0][1].conversations(limit))
 
     def load_conversation(self, conversation_id: int) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 
 from coderag_tui.answering import gguf
 from coderag_tui.answering.providers.base import Provider, ProviderOptions, register
+from coderag_tui.answering.providers.llama_log import quiet_llama_log
 from coderag_tui.config import ProviderSettings
 from coderag_tui.errors import ModelError
 from coderag_tui.models import ChatMessage, ModelInfo
@@ -168,6 +169,7 @@ class LlamaProvider:
                 raise ModelError(
                     "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]'"
                 ) from exc
+            quiet_llama_log()
             threads, batch = (
                 (self.settings.threads, self.settings.threads) if self.settings.threads > 0 else default_threads()
             )

@@ -16,7 +16,7 @@ from textual.worker import Worker, get_current_worker
 
 from coderag_tui.tui import document as documents
 from coderag_tui.tui.history import History, Location
-from coderag_tui.tui.messages import DocumentLoaded, OpenLocation
+from coderag_tui.tui.messages import DocumentLoaded, DocumentStyled, OpenLocation
 from coderag_tui.tui.notify import report_worker_errors
 from coderag_tui.tui.widgets.chat import ChatPane
 from coderag_tui.tui.widgets.viewer import CodeView, ViewerPane
@@ -82,13 +82,23 @@ class MainBase(Screen[None]):
             self.load_document(location, self._dark)
 
     @work(thread=True, exclusive=True, group="open", exit_on_error=False)
-    def load_document(self, location: Location, dark: bool) -> None:
-        doc = documents.load(self.service, location.path, dark)
-        if not get_current_worker().is_cancelled:
-            self.post_message(DocumentLoaded(doc, location))
+    def load_document(self, location: Location, dark: bool, plain_first: bool = True) -> None:
+        """The file's lines at once, then its colours and notes (`plain_first` False: all at
+        once, for a file already shown that changed)."""
+        worker = get_current_worker()
+        plain = documents.load_plain(self.service, location.path, dark)
+        if plain_first and not worker.is_cancelled:
+            self.post_message(DocumentLoaded(plain, location))
+        doc = documents.complete(self.service, plain, dark)
+        if worker.is_cancelled:
+            return
+        self.post_message(DocumentStyled(plain, doc) if plain_first else DocumentLoaded(doc, location))
 
     def on_document_loaded(self, message: DocumentLoaded) -> None:
         loc = message.location
         self.code.show(message.document, loc.line, loc.start, loc.end)
+
+    def on_document_styled(self, message: DocumentStyled) -> None:
+        self.code.restyle(message.plain, message.document)
 
 

@@ -138,7 +138,8 @@ class ChatActions(MainBase):
             await view.append(event.text)
         elif event.kind == "opening" and event.opening is not None:
             # what the index knows for certain, shown before the model starts writing
-            await view.append(chatlog.with_opening(event.opening.render(), ""))
+            view.turn.opening = event.opening.render()
+            await view.append(chatlog.with_opening(view.turn.opening, ""))
         elif event.kind == "tool" and event.tool is not None:
             view.add_tool(event.tool)
             view.set_status(f"tool {event.tool.name}: {event.tool.summary}")
@@ -204,7 +205,7 @@ class ChatActions(MainBase):
             self.notify("no earlier conversations" if adapters.has(self.service, "conversations")
                         else "conversations are not stored by this build", severity="warning")
             return
-        items = [(f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(r.updated))}  {r.title}", r.id) for r in rows]
+        items = [(r.label(time.strftime('%Y-%m-%d %H:%M', time.localtime(r.updated))), r.id) for r in rows]
         self.app.push_screen(PickerScreen[int]("Previous conversations", list(items)), self._picked_conversation)
 
     def _picked_conversation(self, conversation_id: int | None) -> None:
@@ -246,7 +247,7 @@ class ChatActions(MainBase):
             self.notify("no answer to copy yet", severity="warning")
             return
         turn = turns[-1]
-        text = turn.answer.strip()
+        text = turn.plain()  # plain text: `__call__`, not the `\_\_call\_\_` shown as Markdown
         if turn.sources:
             text += "\n\nSources:\n" + "\n".join(chatlog.source_line(s) for s in turn.sources)
         self.app.copy_text(text, "the answer")  # type: ignore[attr-defined]

@@ -138,6 +138,6 @@ class CodeActions(MainBase):
         except OSError as exc:
             self.notify(f"cannot run {command[0]}: {exc.strerror}", severity="error")
             return
-        self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark)
+        self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark, plain_first=False)
 
 

@@ -38,6 +38,7 @@ from coderag_tui.tui.messages import (
 )
 from coderag_tui.tui.screens.chat_actions import ChatActions
 from coderag_tui.tui.screens.code_actions import CodeActions
+from coderag_tui.tui.screens.confirm import ConfirmScreen
 from coderag_tui.tui.screens.model_actions import ModelActions
 from coderag_tui.tui.widgets.chat import SOURCES_SHOWN, ChatPane, TurnView
 from coderag_tui.tui.widgets.file_tree import FilesPane
@@ -64,6 +65,8 @@ class _Throttle:
 class MainScreen(ChatActions, CodeActions, ModelActions):
     BINDINGS = [Binding(k.keys, k.action, k.description, show=k.show, id=k.id, tooltip=k.help)
                 for k in KEYS if k.scope == "main"]
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, StatusBar"  # a zoomed pane keeps the keys and the status
+    ESCAPE_TO_MINIMIZE = False  # Esc stops an answer; the zoom key gives the screen back
 
     def __init__(self, service: Any, *, auto_index: bool = True, watch: bool = True,
                  embed: bool = True) -> None:
@@ -103,19 +106,31 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         # and Python's import locks may then hand one of them a partly initialized module
         import coderag_tui.answering  # noqa: F401
 
+        unsure = ""
         try:
+            unsure = adapters.unsure_to_index(self.service) if self.auto_index else ""
             self.post_message(StatusChanged(self.service.status()))
         finally:
-            self.post_message(IndexOpened())
+            self.post_message(IndexOpened(unsure))
 
     def on_index_opened(self, message: IndexOpened) -> None:
         self.list_files()
-        if self.auto_index:
+        if self.auto_index and message.unsure:
+            self.app.push_screen(ConfirmScreen("Index this folder?", f"{message.unsure}: index every file "
+                                               "in it? Nothing is indexed until you say yes.\n\n(ctrl+r "
+                                               "indexes it later.)"), self._index_confirmed)
+        elif self.auto_index:
             self.start_index()  # the watcher starts once this first run is done
         else:
             self._start_watch_once()
         self.load_model()
         self.discover_models()
+
+    def _index_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.start_index()
+        else:
+            self.notify("not indexed: ctrl+r indexes this folder")
 
     def _start_watch_once(self) -> None:
         if self.watch_started:
@@ -127,12 +142,14 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
             self.query_one(StatusBar).set_watch("watch off")
 
     def on_unmount(self) -> None:
+        # told to stop, not waited for: quitting never blocks on a batch or a summary (the
+        # app's threads are abandoned when it has given the terminal back)
         if self.watch_handle is not None:
-            with contextlib.suppress(Exception):  # stopping must never block quitting
-                self.watch_handle.stop()
+            with contextlib.suppress(Exception):
+                self.watch_handle.stop(timeout=0.05)
         if adapters.has(self.service, "start_summaries"):
-            with contextlib.suppress(Exception):  # the summarizer gives the model up within a token
-                self.service.summaries.stop(timeout=2.0)
+            with contextlib.suppress(Exception):
+                self.service.summaries.stop(timeout=0.05)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
@@ -268,7 +285,8 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
             self.kick_summaries()  # edited units are stale now: made again in the background
             doc = self.code.document
             if doc is not None and (not paths or doc.path in paths):
-                self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark)
+                self.load_document(Location.file(doc.path, self.code.line, *self.code.range), self._dark,
+                                   plain_first=False)
 
 
     # ------------------------------------------------------------------ panes
@@ -320,6 +338,13 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
     def action_find(self) -> None:
         self.set_viewer_visible(True)
         self.query_one(ViewerPane).open_find()
+
+    def action_zoom(self) -> None:
+        """The focused pane (files, chat or code) fills the screen; again: back to the layout."""
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is None or not self.maximize(self.focused):
+            self.notify("move into a pane first (F2, F3, F4)", severity="warning")
 
     def action_toggle_files(self) -> None:
         pane = self.query_one(FilesPane)

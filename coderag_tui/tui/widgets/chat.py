@@ -168,7 +168,10 @@ class Transcript(VerticalScroll, can_focus=True):
     follow = True
 
     def watch_scroll_y(self, old: float, new: float) -> None:
-        self.follow = new >= self.max_scroll_y - 2
+        super().watch_scroll_y(old, new)  # it repaints: without it a scroll key shows nothing
+        # where the scroll is going, not where its animation is: a PgUp's first frames are still
+        # near the bottom, and a token arriving then would pull the reader back down
+        self.follow = min(new, self.scroll_target_y) >= self.max_scroll_y - 2
 
     def watch_virtual_size(self, old: Size, new: Size) -> None:
         if self.follow and new.height > old.height:
@@ -182,6 +185,7 @@ class Transcript(VerticalScroll, can_focus=True):
 
 
 class ChatPane(Vertical):
+    ALLOW_MAXIMIZE = True  # the zoom key gives it the screen
     class Asked(Message):
         def __init__(self, question: str) -> None:
             super().__init__()

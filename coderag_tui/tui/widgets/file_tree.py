@@ -117,6 +117,8 @@ class FileTree(Tree[FileEntry]):
 class FilesPane(Vertical):
     """The filter input above the tree, and the counts by state in the title."""
 
+    ALLOW_MAXIMIZE = True  # the zoom key gives it the screen
+
     def __init__(self, repo_name: str, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.repo_name = repo_name

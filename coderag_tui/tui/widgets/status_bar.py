@@ -9,6 +9,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label, ProgressBar
 
 from coderag_tui.models import IndexStatus, Progress
+from coderag_tui.progress_text import progress_text
 
 PHASES = {"discover": "scanning", "parse": "indexing", "resolve": "linking", "embed": "embedding",
           "summarize": "summarizing", "clone": "cloning", "fetch": "fetching"}
@@ -26,33 +27,15 @@ def progress_line(p: Progress) -> str:
     if not p.total:
         return f"{verb}…"
     if p.phase in ("embed", "summarize"):  # minutes of work: how fast, and how long still
-        unit = "chunks" if p.phase == "embed" else "units"
-        line = f"{verb} {p.done:,}/{p.total:,} {unit}"
-        if p.rate > 0:
-            eta = int(p.eta_s or (p.total - p.done) / p.rate)
-            line += f" · {p.rate:,.0f}/s · eta {eta // 60}:{eta % 60:02d}"
-        return line
+        return f"{verb} {progress_text(p)}"  # the words and the clock the command line prints
     return f"{verb} {p.done:,}/{p.total:,} files" + (f" · {p.chunks:,} chunks" if p.chunks else "")
 
 
-def duration(seconds: float) -> str:
-    """4m, 45s, 1h 5m: an ETA needs no more precision."""
-    s = max(int(seconds + 0.5), 0)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{(s + 30) // 60}m"
-    return f"{s // 3600}h {s % 3600 // 60}m"
-
-
 def summaries_line(p: Progress) -> str:
-    """`summaries 120/800 · 3.1/min · ETA 4m` while they are made; "" once done."""
+    """`summaries 120/800 units · 3.1/min · eta 4:10` while they are made; "" once done."""
     if p.phase != "summarize" or not p.total:
         return ""
-    line = f"summaries {p.done:,}/{p.total:,}"
-    if p.rate > 0:
-        line += f" · {p.rate * 60:.1f}/min · ETA {duration(p.eta_s or (p.total - p.done) / p.rate)}"
-    return line
+    return f"summaries {progress_text(p)}"
 
 
 class StatusBar(Horizontal):

@@ -136,6 +136,13 @@ class CodeView(ScrollView, can_focus=True):
             self.document = new
             self.refresh()
 
+    def restyle(self, old: Document, new: Document) -> None:
+        """The same lines, coloured and described: cursor, range and scroll stay."""
+        if self.document is old:
+            self.document = new
+            self.refresh()
+            self.post_message(self.CursorMoved(self.line))  # the notes above the code
+
     # ------------------------------------------------------------------ queries
     def word_at_cursor(self) -> str:
         if self.document is None or not self.document.lines:
@@ -355,6 +362,8 @@ def notes(described: FileDescription | None, unit: UnitRef | None) -> Text:
 class ViewerPane(Vertical):
     """The viewer, its find bar and its title: `path · enclosing unit`."""
 
+    ALLOW_MAXIMIZE = True  # the zoom key gives it the screen
+
     BINDINGS = [Binding("escape", "close_find", show=False)]
     DEFAULT_CSS = """
     ViewerPane > #notes { height: auto; max-height: 4; padding: 0 1; color: $text-muted;
@@ -365,6 +374,8 @@ class ViewerPane(Vertical):
         yield Static(id="notes", markup=False)
         yield CodeView(id="code")
         yield Input(placeholder="find in file… (Enter: next · Esc: close)", id="find", compact=True)
+
+    NOTES_FROM = 14  # rows (inside the border) from which the notes have room above the code
 
     def on_mount(self) -> None:
         self.border_title = "code"
@@ -409,6 +420,9 @@ class ViewerPane(Vertical):
     def on_code_view_cursor_moved(self, event: CodeView.CursorMoved) -> None:
         self._show_position()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._show_position()  # the notes fold or come back
+
     def _show_position(self) -> None:
         view = self.query_one(CodeView)
         doc = view.document
@@ -416,7 +430,8 @@ class ViewerPane(Vertical):
             return
         unit = view.unit_at_cursor()
         note = self.query_one("#notes", Static)
-        note.display = doc.described is not None
+        # in a short pane the code gets every row: the notes fold away (zoom shows them)
+        note.display = doc.described is not None and self.content_region.height >= self.NOTES_FROM
         note.update(notes(doc.described, unit))
         where = f" · {unit.qualname or unit.name}" if unit else ""
         self.border_title = escape(safe_line(f"{doc.path}{where}"))
