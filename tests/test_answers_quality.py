@@ -24,6 +24,7 @@ from coderag_tui.answering.guard import (
     LIMIT_NOTE,
     REPEAT_NOTE,
     RepetitionGuard,
+    near_loop,
     repeated_line,
     repeated_ngram,
 )
@@ -124,6 +125,38 @@ def test_guard_stops_a_repeated_sentence_and_leaves_normal_text_alone() -> None:
     guard = RepetitionGuard()
     pieces = [normal[i : i + 3] for i in range(0, len(normal), 3)]
     assert "".join(guard.feed(p) for p in pieces) + guard.flush() == normal and not guard.stopped
+
+
+def _guarded(text: str, size: int = 3) -> tuple[RepetitionGuard, str]:
+    guard = RepetitionGuard()
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    return guard, "".join(guard.feed(p) for p in pieces) + guard.flush()
+
+
+def test_guard_stops_a_near_loop_of_sentences_a_word_apart() -> None:
+    # two list items a word apart, in turn, until the token limit: no exact 5-word sentence
+    # comes twice in a row, no line 4 times before the answer is long, no 6 words 3 times early
+    items = ["Connections created or destroyed", "Connections created and destroyed"]
+    text = "The pool keeps connections.\n" + "".join(f"{i + 1}. {items[i % 2]}\n" for i in range(8))
+    guard, shown = _guarded(text)
+    assert guard.stopped, shown
+    assert shown.rstrip() == ("The pool keeps connections.\n1. Connections created or destroyed\n"
+                     "2. Connections created and destroyed")
+    assert near_loop(text) and not near_loop(shown)
+    # drifting one word at a time
+    drift = ("The pool limits the connections it keeps. The pool limits the sockets it keeps. "
+             "The pool limits the sockets it opens. The pool limits the files it opens. ")
+    guard, shown = _guarded(drift)
+    assert guard.stopped and shown == ("The pool limits the connections it keeps. "
+                                       "The pool limits the sockets it keeps.")
+
+
+def test_guard_lets_two_sentences_a_word_apart_and_lists_pass() -> None:
+    normal = ("The request context is pushed. The app context is pushed. Then the view runs.\n"
+              "- `Flask.get` registers a GET route\n- `Flask.post` registers a POST route\n"
+              "- `Flask.put` registers a PUT route\n- `Flask.delete` registers a DELETE route\n")
+    guard, shown = _guarded(normal)
+    assert shown == normal and not guard.stopped and not near_loop(normal)
 
 
 def test_an_answer_cut_by_the_token_limit_says_so_and_the_tiny_model_is_capped() -> None:
