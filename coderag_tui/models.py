@@ -343,17 +343,22 @@ class AnswerEvent:
     sources, done, error.
 
     `opening` is set on the `opening` event; `tool` on `tool` events; `cached` on every event of
-    an answer that came from the answer cache (no model was asked)."""
+    an answer that came from the answer cache (no model was asked). The `sources` event carries
+    what was checked in the model's text: its citations (`invalid_citations`: not among the
+    lines the model was shown, of which `absent_citations`: not lines of the repository at all)
+    and its code names (`unknown_names`)."""
 
     kind: str
     text: str = ""
     sources: tuple[Source, ...] = ()
-    invalid_citations: tuple[str, ...] = ()
+    invalid_citations: tuple[str, ...] = ()  # not verified: not among the lines the model was shown
     conversation_id: int = 0
     stats: dict[str, float] = field(default_factory=dict)
     tool: ToolCallInfo | None = None
     cached: bool = False
     opening: AnswerOpening | None = None
+    absent_citations: tuple[str, ...] = ()  # of invalid_citations: no such lines in the repository
+    unknown_names: tuple[str, ...] = ()  # code names and paths in the answer the index does not have
 
 
 @dataclass(frozen=True)

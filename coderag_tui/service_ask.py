@@ -133,15 +133,18 @@ def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedA
 
     opening = replace(opening, model_note=str(getattr(provider, "tiny_note", "") or ""))
     # stored as a turn of a new conversation, so a follow-up works as after any answer
+    from coderag_tui.answering.checked import Checks
+
+    checks = Checks(hit.invalid, hit.absent, hit.unknown_names)
     cid = Answerer(provider, rag.db)._save(None, question, hit.answer, hit.sources,
-                                           invalid=tuple(hit.invalid), opening=opening)
+                                           invalid=tuple(hit.invalid), opening=opening, checks=checks)
     yield AnswerEvent("opening", text=opening.render(), opening=opening, conversation_id=cid, cached=True)
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.created))
     same = "" if hit.similarity >= 1.0 else f" for {hit.question!r} (similarity {hit.similarity:.2f})"
     yield AnswerEvent("status", text=f"answered from the cache{same}", conversation_id=cid, cached=True)
     yield AnswerEvent("token", text=hit.answer, conversation_id=cid, cached=True)
     yield AnswerEvent("sources", sources=hit.sources, invalid_citations=hit.invalid, conversation_id=cid,
-                      cached=True)
+                      cached=True, absent_citations=hit.absent, unknown_names=hit.unknown_names)
     stats = {"cached": 1.0, "similarity": hit.similarity,
              "total_s": round(time.perf_counter() - started, 4),
              "cited": float(sum(1 for s in hit.sources if s.cited)),
@@ -152,10 +155,12 @@ def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedA
 def _remember(cache: AnswerCache, question: str, answer: str, checked: AnswerEvent) -> None:
     import logging
 
+    from coderag_tui.answering.checked import Checks
     from coderag_tui.store.db import clear_error
 
     try:
-        cache.remember(question, answer, checked.sources, checked.invalid_citations)
+        cache.remember(question, answer, checked.sources, checked.invalid_citations,
+                       Checks(checked.invalid_citations, checked.absent_citations, checked.unknown_names))
     except Exception as exc:  # a cache that cannot write (a locked index) must not fail the answer
         logging.getLogger("coderag").warning("answer cache: %s", clear_error(exc) or exc)
 

@@ -334,7 +334,10 @@ async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(t
         assert "adds the tax" in markdown and "with_tax" in markdown
         sources = str(screen.chat.query(".sources").last().render())
         assert "[1] shop/cart.py:18-20  Cart.total" in sources
-        assert "not in the repository: shop/nope.py:3" in sources
+        # each finding under its own label: no such lines, lines the model was not shown, names
+        assert "not in the repository (no such lines): shop/nope.py:3" in sources
+        assert "not verified (the lines exist, but the model was not shown them all): shop/cart.py:18-25" in sources
+        assert "not in the index (the model may have invented them): CartManager" in sources
         assert screen.conversation_id == 7
         assert isinstance(app.focused, Transcript)
 

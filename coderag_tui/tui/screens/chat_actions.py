@@ -127,7 +127,7 @@ class ChatActions(MainBase):
         event = message.event
         if not self.answering:  # stopped: only what completes the stopped answer still counts
             if event.kind == "sources":
-                view.set_sources(event.sources, event.invalid_citations)
+                view.set_sources(event.sources, event.invalid_citations, event.absent_citations, event.unknown_names)
             elif event.kind in ("done", "error") and event.conversation_id:
                 self.conversation_id = event.conversation_id
             return
@@ -148,7 +148,7 @@ class ChatActions(MainBase):
             else:
                 view.set_status(event.text)
         elif event.kind == "sources":
-            view.set_sources(event.sources, event.invalid_citations)
+            view.set_sources(event.sources, event.invalid_citations, event.absent_citations, event.unknown_names)
         elif event.kind == "done":
             if event.conversation_id:
                 self.conversation_id = event.conversation_id
