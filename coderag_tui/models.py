@@ -305,12 +305,17 @@ class AnswerUnit:
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
 
+MATCHES_HEAD = "Best matches in the index, ranked:"
+CALL_PATH_HEAD = "Call path in the index's call graph (each step calls the next):"
+
+
 @dataclass(frozen=True)
 class AnswerOpening:
-    """What the index knows for certain about a question, rendered by coderag before the
-    model's explanation: the units that answer it and, for a question about a flow, the call
-    path from an entry point to them (each step calls the next). `model_note` labels the
-    explanation that follows (e.g. that it comes from the tiny default model)."""
+    """What the index found for a question, rendered by coderag before the model's explanation:
+    its best matches, ranked (a search's ranking, not a certainty that they answer it), and for
+    a question about a flow a call path found in the graph's CALLS edges (each step calls the
+    next at the line given). `model_note` labels the explanation that follows (e.g. that it
+    comes from the tiny default model)."""
 
     units: tuple[AnswerUnit, ...] = ()
     call_path: tuple[AnswerUnit, ...] = ()
@@ -321,13 +326,13 @@ class AnswerOpening:
         """Plain text (Markdown-friendly), the same in every interface."""
         out: list[str] = []
         if self.units:
-            out.append("Where this is in the code:")
+            out.append(MATCHES_HEAD)
             for u in self.units:
                 tail = f": {u.line}" if u.line else ""
                 out.append(f"- {u.kind} {u.qualname} ({u.citation}){tail}")
         if self.call_path:
             out.append("")
-            out.append("Call path:")
+            out.append(CALL_PATH_HEAD)
             for i, u in enumerate(self.call_path, 1):
                 at = f", calls the next at line {u.call_line}" if u.call_line else ""
                 out.append(f"{i}. {u.qualname} ({u.citation}{at})")

@@ -33,7 +33,14 @@ from coderag_tui.answering.prompts import fit_prompt
 from coderag_tui.answering.providers.base import window_from_error
 from coderag_tui.answering.providers.local import TINY_NOTE, LlamaProvider, bundled_model_path
 from coderag_tui.config import ContextSettings, ProviderSettings, Settings
-from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, ModelInfo
+from coderag_tui.models import (
+    CALL_PATH_HEAD,
+    MATCHES_HEAD,
+    ChatMessage,
+    ComposedContext,
+    ContextPiece,
+    ModelInfo,
+)
 from coderag_tui.retrieval.packing import shares_for
 from coderag_tui.retrieval.router import question_kind
 from tests.helpers.loopback import LlamaServer
@@ -328,7 +335,7 @@ def test_a_flow_question_gets_the_call_path_from_the_entry_point(make_repo, open
     assert units["App.dispatch_request"].line == "Match the request's URL to a view function and call the view."
     assert "tests/" not in " ".join(u.path for u in opening.call_path)
     text = opening.render()
-    assert "Call path:" in text and "1. App.__call__ (web/app.py:12-14, calls the next at line 14)" in text
+    assert CALL_PATH_HEAD in text and "1. App.__call__ (web/app.py:12-14, calls the next at line 14)" in text
     # a lookup has units but no call path
     # another wording of the same question: "how does X <verb> Y"
     dispatch = "How does the app dispatch a request to a view function?"
@@ -487,7 +494,7 @@ def test_the_cli_keeps_the_first_word_of_a_streamed_answer(make_repo, tmp_path: 
     first_line = answer.strip().splitlines()[0].strip()
     assert first_line and any(line.strip() == first_line for line in shown), (first_line, shown)
     joined = "\n".join(shown)
-    assert joined.index("Where this is in the code:") < joined.index(first_line)
+    assert joined.index(MATCHES_HEAD) < joined.index(first_line)
     assert "tax_for (shop/tax.py:4-6)" in joined
 
 

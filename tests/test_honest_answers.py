@@ -107,3 +107,62 @@ def test_every_unit_of_the_opening_is_a_source(make_repo: Callable[..., Path],
         "how does checkout reach the tax?", ComposedContext("q", "semantic", (tax,), 9, 900), opening=opening))
     cited = [s.citation for s in _sources_event(events).sources]
     assert cited == ["shop/tax.py:4-6", "shop/cart.py:14-17", "shop/checkout.py:4-6"]
+
+
+POOL = {
+    "pool/config.py": '''class Limits:
+    """Configuration for limits to various client behaviors."""
+
+    def __init__(self, max_connections=None, max_keepalive_connections=None, keepalive_expiry=5.0):
+        self.max_connections = max_connections
+        self.max_keepalive_connections = max_keepalive_connections
+        self.keepalive_expiry = keepalive_expiry
+
+
+class Timeout:
+    """Timeout configuration: how long the connection pool waits."""
+
+    def __init__(self, pool=5.0):
+        self.pool = pool
+
+
+class PoolTimeout(Exception):
+    """Timed out waiting to acquire a connection from the pool."""
+''',
+    "pool/transport.py": '''from pool.config import Limits
+
+
+class ConnectionPool:
+    def __init__(self, max_connections, max_keepalive_connections, keepalive_expiry):
+        self.slots = max_connections
+
+
+class Transport:
+    def __init__(self, limits=Limits()):
+        self.pool = ConnectionPool(
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+        )
+''',
+}
+
+
+def test_a_question_about_a_limit_opens_with_the_code_that_applies_it(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
+    from coderag_tui.answering.opening import build_opening, is_flow_question
+    from coderag_tui.models import CALL_PATH_HEAD, MATCHES_HEAD
+
+    service = open_service(make_repo(POOL))
+    question = "How is the connection pool limited?"
+    assert not is_flow_question(question)  # "connection" is not the verb "connect"
+    opening = build_opening(service.db, question, service.context(question, 2000))
+    first = opening.units[0]
+    assert (first.qualname, first.citation) == ("Transport.__init__", "pool/transport.py:10-15")
+    assert first.line == ("reads .max_connections, .max_keepalive_connections, .keepalive_expiry "
+                          "(fields of Limits) from line 12")
+    assert "Limits" in [u.qualname for u in opening.units]
+    # it says what it is: the index's ranked matches, and a call path found in the graph
+    text = opening.render()
+    assert text.startswith(MATCHES_HEAD) and MATCHES_HEAD == "Best matches in the index, ranked:"
+    assert "certain" not in text and CALL_PATH_HEAD not in text

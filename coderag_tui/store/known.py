@@ -96,10 +96,14 @@ def file_texts(db: Database, path: str) -> str:
 
 
 def unit_text(db: Database, unit: UnitRef) -> str:
-    """The indexed text around a unit (the chunks of its file that overlap its lines)."""
-    return "\n".join(str(t) for (t,) in db.rows(
-        "SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? AND c.start_line <= ? "
-        "AND c.end_line >= ? ORDER BY c.start_line", (unit.path, unit.end_line, unit.start_line)))
+    """A unit's lines as indexed (from the chunks of its file that overlap them)."""
+    lines: dict[int, str] = {}
+    for start, text in db.rows(
+            "SELECT c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
+            "AND c.start_line <= ? AND c.end_line >= ? ORDER BY c.start_line", (unit.path, unit.end_line, unit.start_line)):
+        for n, line in enumerate(str(text).split("\n"), int(start)):
+            lines.setdefault(n, line)
+    return "\n".join(lines[n] for n in range(unit.start_line, unit.end_line + 1) if n in lines)
 
 
 class SqliteNames:
@@ -147,3 +151,29 @@ def lines_exist(db: Database, path: str, start: int, end: int) -> bool:
         ends = files_ending(db, path.lstrip("./"), 2)
         facts = read.file_facts(db, ends[0]) if len(ends) == 1 else None
     return facts is not None and 1 <= start <= end <= max(facts[1], 1)
+
+
+def attribute_reads(db: Database, attributes: Iterable[str]) -> list[tuple[str, int, str]]:
+    """(path, line, attribute) wherever indexed code reads one of `attributes` as `x.attribute`."""
+    names = sorted({a for a in attributes if a})
+    expression = " OR ".join(p for p in map(_fts_phrase, names) if p)
+    if not expression:
+        return []
+    patterns = {n: re.compile(r"\.\s*" + re.escape(n) + r"(?!\w)") for n in names}
+    out: set[tuple[str, int, str]] = set()
+    for path, start, text in db.rows(
+            "SELECT f.path, c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN "
+            "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (expression, MAX_ROWS)):
+        text = str(text)
+        for n, pattern in patterns.items():
+            for m in pattern.finditer(text):
+                out.add((str(path), int(start) + text.count("\n", 0, m.start()), n))
+    return sorted(out)
+
+
+def classes_starting(db: Database, prefix: str, limit: int = 10) -> list[UnitRef]:
+    """Classes (and structs) whose name starts with `prefix`, any case, shortest name first."""
+    like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return [unit_from_row(r) for r in db.rows(
+        UNIT_SELECT + " WHERE u.kind IN ('class', 'struct') AND u.name LIKE ? ESCAPE '\\' "
+        "ORDER BY length(u.name), u.id LIMIT ?", (like, limit))]
