@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError
-from coderag_tui.paths import find_repo_root
+from coderag_tui.paths import find_repo_root, indexed_root
 from coderag_tui.service_core import ServiceCore
 from coderag_tui.store import read
 
@@ -39,7 +39,8 @@ class CodeRag(ServiceCore):
         db_path: str | Path | None = None,
         settings: Settings | None = None,
     ) -> CodeRag:
-        """Open a repository given as a folder (or None: the one containing the cwd)."""
+        """Open a repository given as a folder (or None: the one containing the cwd). A folder
+        inside an indexed repository opens that repository (its index), as git would."""
         if repo is None:
             root = find_repo_root(Path.cwd())
         else:
@@ -51,6 +52,8 @@ class CodeRag(ServiceCore):
             if not path.is_dir():
                 raise RepoError(f"not a folder: {repo}")
             root = path.resolve()
+        if db_path is None:  # (where indexes live is the user's setting, not a repository's)
+            root = indexed_root(root, settings or load_settings(None, config, notify=None))
         if settings is None:
             settings = load_settings(root, config)
         return cls(root, settings, Path(db_path) if db_path else None)

@@ -42,6 +42,7 @@ def ask(
     with rag.model_gate.foreground():
         try:
             started = time.perf_counter()
+            rag.require_index()  # no model is asked without code to give it
             if not rag._verified:  # once per service: ~0.6 s for a 90 MB index
                 rag.db.verify()  # a damaged index fails here, before a model loads
                 rag._verified = True

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings
-from coderag_tui.errors import RepoError, StoreError
+from coderag_tui.errors import IndexError_, RepoError, StoreError
 from coderag_tui.models import (
     EdgeRef,
     FileState,
@@ -133,6 +133,16 @@ class ServiceCore:
                                  "create it or give another --db file")
             return False
         return bool(self.db.get_meta("last_update"))
+
+    def require_index(self) -> None:
+        """Raise IndexError_ (one line: what to run) when this repository was never indexed, or
+        its index holds no file. Creates nothing: a missing index file stays missing."""
+        if not self.has_index():
+            raise IndexError_(f"{self.display_name} has no index yet",
+                              f"run `coderag index {self.display_name}` to build it")
+        if read.file_count(self.db) == 0:
+            raise IndexError_(f"the index of {self.display_name} holds no file: nothing there was indexed",
+                              "`coderag status` shows what was skipped; `coderag index` after adding code")
 
     def status(self) -> IndexStatus:
         return read.status(self.db, str(self.root))

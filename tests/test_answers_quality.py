@@ -481,6 +481,9 @@ def test_the_cli_keeps_the_first_word_of_a_streamed_answer(make_repo, tmp_path: 
     db = tmp_path / "i.db"
     cmd = [sys.executable, "-m", "coderag_tui", "ask", "what does tax_for return?", "--repo", str(repo),
            "--db", str(db), "--config", str(tmp_path / "cfg.toml")]
+    from coderag_tui.cli.main import main as run_cli
+
+    assert run_cli(["index", str(repo), "--db", str(db), "--config", str(tmp_path / "cfg.toml")]) == 0
     code, out = run_on_a_terminal(cmd, {**os.environ, "COLUMNS": "400", "TERM": "xterm"})
     assert code == 0, out[-2000:]
     shown = screen(out.decode("utf-8", "replace"))

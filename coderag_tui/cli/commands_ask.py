@@ -55,9 +55,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.question and args.question != ["-"] and piped_stdin():
         attachment = read_stdin()
     question = query_from(args.question, "question")
-    service = open_service(args)
-    if service.status().files == 0:
-        service.index()
+    service = open_service(args)  # (the service says, in one line, when there is no index to ask)
     stream = is_tty() and not args.no_stream and not args.json
     answer: list[str] = []
     final: AnswerEvent | None = None

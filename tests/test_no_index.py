@@ -1,0 +1,77 @@
+"""No answer from an empty or missing index: a folder never indexed, or whose index holds no
+file, says so in one line and exits 2 on every command that reads an index, `ask` included
+(no model is asked without code), and creates no index file; a subfolder of an indexed
+repository uses the repository's index. Real CLI (in process), real index files, a real user
+cache folder (isolated by conftest)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.cli.main import main as run_cli
+from coderag_tui.service import CodeRag
+from tests.small_shop import FILES
+
+READS = [
+    ("search", "total price"), ("symbol", "Cart"), ("callers", "tax_for"), ("callees", "Cart.total"),
+    ("context", "how is tax computed"), ("map",), ("similar", "Cart"), ("ask", "what does tax_for return?"),
+]
+
+
+def _all_files(*roots: Path) -> set[Path]:
+    return {p for root in roots if root.exists() for p in root.rglob("*")}
+
+
+def test_a_folder_never_indexed_says_so_on_every_command_and_writes_nothing(
+        make_repo: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(FILES)
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    config = tmp_path / "cfg.toml"
+    # a model that does not exist: were it loaded before the index is checked, that would be the error
+    config.write_text(f'[llm]\nmodel = "{tmp_path / "no-such-model.gguf"}"\n')
+    before = _all_files(repo, cache)
+    for command in READS:
+        code = run_cli([*command, "--repo", str(repo), "--config", str(config)])
+        err = capsys.readouterr().err
+        assert code == 2, (command, err)
+        assert err.count("\n") == 1 and "has no index yet" in err and f"coderag index {repo}" in err, (command, err)
+        assert "no-such-model" not in err
+    assert _all_files(repo, cache) == before  # no index file, no folder
+
+
+def test_an_empty_index_says_so_and_ask_calls_no_model(make_repo: Callable[..., Path], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo({"logo.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4})
+    db = tmp_path / "empty.db"
+    assert run_cli(["index", str(repo), "--no-embed", "--db", str(db)]) == 0
+    capsys.readouterr()
+    config = tmp_path / "cfg.toml"
+    config.write_text(f'[llm]\nmodel = "{tmp_path / "no-such-model.gguf"}"\n')
+    for command in (("ask", "what does this do?"), ("search", "anything"), ("symbol", "main")):
+        code = run_cli([*command, "--repo", str(repo), "--db", str(db), "--config", str(config)])
+        err = capsys.readouterr().err
+        assert code == 2 and "holds no file" in err and "no-such-model" not in err, (command, err)
+    # the service says so to every interface: the ask flow's first event is the error
+    service = CodeRag.open(repo, db_path=db)
+    [event] = list(service.ask("what does this do?"))
+    assert event.kind == "error" and "holds no file" in event.text
+    service.close()
+
+
+def test_a_subfolder_of_an_indexed_repository_uses_its_index(make_repo: Callable[..., Path],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo({**FILES, "shop/extra/__init__.py": ""})
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    assert run_cli(["index", str(repo), "--no-embed"]) == 0
+    capsys.readouterr()
+    before = _all_files(repo, cache)
+    assert run_cli(["search", "tax owed on an amount", "--repo", str(repo / "shop" / "extra")]) == 0
+    assert "shop/tax.py:4-6" in capsys.readouterr().out  # the repository's paths, from its index
+    assert run_cli(["symbol", "Cart", "--repo", str(repo / "shop")]) == 0
+    assert "shop/cart.py" in capsys.readouterr().out
+    assert CodeRag.open(repo / "shop" / "extra").root == repo.resolve()
+    assert _all_files(repo, cache) == before  # no second index
