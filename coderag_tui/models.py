@@ -11,6 +11,21 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The bundled default model: what it writes is a guess, never shown or passed on as fact.
+TINY_MODEL = "SmolLM2-135M"
+
+
+def by_tiny_model(model: str) -> bool:
+    """The text was written by the bundled tiny model (a stored model name, `llama:SmolLM2-135M-...`)."""
+    return TINY_MODEL in model
+
+
+def summary_label(model: str) -> str:
+    """Who wrote a summary, as every interface says it."""
+    if by_tiny_model(model):
+        return "a guess by the tiny default model (SmolLM2-135M), often wrong"
+    return f"written by {model or 'a model'}, not checked"
+
 
 def to_dict(obj: Any) -> Any:
     """A JSON-ready dict of any dataclass here (tuples become lists)."""
@@ -230,6 +245,7 @@ class ContextPiece:
     tokens: int
     language: str = ""
     about: str = ""  # the unit's summary, shown above its code (seed 002's full and brief formats)
+    about_by: str = ""  # the model that wrote `about`
 
     @property
     def citation(self) -> str:
@@ -254,7 +270,7 @@ class ComposedContext:
             if p.role == "metadata":
                 out.append(f"### {p.title} ({p.citation})\n{p.text}")
             else:
-                about = f"Summary: {p.about}\n" if p.about else ""
+                about = f"Summary ({summary_label(p.about_by)}): {p.about}\n" if p.about else ""
                 out.append(f"### {p.citation} [{p.role}] {p.title}\n{about}```{fence}\n{p.text}\n```")
         return "\n\n".join(out)
 
@@ -436,6 +452,7 @@ class UnitDescription:
     role: str
     summary: str = ""  # the model's, if one was made
     stale: bool = False  # the code or its context changed since
+    summary_model: str = ""  # the model that wrote `summary`
 
 
 @dataclass(frozen=True)
@@ -456,3 +473,4 @@ class FileDescription:
     imported_by: tuple[str, ...] = ()
     units: tuple[UnitDescription, ...] = ()
     folder_summary: str = ""  # of the folder holding it
+    folder_summary_model: str = ""

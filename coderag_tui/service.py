@@ -187,12 +187,20 @@ class CodeRag(ServiceCore):
     # background thread (with its own connection), one commit per summary.
     def summarizer(self, model: str | None = None, *, configured: bool = False) -> _Summarizer:
         """A Summarizer on this thread's connection with `model` (else the selected model;
-        `configured`: the configured one, whatever the app's picker selected)."""
+        `configured`: the configured one, whatever the app's picker selected). The tiny default
+        model writes none (ModelError): measured, its summaries were wrong and made retrieval
+        worse (docs/summaries.md)."""
         from coderag_tui.answering.summarize import Summarizer
+        from coderag_tui.errors import NoSummariesError
+        from coderag_tui.models import by_tiny_model
 
         provider = self._provider(None) if configured else self.llm(model)
         info = provider.info()
         name = f"{info.provider}:{info.name}"
+        if by_tiny_model(name) or str(getattr(provider, "tiny_note", "") or ""):
+            raise NoSummariesError("the tiny default model (SmolLM2-135M) writes no summaries: its summaries were "
+                             "mostly wrong and made search worse; files and units keep their profiles",
+                             "for summaries set [llm] model = /path/to/model.gguf or a remote model, or pass --model")
 
         def read_code(path: str, start: int, end: int) -> str:
             return "\n".join(self.read_lines(path, start, end))

@@ -75,3 +75,20 @@ def test_a_subfolder_of_an_indexed_repository_uses_its_index(make_repo: Callable
     assert "shop/cart.py" in capsys.readouterr().out
     assert CodeRag.open(repo / "shop" / "extra").root == repo.resolve()
     assert _all_files(repo, cache) == before  # no second index
+
+
+def test_a_query_that_matches_nothing_finds_nothing(make_repo: Callable[..., Path], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """No keyword, no symbol: the nearest vectors to nonsense are still some chunks, and noise."""
+    repo = make_repo(FILES)
+    db = tmp_path / "vectors.db"
+    assert run_cli(["index", str(repo), "--db", str(db)]) == 0  # with vectors (the bundled model)
+    capsys.readouterr()
+    for nonsense in ("qwertyuiopzxcv", "asdkjh qwpoeiru zmxncb"):
+        assert run_cli(["search", nonsense, "--repo", str(repo), "--db", str(db)]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and f"nothing matches {nonsense!r}" in captured.err
+        assert run_cli(["search", nonsense, "--repo", str(repo), "--db", str(db), "--json"]) == 1
+        assert capsys.readouterr().out.strip() == "[]"
+    assert run_cli(["search", "tax owed on an amount", "--repo", str(repo), "--db", str(db)]) == 0
+    assert "shop/tax.py" in capsys.readouterr().out

@@ -785,7 +785,7 @@ async def test_summaries_in_the_status_bar_and_the_viewer(tmp_path: Path) -> Non
         await settle(pilot)
         label = app.screen.query_one("#summaries")
         await until(pilot, lambda: "summaries" in str(label.render()))
-        assert str(label.render()) == "summaries 120/800 · 3.1/min · ETA 4m"
+        assert str(label.render()) == "summaries 120/800 (background, low priority) · 3.1/min · ETA 4m"
         await open_symbol(pilot, "total")
         notes = str(main(app).query_one(ViewerPane).query_one("#notes").render())
         assert "file A shopping cart that totals prices with tax." in notes

@@ -138,8 +138,9 @@ class ContextReads(Protocol):
         """A class's base classes as written ([] when none)."""
         ...
 
-    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
-        """Unit id -> its model summary, for (id, path, kind, qualname) of units ({} when none)."""
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, tuple[str, str]]:
+        """Unit id -> (its model summary, the model that wrote it), for (id, path, kind, qualname)
+        of units ({} when none)."""
         ...
 
     def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:

@@ -194,7 +194,7 @@ class SqliteStore:
     def unit_bases(self, unit_id: int) -> list[str]:
         return bases_of(retrieval_reads.unit_bases(self.db, unit_id))
 
-    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, tuple[str, str]]:
         return descriptions.summary_texts(self.db, units) if units else {}
 
     def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:

@@ -58,7 +58,7 @@ class PostgresReads:
         found = self._rows("SELECT bases FROM units WHERE id = %s", (unit_id,))
         return bases_of(str(found[0][0])) if found and found[0][0] else []
 
-    def summary_texts(self: _Base, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+    def summary_texts(self: _Base, units: Sequence[tuple[int, str, str, str]]) -> dict[int, tuple[str, str]]:
         return {}
 
     def unit_summaries(self: _Base, path: str) -> dict[int, str]:

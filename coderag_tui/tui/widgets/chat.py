@@ -19,7 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from coderag_tui.answering.checked import check_lines
+from coderag_tui.answering.checked import UNSEEN_LABEL, check_lines
 from coderag_tui.models import Source, ToolCallInfo
 from coderag_tui.textsafe import safe_line, safe_text
 from coderag_tui.tui.chatlog import Turn, source_line, tool_line
@@ -33,7 +33,8 @@ def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = (),
     """What was checked in the answer (first: it is about the text just above), then the sources."""
     text = Text()
     for label, items in check_lines(invalid, absent, unknown_names):
-        text.append(f"✗ {label}: {safe_line(items)}\n", "red")
+        unseen = label == UNSEEN_LABEL  # the lines exist: not wrong, only not what the model read
+        text.append(f"{'?' if unseen else '✗'} {label}: {safe_line(items)}\n", "yellow" if unseen else "red")
     for s in sources[:limit]:
         line = source_line(s)
         text.append(f"{line}\n", "bold" if s.cited else "dim")

@@ -46,10 +46,11 @@ def duration(seconds: float) -> str:
 
 
 def summaries_line(p: Progress) -> str:
-    """`summaries 120/800 · 3.1/min · ETA 4m` while they are made; "" once done."""
+    """`summaries 120/800 (background, low priority) · 3.1/min · ETA 4m` while they are made;
+    "" once done."""
     if p.phase != "summarize" or not p.total:
         return ""
-    line = f"summaries {p.done:,}/{p.total:,}"
+    line = f"summaries {p.done:,}/{p.total:,} (background, low priority)"
     if p.rate > 0:
         line += f" · {p.rate * 60:.1f}/min · ETA {duration(p.eta_s or (p.total - p.done) / p.rate)}"
     return line
