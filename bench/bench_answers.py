@@ -177,11 +177,16 @@ def main() -> None:
                         help="pair every Nth answer with a bare llama.cpp call (0: none)")
     parser.add_argument("--json", type=Path, help="also write every question's figures here")
     parser.add_argument("--merge", type=Path, nargs="+", help="print the report of these --json files")
+    parser.add_argument("--recheck", action="store_true", help="with --merge: check the stored answers' names "
+                        "again with this checkout's check (the indexes in --work, the --repo folders)")
     parser.add_argument("--model", action="append", default=[], help="a model to answer with (repeat; "
                         "default: the bundled tiny model and every GGUF in models/)")
     args = parser.parse_args()
     if args.merge:
-        report([row for path in args.merge for row in json.loads(path.read_text())])
+        rows = [row for path in args.merge for row in json.loads(path.read_text())]
+        if args.recheck:
+            recheck(rows, dict(spec.partition("=")[::2] for spec in args.repo), args.work)
+        report(rows)
         return
     args.work.mkdir(parents=True, exist_ok=True)
 
@@ -215,6 +220,26 @@ def main() -> None:
         service.close()
 
     report(per_question)
+
+
+def recheck(rows: list[dict[str, Any]], folders: dict[str, str], work: Path) -> None:
+    """The names of every stored answer checked again, as `ask` would check them now."""
+    from coderag_tui.answering.names import unknown_names
+    from coderag_tui.store.db import open_database
+    from coderag_tui.store.known import SqliteNames
+
+    for name, folder in folders.items():
+        db = open_database(work / f"{name}.db")
+        reads, words = SqliteNames(db), disk_words(Path(folder))
+        for row in rows:
+            if row["repo"] == name and row.get("model"):
+                unknown = unknown_names(row["answer"], reads)
+                made_up = invented(row["answer"], words)
+                row.update(unknown_names=list(unknown), invented=made_up,
+                           invented_unmarked=[n for n in made_up if n not in unknown],
+                           unknown_on_disk=[n for n in unknown if n not in made_up],
+                           near_loop=bool(near_loop(row["answer"])))
+        db.close()
 
 
 def answer_one(service: CodeRag, model: str, recordings: dict[str, Recording], question: str, want: set[str],

@@ -54,7 +54,8 @@ def test_the_names_a_model_invented_are_listed_and_kept(make_repo: Callable[...,
     service = open_service(make_repo(SHOP))
     answer = ("`Cart.total` adds the tax from `tax_for` (shop/tax.py). The `CartManager` keeps carts, "
               "see `from shop.cart import checkout_magic`, `Cart.discount()` and shop/payments.py; "
-              "`from shop.cart import Cart` and `self.items` are real, and so is `checkout`.")
+              "`from shop.cart import Cart` and `self.items` are real, and so is `checkout` (a module too), "
+              "paid over SSL/TLS and/or HTTP.")
     reads = SqliteNames(service.db)
     assert unknown_names(answer, reads) == (
         "CartManager", "from shop.cart import checkout_magic", "Cart.discount", "shop/payments.py")

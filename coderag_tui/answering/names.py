@@ -10,7 +10,8 @@ checked by `citations.py`.
 
 A name is known when the index has it (deterministic lookups only, `NameReads`):
 
-- an identifier: a definition of that name, or the word written in some indexed chunk;
+- an identifier: a definition of that name, the word written in some indexed chunk, or the
+  name of an indexed file without its extension (a module: `test_legacypath`);
 - `A.B`: written so somewhere; else a class named A with a member B (a method or nested unit,
   `self.B =` in its body, or a member of a base class in the index); else a package A
   (`A/__init__.py`) or a module path A (`a.b`: a/b.py or a/b/__init__.py) that defines or imports B at its top level, or has a submodule B;
@@ -68,6 +69,8 @@ class NameReads(Protocol):
 
     def files_ending(self, suffix: str) -> list[str]: ...
 
+    def file_stem_exists(self, stem: str) -> bool: ...
+
     def folder_exists(self, folder: str) -> bool: ...
 
     def imported_modules(self, modules: Iterable[str]) -> set[str]: ...
@@ -99,10 +102,13 @@ def candidates(text: str) -> list[tuple[str, str]]:
             add("import", " ".join(m.group(0).split()))
         part = _blank(part, _IMPORT)
         for m in _PATH.finditer(part):
-            if "/" in m.group(0) and not re.search(r"[A-Za-z]", m.group(0)):
+            found = m.group(0)
+            if "/" in found and not re.search(r"[A-Za-z]", found):
                 continue
-            if "/" in m.group(0) or every_word or not _DOTTED.fullmatch(m.group(0)):
-                add("path", m.group(0))
+            if "/" in found and not every_word and not re.search(r"\.\w+$", found):
+                continue  # prose: "SSL/TLS", "and/or"; a path in prose names its file
+            if "/" in found or every_word or not _DOTTED.fullmatch(found):
+                add("path", found)
         part = _blank(part, _PATH)
         for m in _DOTTED.finditer(part):
             name = m.group(0)
@@ -159,7 +165,7 @@ class _Check:
         return self.ident(name)
 
     def ident(self, name: str) -> bool:
-        return name in self.written or bool(self.units(name))
+        return name in self.written or bool(self.units(name)) or self.reads.file_stem_exists(name)
 
     def path(self, path: str) -> bool:
         clean = path.strip().lstrip("./").rstrip("/")

@@ -31,6 +31,13 @@ def files_ending(db: Database, suffix: str, limit: int = 20) -> list[str]:
         (suffix, "%/" + like, limit))]
 
 
+def file_stem_exists(db: Database, stem: str) -> bool:
+    """Some indexed file is named `stem` plus an extension (`app` for src/app.py)."""
+    like = stem.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return db.one("SELECT 1 FROM files WHERE path LIKE ? ESCAPE '\\' OR path LIKE ? ESCAPE '\\' LIMIT 1",
+                  (like + ".%", "%/" + like + ".%")) is not None
+
+
 def folder_exists(db: Database, folder: str) -> bool:
     """Some indexed file lies under `folder` (a path, or the end of one)."""
     like = folder.strip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -129,6 +136,9 @@ class SqliteNames:
 
     def folder_exists(self, folder: str) -> bool:
         return folder_exists(self.db, folder)
+
+    def file_stem_exists(self, stem: str) -> bool:
+        return file_stem_exists(self.db, stem)
 
     def imported_modules(self, modules: Iterable[str]) -> set[str]:
         return imported_modules(self.db, modules)
