@@ -23,10 +23,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from coderag_tui.answering.summarize import SYSTEM_PROMPT
-from coderag_tui.config import Settings
-from coderag_tui.indexing.profiles import refresh_profiles
-from coderag_tui.service import CodeRag
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.variants import model_summarizer  # noqa: E402
+from coderag_tui.answering.summarize import SYSTEM_PROMPT  # noqa: E402
+from coderag_tui.config import Settings  # noqa: E402
+from coderag_tui.indexing.profiles import refresh_profiles  # noqa: E402
+from coderag_tui.service import CodeRag  # noqa: E402
 
 
 def sdist_source(spec: str, cache: Path) -> Path:
@@ -73,7 +77,7 @@ def main() -> None:
         print(f"{root.name}: {summary.files_indexed} files, {summary.units} units; structural index "
               f"{index_s:.1f}s; profiles (a full pass, also part of the index) {profiles} in {profile_s:.2f}s")
 
-        summarizer = service.summarizer()
+        summarizer = model_summarizer(service)  # the bundled model: the service would refuse it
         t = time.perf_counter()
         plan = summarizer.plan()
         plan_s = time.perf_counter() - t

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.variants import VARIANTS, checkpoint, make_variant, settings_for  # noqa: E402
+from bench.variants import VARIANTS, checkpoint, make_variant, model_summarizer, settings_for  # noqa: E402
 from coderag_tui.config import Settings  # noqa: E402
 from coderag_tui.retrieval.evaluate import KS, accuracy, evaluate_case  # noqa: E402
 from coderag_tui.retrieval.search import MODES  # noqa: E402
@@ -37,7 +37,8 @@ def main() -> None:
     service.index()
     if args.summarize:
         t0 = time.perf_counter()
-        print(service.summarize().text(), f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        summarizer = model_summarizer(service)  # the bundled model: the service would refuse it
+        print(summarizer.run(summarizer.plan(None)).text(), f"({time.perf_counter() - t0:.0f} s)", flush=True)
     kinds = dict(service.db.rows("SELECT kind, count(*) FROM unit_summaries GROUP BY kind"))
     print(f"summaries: {kinds or 'none'} over {service.db.scalar('SELECT count(*) FROM units')} units")
     service.embed()
