@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from coderag_tui.answering import Answerer
 from coderag_tui.answering.answer_cache import AnswerCache
@@ -167,3 +168,31 @@ def test_a_question_about_a_limit_opens_with_the_code_that_applies_it(
     text = opening.render()
     assert text.startswith(MATCHES_HEAD) and MATCHES_HEAD == "Best matches in the index, ranked:"
     assert "certain" not in text and CALL_PATH_HEAD not in text
+
+
+def test_the_cli_lists_what_it_checked_in_text_and_json(make_repo: Callable[..., Path], tmp_path: Path,
+                                                        capsys: Any) -> None:
+    from coderag_tui.cli.main import main
+    from tests.test_providers_remote import Loopback, openai_sse
+
+    repo = make_repo(SHOP)
+    common = ["--repo", str(repo), "--db", str(tmp_path / "i.db")]
+    assert main(["index", "--no-embed", *common]) == 0
+    server = Loopback(lambda h, n: openai_sse(h, ["The `CartManager` adds tax ", "(see shop/nope.py:3)."]))
+    try:
+        config = tmp_path / "llm.toml"
+        config.write_text(f'[llm]\nprovider = "openai"\nbase_url = "{server.url}/v1"\nmodel = "m"\n'
+                          "retries = 0\ntimeout_s = 20\nn_ctx = 4096\nmax_tokens = 64\ntools = \"off\"\n")
+        capsys.readouterr()
+        assert main(["ask", "how is the total computed?", "--json", "--fresh", "--config", str(config), *common]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["unknown_names"] == ["CartManager"]
+        assert data["invalid_citations"] == data["absent_citations"] == ["shop/nope.py:3"]
+        assert main(["ask", "how is the total computed?", "--fresh", "--no-stream", "--config", str(config),
+                     *common]) == 0
+        out = capsys.readouterr().out
+        assert "! not in the repository (no such lines): shop/nope.py:3" in out
+        assert "! not in the index (the model may have invented them): CartManager" in out
+        assert out.index("`CartManager` adds tax") < out.index("! not in the index") < out.index("Sources")
+    finally:
+        server.close()
