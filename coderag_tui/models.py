@@ -380,6 +380,7 @@ class AnswerEvent:
     opening: AnswerOpening | None = None
     absent_citations: tuple[str, ...] = ()  # of invalid_citations: no such lines in the repository
     unknown_names: tuple[str, ...] = ()  # code names and paths in the answer the index does not have
+    model: str = ""  # on `done`: the model that wrote the answer
 
 
 @dataclass(frozen=True)

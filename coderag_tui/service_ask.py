@@ -85,7 +85,7 @@ def ask(
                     checked = event
                 elif (event.kind == "done" and cache is not None and checked is not None
                       and not event.stats.get("stopped")):
-                    _remember(cache, question, "".join(parts).strip(), checked)
+                    _remember(cache, question, "".join(parts).strip(), checked, event.model)
                 yield event
     # after the answer, never before it: the units it was given get summaries next
     rag._summaries_wanted(context)
@@ -136,7 +136,7 @@ def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedA
     # stored as a turn of a new conversation, so a follow-up works as after any answer
     from coderag_tui.answering.checked import Checks
 
-    checks = Checks(hit.invalid, hit.absent, hit.unknown_names)
+    checks = Checks(hit.invalid, hit.absent, hit.unknown_names, hit.model or provider.name)
     cid = Answerer(provider, rag.db)._save(None, question, hit.answer, hit.sources,
                                            invalid=tuple(hit.invalid), opening=opening, checks=checks)
     yield AnswerEvent("opening", text=opening.render(), opening=opening, conversation_id=cid, cached=True)
@@ -151,9 +151,10 @@ def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedA
              "cited": float(sum(1 for s in hit.sources if s.cited)),
              "invalid_citations": float(len(hit.invalid))}
     yield AnswerEvent("done", text=f"answered from the cache (first answered {when} by {provider.name}; "
-                      "ask again with --fresh)", conversation_id=cid, stats=stats, cached=True)
+                      "ask again with --fresh)", conversation_id=cid, stats=stats, cached=True,
+                      model=hit.model or provider.name)
 
-def _remember(cache: AnswerCache, question: str, answer: str, checked: AnswerEvent) -> None:
+def _remember(cache: AnswerCache, question: str, answer: str, checked: AnswerEvent, model: str) -> None:
     import logging
 
     from coderag_tui.answering.checked import Checks
@@ -161,7 +162,8 @@ def _remember(cache: AnswerCache, question: str, answer: str, checked: AnswerEve
 
     try:
         cache.remember(question, answer, checked.sources, checked.invalid_citations,
-                       Checks(checked.invalid_citations, checked.absent_citations, checked.unknown_names))
+                       Checks(checked.invalid_citations, checked.absent_citations, checked.unknown_names,
+                              model))
     except Exception as exc:  # a cache that cannot write (a locked index) must not fail the answer
         logging.getLogger("coderag").warning("answer cache: %s", clear_error(exc) or exc)
 

@@ -68,17 +68,20 @@ def test_the_names_a_model_invented_are_listed_and_kept(make_repo: Callable[...,
     assert sources.unknown_names == ("CartManager", "from shop.cart import checkout_magic", "Cart.discount",
                                      "shop/payments.py")
     assert events[-1].kind == "done" and events[-1].stats["unknown_names"] == 4.0
+    assert events[-1].model == "scripted"  # who wrote the answer
     # kept with the conversation and in the answer cache, and sent over the wire as they are
     [_, stored] = load_messages(service.db, events[-1].conversation_id)
-    assert stored.unknown_names == sources.unknown_names
+    assert stored.unknown_names == sources.unknown_names and stored.model == "scripted"
     cache = AnswerCache(service.db, "scripted", 0.95)
     cache.remember("how is the total computed?", answer, sources.sources, (), Checks((), (), sources.unknown_names))
     hit = cache.lookup("How is the total computed")
     assert hit is not None and hit.unknown_names == sources.unknown_names
     assert decode(AnswerEvent, json.loads(json.dumps(encode(sources)))) == sources
     # an export says so under the answer
-    turn = Turn("q", answer, sources.sources, unknown_names=sources.unknown_names)
-    assert "> not in the index (the model may have invented them): CartManager, " in to_markdown([turn], "shop")
+    turn = Turn("q", answer, sources.sources, unknown_names=sources.unknown_names, model=stored.model)
+    exported = to_markdown([turn], "shop")
+    assert "> answered by scripted\n" in exported
+    assert "> not in the index (the model may have invented them): CartManager, " in exported
 
 
 def test_a_citation_is_judged_by_its_lines_and_apart_by_what_the_model_saw(
@@ -186,7 +189,7 @@ def test_the_cli_lists_what_it_checked_in_text_and_json(make_repo: Callable[...,
         capsys.readouterr()
         assert main(["ask", "how is the total computed?", "--json", "--fresh", "--config", str(config), *common]) == 0
         data = json.loads(capsys.readouterr().out)
-        assert data["unknown_names"] == ["CartManager"]
+        assert data["unknown_names"] == ["CartManager"] and data["model"] == "openai:m"
         assert data["invalid_citations"] == data["absent_citations"] == ["shop/nope.py:3"]
         assert main(["ask", "how is the total computed?", "--fresh", "--no-stream", "--config", str(config),
                      *common]) == 0

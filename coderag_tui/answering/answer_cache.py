@@ -34,6 +34,7 @@ class CachedAnswer:
     created: float
     absent: tuple[str, ...] = ()  # of `invalid`: lines the repository does not have
     unknown_names: tuple[str, ...] = ()  # code names in the answer the index does not have
+    model: str = ""  # the model that wrote it (the provider's answering model, behind a fallback chain)
 
 
 def normalize(question: str) -> str:
@@ -97,7 +98,7 @@ class AnswerCache:
             if all(rows.range_fingerprint(self.db, p, s, e) == f for p, s, e, f in row.cited):
                 checks = checks_from_json(row.invalid)
                 return CachedAnswer(row.question, row.answer, _sources(row.sources), checks.invalid,
-                                    round(sim, 4), row.created, checks.absent, checks.unknown_names)
+                                    round(sim, 4), row.created, checks.absent, checks.unknown_names, checks.model)
             rows.delete(self.db, row.id)  # the code it cited changed: it is never right again
         return None
 

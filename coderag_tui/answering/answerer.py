@@ -78,6 +78,7 @@ class StoredMessage:
     opening: AnswerOpening | None = None  # the section coderag rendered above the answer
     absent: tuple[str, ...] = ()  # of `invalid`: lines the repository does not have
     unknown_names: tuple[str, ...] = ()  # code names in the answer the index does not have
+    model: str = ""  # the model that wrote the answer (when it was stored)
 
 
 def _title(question: str) -> str:
@@ -107,7 +108,7 @@ def load_messages(store: Database, conversation_id: int) -> list[StoredMessage]:
         checks = checks_from_json(str(r[5]))
         out.append(StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3]), str(r[4]),
                                  checks.invalid, opening_from_json(str(r[6] or "")), checks.absent,
-                                 checks.unknown_names))
+                                 checks.unknown_names, checks.model))
     return out
 
 
@@ -330,7 +331,8 @@ class Answerer:
             yield AnswerEvent("token", text="\n\n" + note, conversation_id=cid)
 
         checked = check_citations(answer, given, self._exists_for(given), self._in_repository)
-        checks = Checks(checked.invalid, checked.absent, self._unknown_names(answer))
+        answered_by = str(getattr(provider, "answered_by", "") or provider.name)
+        checks = Checks(checked.invalid, checked.absent, self._unknown_names(answer), answered_by)
         sources = with_opening_sources(checked.sources, opening)
         yield AnswerEvent(
             "sources", sources=sources, invalid_citations=checked.invalid, conversation_id=cid,
@@ -369,9 +371,9 @@ class Answerer:
             stats["retrieval_s"] = round(retrieval_s, 4)
         if stopped:
             stats["stopped"] = 1.0
-            yield AnswerEvent("done", text=f"stopped after {tokens} tokens", conversation_id=cid, stats=stats)
+            yield AnswerEvent("done", text=f"stopped after {tokens} tokens", conversation_id=cid, stats=stats,
+                              model=answered_by)
             return
-        answered_by = getattr(provider, "answered_by", "") or provider.name
         text = f"answered by {answered_by}"
         if tiny_note:
             text += " (the tiny default model)"
@@ -380,7 +382,7 @@ class Answerer:
             text += " (after: " + "; ".join(failures) + ")"
         if not answer:
             text += ": the model returned an empty answer"
-        yield AnswerEvent("done", text=text, conversation_id=cid, stats=stats)
+        yield AnswerEvent("done", text=text, conversation_id=cid, stats=stats, model=answered_by)
 
     def _unknown_names(self, answer: str) -> tuple[str, ...]:
         """The answer's code names the index does not have (none checked without an index)."""

@@ -1,6 +1,6 @@
-"""What coderag checked in a model's text, kept with the answer: the citations it could not
-verify (and of those, the ones the repository does not have) and the code names the index
-does not have. Stored as JSON in the `invalid` column of a conversation's message and of an
+"""What coderag checked in a model's text, kept with the answer: the model that wrote it, the
+citations it could not verify (and of those, the ones the repository does not have) and the
+code names the index does not have. Stored as JSON in the `invalid` column of a conversation's message and of an
 answer-cache entry: a plain list (the unverified citations) when nothing else was found, as
 before, else an object; both read back.
 
@@ -23,13 +23,14 @@ class Checks:
     invalid: tuple[str, ...] = ()  # citations not among the lines the model was shown
     absent: tuple[str, ...] = ()  # of those, lines the repository does not have
     unknown_names: tuple[str, ...] = ()  # code names and paths the index does not have
+    model: str = ""  # the model that wrote the text
 
 
 def checks_to_json(checks: Checks) -> str:
-    if not checks.absent and not checks.unknown_names:
+    if not checks.absent and not checks.unknown_names and not checks.model:
         return json.dumps(list(checks.invalid))
     return json.dumps({"invalid": list(checks.invalid), "absent": list(checks.absent),
-                       "unknown_names": list(checks.unknown_names)})
+                       "unknown_names": list(checks.unknown_names), "model": checks.model})
 
 
 def _strings(items: object) -> tuple[str, ...]:
@@ -43,7 +44,7 @@ def checks_from_json(text: str) -> Checks:
         return Checks()
     if isinstance(data, dict):
         return Checks(_strings(data.get("invalid")), _strings(data.get("absent")),
-                      _strings(data.get("unknown_names")))
+                      _strings(data.get("unknown_names")), str(data.get("model") or ""))
     return Checks(_strings(data))
 
 

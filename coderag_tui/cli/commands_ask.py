@@ -128,6 +128,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                            for c in calls],
             "conversation_id": conversation,
             "cached": bool(final and final.cached),
+            "model": final.model if final else "",
             "stats": final.stats if final else {},
         })
     else:

@@ -163,6 +163,7 @@ def load_turns(service: Any, conversation_id: int) -> list[Turn]:
             turn.invalid = tuple(getattr(message, "invalid", ()) or ())
             turn.absent = tuple(getattr(message, "absent", ()) or ())
             turn.unknown_names = tuple(getattr(message, "unknown_names", ()) or ())
+            turn.model = str(getattr(message, "model", "") or "")
             outcome = str(getattr(message, "outcome", "") or "")
             turn.stopped = outcome == "stopped"
             turn.error = "" if outcome in ("", "stopped") else outcome

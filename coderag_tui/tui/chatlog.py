@@ -40,6 +40,7 @@ class Turn:
     tools: tuple[ToolCallInfo, ...] = ()  # the calls the model made while answering
     absent: tuple[str, ...] = ()  # of `invalid`: lines the repository does not have
     unknown_names: tuple[str, ...] = ()  # code names in the answer the index does not have
+    model: str = ""  # the model that wrote the answer
 
 
 def tool_line(call: ToolCallInfo, expanded: bool = False) -> str:
@@ -75,6 +76,8 @@ def to_markdown(turns: list[Turn], repo: str, title: str = "") -> str:
         if turn.tools:
             out += [f"- tool: {c.name} {c.arguments} -> {c.summary}" for c in turn.tools] + [""]
         out += [turn.answer.strip() or "_(no answer)_", ""]
+        if turn.model:
+            out += [f"> answered by {turn.model}", ""]
         for label, items in check_lines(turn.invalid, turn.absent, turn.unknown_names):
             out += [f"> {label}: {items}", ""]
         if turn.cached:

@@ -152,6 +152,7 @@ class ChatActions(MainBase):
         elif event.kind == "done":
             if event.conversation_id:
                 self.conversation_id = event.conversation_id
+            view.turn.model = event.model
             await self._finish(view, cancelled=bool(event.stats.get("stopped")))
         elif event.kind == "error":
             if event.conversation_id:  # the question and its sources were kept
