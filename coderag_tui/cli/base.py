@@ -117,8 +117,8 @@ def repo_target(args: argparse.Namespace) -> str | None:
 LONG_LIVED = frozenset({"tui", "mcp", "watch"})
 # Commands that read an index: with none (or an empty one) they say so and exit 2, and create
 # nothing (`status` says so and exits 1; `ask` is refused by the service itself).
-NEEDS_INDEX = frozenset({"search", "context", "map", "symbol", "callers", "callees", "similar", "embed", "review",
-                         "export"})
+# (`review` brings the index up to date itself.)
+NEEDS_INDEX = frozenset({"search", "context", "map", "symbol", "callers", "callees", "similar", "embed", "export"})
 
 
 def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
