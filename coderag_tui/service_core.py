@@ -135,14 +135,16 @@ class ServiceCore:
         return bool(self.db.get_meta("last_update"))
 
     def require_index(self) -> None:
-        """Raise IndexError_ (one line: what to run) when this repository was never indexed, or
-        its index holds no file. Creates nothing: a missing index file stays missing."""
-        if not self.has_index():
+        """Raise IndexError_ (one line: what to run) when this repository has no index, or its
+        index holds no file. An index being built for the first time answers from the files it
+        holds so far. Creates nothing: a missing index file stays missing."""
+        if self.db_path.exists() and read.file_count(self.db) > 0:
+            return
+        if not self.has_index():  # (which says so when a --db names a missing folder)
             raise IndexError_(f"{self.display_name} has no index yet",
                               f"run `coderag index {self.display_name}` to build it")
-        if read.file_count(self.db) == 0:
-            raise IndexError_(f"the index of {self.display_name} holds no file: nothing there was indexed",
-                              "`coderag status` shows what was skipped; `coderag index` after adding code")
+        raise IndexError_(f"the index of {self.display_name} holds no file: nothing there was indexed",
+                          "`coderag status` shows what was skipped; `coderag index` after adding code")
 
     def status(self) -> IndexStatus:
         return read.status(self.db, str(self.root))

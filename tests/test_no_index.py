@@ -92,3 +92,16 @@ def test_a_query_that_matches_nothing_finds_nothing(make_repo: Callable[..., Pat
         assert capsys.readouterr().out.strip() == "[]"
     assert run_cli(["search", "tax owed on an amount", "--repo", str(repo), "--db", str(db)]) == 0
     assert "shop/tax.py" in capsys.readouterr().out
+
+
+def test_an_index_being_built_answers_from_the_files_it_holds(make_repo: Callable[..., Path], tmp_path: Path) -> None:
+    """The app indexes a new repository in the background: a question asked meanwhile is
+    answered from the files indexed so far, not refused."""
+    service = CodeRag.open(make_repo(FILES), db_path=tmp_path / "i.db")
+    service.index()
+    with service.db.transaction():
+        service.db.execute("DELETE FROM meta WHERE key = 'last_update'")  # as before the first run ends
+    assert not service.has_index()
+    service.require_index()  # no error: it holds files
+    assert service.search("tax owed", k=3)
+    service.close()
