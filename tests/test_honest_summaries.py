@@ -91,3 +91,51 @@ def test_shown_summaries_name_their_model(make_repo: Callable[..., Path],
     rounded = next(u for u in service.outline("app/util.py") if u.name == "rounded")
     note = notes(files["app/util.py"], rounded).plain
     assert "Makes the Flask app asynchronous. (a guess by the tiny default model (SmolLM2-135M), often wrong)" in note
+
+
+class _Busy:
+    """A stand-in summarizer (isolation): each summary keeps the thread busy for `seconds`."""
+
+    def __init__(self, n: int, seconds: float) -> None:
+        from types import SimpleNamespace
+
+        self.targets = [SimpleNamespace(key=f"k{i}", label=f"unit {i}") for i in range(n)]
+        self.seconds = seconds
+        self.done: list[float] = []
+
+    def queue(self, units: object, planned: bool = False) -> list[object]:
+        return list(self.targets)
+
+    def needs(self, target: object) -> bool:
+        return True
+
+    def summarize_gated(self, target: object, gate: object, stop: object) -> tuple[float, int]:
+        import time
+
+        end = time.monotonic() + self.seconds
+        while time.monotonic() < end:  # work, as a model would
+            pass
+        self.done.append(time.monotonic())
+        return (self.seconds, 0)
+
+
+def test_background_summaries_work_at_most_half_the_time_and_say_so() -> None:
+    import time
+
+    from coderag_tui.answering.model_gate import ModelGate
+    from coderag_tui.answering.summary_runner import BackgroundSummaries
+    from coderag_tui.models import Progress
+    from coderag_tui.tui.widgets.status_bar import summaries_line
+
+    busy = _Busy(4, 0.3)
+    runner = BackgroundSummaries(lambda: busy, ModelGate())  # type: ignore[arg-type, return-value]
+    seen: list[Progress] = []
+    runner.subscribe(seen.append)
+    started = time.monotonic()
+    runner.kick()
+    assert runner.wait_idle(30)
+    elapsed = time.monotonic() - started
+    assert len(busy.done) == 4
+    assert elapsed >= 2 * 4 * 0.3 * 0.95  # as long at rest as at work
+    line = summaries_line(next(p for p in seen if p.phase == "summarize"))
+    assert line.startswith("summaries 1/4 (background, low priority)")
