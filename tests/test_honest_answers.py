@@ -29,6 +29,7 @@ from tests.test_answers_quality import Scripted
 SHOP = {
     **FILES,
     "shop/__init__.py": "from shop.cart import Cart\n",
+    "shop/json/__init__.py": "def dumps(value):\n    return str(value)\n",
     "shop/checkout.py": '''from shop.cart import Cart
 
 
@@ -56,7 +57,7 @@ def test_the_names_a_model_invented_are_listed_and_kept(make_repo: Callable[...,
     answer = ("`Cart.total` adds the tax from `tax_for` (shop/tax.py). The `CartManager` keeps carts, "
               "see `from shop.cart import checkout_magic`, `Cart.discount()` and shop/payments.py; "
               "`from shop.cart import Cart` and `self.items` are real, and so is `checkout` (a module too), "
-              "paid over SSL/TLS and/or HTTP.")
+              "paid over SSL/TLS and/or HTTP, written by `shop.json`.")
     reads = SqliteNames(service.db)
     assert unknown_names(answer, reads) == (
         "CartManager", "from shop.cart import checkout_magic", "Cart.discount", "shop/payments.py")

@@ -156,8 +156,9 @@ class _Check:
         return self._units[name]
 
     def known(self, kind: str, name: str) -> bool:
-        if kind == "path":
-            return self.path(name)
+        if kind == "path":  # `flask.json` is a module as much as a file name
+            return self.path(name) or ("/" not in name and bool(_DOTTED.fullmatch(name))
+                                       and self.dotted(name.split(".")))
         if kind == "import":
             return self.import_(name)
         if kind == "dotted":
