@@ -57,18 +57,20 @@ def test_the_names_a_model_invented_are_listed_and_kept(make_repo: Callable[...,
     answer = ("`Cart.total` adds the tax from `tax_for` (shop/tax.py). The `CartManager` keeps carts, "
               "see `from shop.cart import checkout_magic`, `Cart.discount()` and shop/payments.py; "
               "`from shop.cart import Cart` and `self.items` are real, and so is `checkout` (a module too), "
-              "paid over SSL/TLS and/or HTTP, written by `shop.json`.")
+              "paid over SSL/TLS and/or HTTP, written by `shop.json` (import and use `shop/cart`); "
+              "`shop_module.__init__` too.")
     reads = SqliteNames(service.db)
     assert unknown_names(answer, reads) == (
-        "CartManager", "from shop.cart import checkout_magic", "Cart.discount", "shop/payments.py")
+        "CartManager", "from shop.cart import checkout_magic", "Cart.discount", "shop_module.__init__",
+        "shop/payments.py")
 
     provider = Scripted([answer[i : i + 7] for i in range(0, len(answer), 7)])
     events = list(Answerer(provider, service.db).ask("how is the total computed?",
                                                      ComposedContext("q", "semantic", (_cart_piece(service),), 60, 900)))
     sources = _sources_event(events)
     assert sources.unknown_names == ("CartManager", "from shop.cart import checkout_magic", "Cart.discount",
-                                     "shop/payments.py")
-    assert events[-1].kind == "done" and events[-1].stats["unknown_names"] == 4.0
+                                     "shop_module.__init__", "shop/payments.py")
+    assert events[-1].kind == "done" and events[-1].stats["unknown_names"] == 5.0
     assert events[-1].model == "scripted"  # who wrote the answer
     # kept with the conversation and in the answer cache, and sent over the wire as they are
     [_, stored] = load_messages(service.db, events[-1].conversation_id)

@@ -3,8 +3,8 @@ listed apart, so that no invented name is shown as if it were the repository's.
 
 What counts as a code name: anything in backticks (each identifier, `a.b` chain, path or import
 statement in it), and in the prose the words that only code looks like: `snake_case`,
-`CamelCase` with an inner capital, `name(`, `a.b` chains, `from x import y`, and paths (`a/b.py`,
-`app.py`). Inside a fenced code block the same, except the names the block itself defines (the
+`CamelCase` with an inner capital, `name(`, `a.b` chains, `from x import y` (`import x` only in
+code), and paths (`a/b.py`, `app.py`). Inside a fenced code block the same, except the names the block itself defines (the
 model's own example code claims nothing about the repository). Citations (`path:12-30`) are
 checked by `citations.py`.
 
@@ -16,7 +16,7 @@ A name is known when the index has it (deterministic lookups only, `NameReads`):
   `self.B =` in its body, or a member of a base class in the index); else a package A
   (`A/__init__.py`) or a module path A (`a.b`: a/b.py or a/b/__init__.py) that defines or imports B at its top level, or has a submodule B;
   when A is neither a class nor a package or dotted module path of the repository (a variable:
-  `app.route`, even beside a module app.py), B known as an identifier;
+  `app.route`, even beside a module app.py), A's first word and B known as identifiers;
 - `from M import N`: M a module of the repository that defines N (as above), or a module the
   repository imports N from; `import M`: a module of the repository, or one it imports;
 - a path: an indexed file or folder, or the end of one.
@@ -96,9 +96,11 @@ def candidates(text: str) -> list[tuple[str, str]]:
         if name and len(out) < MAX_NAMES:
             out.setdefault((kind, name), None)
 
-    def code(part: str, every_word: bool, defined: frozenset[str] = frozenset()) -> None:
+    def code(part: str, every_word: bool, defined: frozenset[str] = frozenset(), prose: bool = False) -> None:
         part = _blank(part, _STRING)
         for m in _IMPORT.finditer(part):
+            if prose and m.group("plain"):
+                continue  # "you can import and use it": only `from x import y` is code in prose
             add("import", " ".join(m.group(0).split()))
         part = _blank(part, _IMPORT)
         for m in _PATH.finditer(part):
@@ -129,7 +131,7 @@ def candidates(text: str) -> list[tuple[str, str]]:
     text = _blank(text, _FENCE)
     for span in _SPAN.finditer(text):
         code(span.group(1), True)
-    code(_blank(text, _SPAN), False)
+    code(_blank(text, _SPAN), False, prose=True)
     return list(out)
 
 
@@ -146,7 +148,7 @@ class _Check:
     def __init__(self, reads: NameReads, found: list[tuple[str, str]]) -> None:
         self.reads = reads
         words = {n for k, n in found if k in ("ident", "dotted")}
-        words |= {n.split(".")[-1] for k, n in found if k == "dotted"}
+        words |= {p for k, n in found if k in ("dotted", "path") for p in (n.split(".")[0], n.split(".")[-1])}
         self.written = reads.in_code(words)
         self._units: dict[str, list[UnitRef]] = {}
 
@@ -170,7 +172,8 @@ class _Check:
 
     def path(self, path: str) -> bool:
         clean = path.strip().lstrip("./").rstrip("/")
-        return bool(clean) and (bool(self.reads.files_ending(clean)) or self.reads.folder_exists(clean))
+        return bool(clean) and (bool(self.reads.files_ending(clean)) or self.reads.folder_exists(clean)
+                                or self.reads.file_stem_exists(clean))  # a module's path: requests/sessions
 
     def modules(self, dotted: str) -> list[str]:
         """The files of a module of the repository (`a.b` -> a/b.py, a/b/__init__.py)."""
@@ -235,7 +238,7 @@ class _Check:
         # or a dotted module path (`flask.app.x`) is read as a module
         if files and (len(head) > 1 or any(f.endswith("/__init__.py") for f in files)):
             return self.top_level(files, ".".join(head), last)
-        return self.ident(last)
+        return self.ident(head[0]) and self.ident(last)  # a variable: both words are the code's
 
     def import_(self, statement: str) -> bool:
         m = _IMPORT.match(statement)
