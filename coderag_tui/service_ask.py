@@ -66,6 +66,9 @@ def ask(
             context_budget, map_budget = answer_budgets(rag, provider)
             context = rag.context(query, max_tokens=context_budget,
                                    count_tokens=counter_for(provider))
+            if not context.pieces and not attachment.strip():  # no model is asked without code
+                raise CoderagError("nothing in the index matches the question, so no model was asked",
+                                   "name a function, class or file of the code; `coderag search` shows what matches")
             repo_map = rag.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
             opening = build_opening(rag.db, question, context)
             retrieval_s = time.perf_counter() - started

@@ -105,3 +105,25 @@ def test_an_index_being_built_answers_from_the_files_it_holds(make_repo: Callabl
     service.require_index()  # no error: it holds files
     assert service.search("tax owed", k=3)
     service.close()
+
+
+def test_a_question_nothing_matches_asks_no_model(make_repo: Callable[..., Path], tmp_path: Path) -> None:
+    from tests.test_providers_remote import Loopback, openai_sse
+
+    repo = make_repo(FILES)
+    db = tmp_path / "vectors.db"
+    assert run_cli(["index", str(repo), "--db", str(db)]) == 0  # with vectors
+    server = Loopback(lambda h, n: openai_sse(h, ["An invented answer."]))
+    try:
+        config = tmp_path / "llm.toml"
+        config.write_text(f'[llm]\nprovider = "openai"\nbase_url = "{server.url}/v1"\nmodel = "m"\nretries = 0\n'
+                          'n_ctx = 4096\ntools = "off"\n')
+        service = CodeRag.open(repo, config=config, db_path=db)
+        [*_, last] = list(service.ask("qwertyuiopzxcv"))
+        assert last.kind == "error" and "no model was asked" in last.text
+        assert not [r for r in server.requests if r["method"] == "POST"]
+        [*_, answered] = list(service.ask("How is the tax on an amount computed?"))
+        assert answered.kind == "done" and [r for r in server.requests if r["method"] == "POST"]
+        service.close()
+    finally:
+        server.close()
