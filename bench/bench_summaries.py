@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.harness import load_average, machine_line, require_sdist
+from bench.harness.variants import model_summarizer
 from coderag_tui.answering.summarize import SYSTEM_PROMPT
 from coderag_tui.config import Settings
 from coderag_tui.indexing.profiles import refresh_profiles
@@ -58,7 +59,7 @@ def main() -> None:
         print(f"{root.name}: {summary.files_indexed} files, {summary.units} units; structural index "
               f"{index_s:.1f}s; profiles (a full pass, also part of the index) {profiles} in {profile_s:.2f}s")
 
-        summarizer = service.summarizer()
+        summarizer = model_summarizer(service)  # the bundled model: the service would refuse it
         t = time.perf_counter()
         plan = summarizer.plan()
         plan_s = time.perf_counter() - t

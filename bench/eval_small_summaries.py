@@ -17,7 +17,13 @@ from pathlib import Path
 
 from bench.harness import machine_line
 from bench.harness.eval_small import build_corpus, cases_for
-from bench.harness.variants import VARIANTS, checkpoint, make_variant, settings_for
+from bench.harness.variants import (
+    VARIANTS,
+    checkpoint,
+    make_variant,
+    model_summarizer,
+    settings_for,
+)
 from coderag_tui.config import Settings
 from coderag_tui.retrieval.evaluate import KS, accuracy, evaluate_case
 from coderag_tui.retrieval.search import MODES
@@ -36,7 +42,8 @@ def main() -> None:
     service.index()
     if args.summarize:
         t0 = time.perf_counter()
-        print(service.summarize().text(), f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        summarizer = model_summarizer(service)  # the bundled model: the service would refuse it
+        print(summarizer.run(summarizer.plan(None)).text(), f"({time.perf_counter() - t0:.0f} s)", flush=True)
     kinds = dict(service.db.rows("SELECT kind, count(*) FROM unit_summaries GROUP BY kind"))
     print(f"summaries: {kinds or 'none'} over {service.db.scalar('SELECT count(*) FROM units')} units")
     service.embed()

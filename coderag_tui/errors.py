@@ -49,6 +49,10 @@ class ModelError(CoderagError):
     """A model (embedding or LLM) is missing, unreadable or unreachable."""
 
 
+class NoSummariesError(ModelError):
+    """The model writes no summaries (the tiny default model: measured, they were wrong)."""
+
+
 class ProviderError(ModelError):
     """A remote model failed; `retryable` tells the fallback logic whether to try again."""
 

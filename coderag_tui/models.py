@@ -11,6 +11,21 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The bundled default model: what it writes is a guess, never shown or passed on as fact.
+TINY_MODEL = "SmolLM2-135M"
+
+
+def by_tiny_model(model: str) -> bool:
+    """The text was written by the bundled tiny model (a stored model name, `llama:SmolLM2-135M-...`)."""
+    return TINY_MODEL in model
+
+
+def summary_label(model: str) -> str:
+    """Who wrote a summary, as every interface says it."""
+    if by_tiny_model(model):
+        return "a guess by the tiny default model (SmolLM2-135M), often wrong"
+    return f"written by {model or 'a model'}, not checked"
+
 
 def to_dict(obj: Any) -> Any:
     """A JSON-ready dict of any dataclass here (tuples become lists)."""
@@ -231,6 +246,7 @@ class ContextPiece:
     tokens: int
     language: str = ""
     about: str = ""  # the unit's summary, shown above its code (seed 002's full and brief formats)
+    about_by: str = ""  # the model that wrote `about`
 
     @property
     def citation(self) -> str:
@@ -255,7 +271,7 @@ class ComposedContext:
             if p.role == "metadata":
                 out.append(f"### {p.title} ({p.citation})\n{p.text}")
             else:
-                about = f"Summary: {p.about}\n" if p.about else ""
+                about = f"Summary ({summary_label(p.about_by)}): {p.about}\n" if p.about else ""
                 out.append(f"### {p.citation} [{p.role}] {p.title}\n{about}```{fence}\n{p.text}\n```")
         return "\n\n".join(out)
 
@@ -306,12 +322,17 @@ class AnswerUnit:
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
 
+MATCHES_HEAD = "Best matches in the index, ranked:"
+CALL_PATH_HEAD = "Call path in the index's call graph (each step calls the next):"
+
+
 @dataclass(frozen=True)
 class AnswerOpening:
-    """What the index knows for certain about a question, rendered by coderag before the
-    model's explanation: the units that answer it and, for a question about a flow, the call
-    path from an entry point to them (each step calls the next). `model_note` labels the
-    explanation that follows (e.g. that it comes from the tiny default model)."""
+    """What the index found for a question, rendered by coderag before the model's explanation:
+    its best matches, ranked (a search's ranking, not a certainty that they answer it), and for
+    a question about a flow a call path found in the graph's CALLS edges (each step calls the
+    next at the line given). `model_note` labels the explanation that follows (e.g. that it
+    comes from the tiny default model)."""
 
     units: tuple[AnswerUnit, ...] = ()
     call_path: tuple[AnswerUnit, ...] = ()
@@ -322,13 +343,13 @@ class AnswerOpening:
         """Plain text (Markdown-friendly), the same in every interface."""
         out: list[str] = []
         if self.units:
-            out.append("Where this is in the code:")
+            out.append(MATCHES_HEAD)
             for u in self.units:
                 tail = f": {u.line}" if u.line else ""
                 out.append(f"- {u.kind} {u.qualname} ({u.citation}){tail}")
         if self.call_path:
             out.append("")
-            out.append("Call path:")
+            out.append(CALL_PATH_HEAD)
             for i, u in enumerate(self.call_path, 1):
                 at = f", calls the next at line {u.call_line}" if u.call_line else ""
                 out.append(f"{i}. {u.qualname} ({u.citation}{at})")
@@ -344,17 +365,23 @@ class AnswerEvent:
     sources, done, error.
 
     `opening` is set on the `opening` event; `tool` on `tool` events; `cached` on every event of
-    an answer that came from the answer cache (no model was asked)."""
+    an answer that came from the answer cache (no model was asked). The `sources` event carries
+    what was checked in the model's text: its citations (`invalid_citations`: not among the
+    lines the model was shown, of which `absent_citations`: not lines of the repository at all)
+    and its code names (`unknown_names`)."""
 
     kind: str
     text: str = ""
     sources: tuple[Source, ...] = ()
-    invalid_citations: tuple[str, ...] = ()
+    invalid_citations: tuple[str, ...] = ()  # not verified: not among the lines the model was shown
     conversation_id: int = 0
     stats: dict[str, float] = field(default_factory=dict)
     tool: ToolCallInfo | None = None
     cached: bool = False
     opening: AnswerOpening | None = None
+    absent_citations: tuple[str, ...] = ()  # of invalid_citations: no such lines in the repository
+    unknown_names: tuple[str, ...] = ()  # code names and paths in the answer the index does not have
+    model: str = ""  # on `done`: the model that wrote the answer
 
 
 @dataclass(frozen=True)
@@ -427,6 +454,7 @@ class UnitDescription:
     role: str
     summary: str = ""  # the model's, if one was made
     stale: bool = False  # the code or its context changed since
+    summary_model: str = ""  # the model that wrote `summary`
 
 
 @dataclass(frozen=True)
@@ -447,3 +475,4 @@ class FileDescription:
     imported_by: tuple[str, ...] = ()
     units: tuple[UnitDescription, ...] = ()
     folder_summary: str = ""  # of the folder holding it
+    folder_summary_model: str = ""

@@ -56,6 +56,18 @@ def find_repo_root(start: Path) -> Path:
     return start
 
 
+def indexed_root(start: Path, settings: Settings) -> Path:
+    """The folder whose index covers `start`: `start` itself when it has an index (or the index
+    file is configured), else the nearest folder above it that has one (a subfolder of an indexed
+    repository is that repository), else `start`. Looks only: creates nothing."""
+    if settings.index.db_path:
+        return start
+    for folder in (start, *start.parents):
+        if default_db_path(folder, settings).is_file() or (folder / ".coderag" / "index.db").is_file():
+            return folder
+    return start
+
+
 def default_db_path(root: Path, settings: Settings) -> Path:
     """Where the index lives (nothing is created here: see `prepare_db_folder`)."""
     if settings.index.db_path:

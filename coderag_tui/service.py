@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings, load_settings
 from coderag_tui.errors import RepoError
-from coderag_tui.paths import find_repo_root
+from coderag_tui.paths import find_repo_root, indexed_root
 from coderag_tui.service_core import ServiceCore
 from coderag_tui.store import read
 from coderag_tui.store.backend import StoreTarget
@@ -42,7 +42,8 @@ class CodeRag(ServiceCore):
         settings: Settings | None = None,
         store: str | None = None,
     ) -> CodeRag:
-        """Open a repository given as a folder (or None: the one containing the cwd). `store`: a
+        """Open a repository given as a folder (or None: the one containing the cwd). A folder
+        inside an indexed repository opens that repository (its index), as git would. `store`: a
         PostgreSQL URL whose database holds (or will hold) its index, found by the folder."""
         if repo is None:
             root = find_repo_root(Path.cwd())
@@ -55,6 +56,8 @@ class CodeRag(ServiceCore):
             if not path.is_dir():
                 raise RepoError(f"not a folder: {repo}")
             root = path.resolve()
+        if db_path is None:  # (where indexes live is the user's setting, not a repository's)
+            root = indexed_root(root, settings or load_settings(None, config, notify=None))
         if settings is None:
             settings = load_settings(root, config)
         target = None
@@ -238,12 +241,20 @@ class CodeRag(ServiceCore):
     # background thread (with its own connection), one commit per summary.
     def summarizer(self, model: str | None = None, *, configured: bool = False) -> _Summarizer:
         """A Summarizer on this thread's connection with `model` (else the selected model;
-        `configured`: the configured one, whatever the app's picker selected)."""
+        `configured`: the configured one, whatever the app's picker selected). The tiny default
+        model writes none (ModelError): measured, its summaries were wrong and made retrieval
+        worse (docs/summaries.md)."""
         from coderag_tui.answering.summarize import Summarizer
+        from coderag_tui.errors import NoSummariesError
+        from coderag_tui.models import by_tiny_model
 
         provider = self._provider(None) if configured else self.llm(model)
         info = provider.info()
         name = f"{info.provider}:{info.name}"
+        if by_tiny_model(name) or str(getattr(provider, "tiny_note", "") or ""):
+            raise NoSummariesError("the tiny default model (SmolLM2-135M) writes no summaries: its summaries were "
+                             "mostly wrong and made search worse; files and units keep their profiles",
+                             "for summaries set [llm] model = /path/to/model.gguf or a remote model, or pass --model")
 
         def read_code(path: str, start: int, end: int) -> str:
             return "\n".join(self.read_lines(path, start, end))

@@ -43,6 +43,7 @@ def ask(
     with rag.model_gate.foreground():
         try:
             started = time.perf_counter()
+            rag.require_index()  # no model is asked without code to give it
             if not rag._verified:  # once per service: ~0.6 s for a 90 MB index
                 rag.db.verify()  # a damaged index fails here, before a model loads
                 rag._verified = True
@@ -66,6 +67,9 @@ def ask(
             context_budget, map_budget = answer_budgets(rag, provider)
             context = rag.context(query, max_tokens=context_budget,
                                    count_tokens=counter_for(provider))
+            if not context.pieces and not attachment.strip():  # no model is asked without code
+                raise CoderagError("nothing in the index matches the question, so no model was asked",
+                                   "name a function, class or file of the code; `coderag search` shows what matches")
             repo_map = rag.repo_map(max_tokens=map_budget) if map_budget > 0 else ""
             opening = build_opening(rag.db, question, context)
             retrieval_s = time.perf_counter() - started
@@ -85,7 +89,7 @@ def ask(
                     checked = event
                 elif (event.kind == "done" and cache is not None and checked is not None
                       and not event.stats.get("stopped")):
-                    _remember(cache, question, "".join(parts).strip(), checked)
+                    _remember(cache, question, "".join(parts).strip(), checked, event.model)
                 yield event
     # after the answer, never before it: the units it was given get summaries next (not
     # after a stop: the user wants the cores back, or is quitting)
@@ -140,8 +144,11 @@ def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedA
 
     opening = replace(opening, model_note=str(getattr(provider, "tiny_note", "") or ""))
     # stored as a turn of a new conversation, so a follow-up works as after any answer
+    from coderag_tui.answering.checked import Checks
+
+    checks = Checks(hit.invalid, hit.absent, hit.unknown_names, hit.model or provider.name)
     cid = Answerer(provider, rag.db, owner=owner)._save(None, question, hit.answer, hit.sources,
-                                                        invalid=tuple(hit.invalid), opening=opening)
+                                                        invalid=tuple(hit.invalid), opening=opening, checks=checks)
     yield AnswerEvent("opening", text=opening.render(), opening=opening, conversation_id=cid, cached=True)
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.created))
     same = ("" if hit.similarity >= 1.0 else f" for a question of similarity {hit.similarity:.2f}"
@@ -149,21 +156,25 @@ def _cached_answer(rag: CodeRag, provider: Provider, question: str, hit: CachedA
     yield AnswerEvent("status", text=f"answered from the cache{same}", conversation_id=cid, cached=True)
     yield AnswerEvent("token", text=hit.answer, conversation_id=cid, cached=True)
     yield AnswerEvent("sources", sources=hit.sources, invalid_citations=hit.invalid, conversation_id=cid,
-                      cached=True)
+                      cached=True, absent_citations=hit.absent, unknown_names=hit.unknown_names)
     stats = {"cached": 1.0, "similarity": hit.similarity,
              "total_s": round(time.perf_counter() - started, 4),
              "cited": float(sum(1 for s in hit.sources if s.cited)),
              "invalid_citations": float(len(hit.invalid))}
     yield AnswerEvent("done", text=f"answered from the cache (first answered {when} by {provider.name}; "
-                      "ask again with --fresh)", conversation_id=cid, stats=stats, cached=True)
+                      "ask again with --fresh)", conversation_id=cid, stats=stats, cached=True,
+                      model=hit.model or provider.name)
 
-def _remember(cache: AnswerCache, question: str, answer: str, checked: AnswerEvent) -> None:
+def _remember(cache: AnswerCache, question: str, answer: str, checked: AnswerEvent, model: str) -> None:
     import logging
 
+    from coderag_tui.answering.checked import Checks
     from coderag_tui.store.db import clear_error
 
     try:
-        cache.remember(question, answer, checked.sources, checked.invalid_citations)
+        cache.remember(question, answer, checked.sources, checked.invalid_citations,
+                       Checks(checked.invalid_citations, checked.absent_citations, checked.unknown_names,
+                              model))
     except Exception as exc:  # a cache that cannot write (a locked index) must not fail the answer
         logging.getLogger("coderag").warning("answer cache: %s", clear_error(exc) or exc)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.config import IndexSettings, Settings
 from coderag_tui.contract import Unsupported
-from coderag_tui.errors import RepoError, StoreError
+from coderag_tui.errors import IndexError_, RepoError, StoreError
 from coderag_tui.models import (
     EdgeRef,
     FileState,
@@ -199,6 +199,19 @@ class ServiceCore:
                                  "create it or give another --db file")
             return False
         return bool(self.db.get_meta("last_update"))
+
+    def require_index(self) -> None:
+        """Raise IndexError_ (one line: what to run) when this repository has no index, or its
+        index holds no file. An index being built for the first time answers from the files it
+        holds so far. Creates nothing: a missing index file stays missing."""
+        present = self.target.exists() if self.db_path is None else self.db_path.exists()
+        if present and read.file_count(self.db) > 0:
+            return
+        if not self.has_index():  # (which says so when a --db names a missing folder)
+            raise IndexError_(f"{self.display_name} has no index yet",
+                              f"run `coderag index {self.display_name}` to build it")
+        raise IndexError_(f"the index of {self.display_name} holds no file: nothing there was indexed",
+                          "`coderag status` shows what was skipped; `coderag index` after adding code")
 
     def status(self) -> IndexStatus:
         # a repository read from its database alone is shown by its name (it has no folder here)

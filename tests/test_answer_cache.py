@@ -125,6 +125,9 @@ def test_cli_ask_fresh_and_cached_json(server: Loopback, make_repo: Callable[...
         assert out.returncode == 0, out.stderr
         return dict(json.loads(out.stdout))
 
+    index = [sys.executable, "-m", "coderag_tui", "index", str(repo), "--db", str(tmp_path / "i.db"), "--no-embed"]
+    assert subprocess.run(index, capture_output=True, text=True, timeout=300).returncode == 0
+
     assert run()["cached"] is False and len(server.requests) == 1
     again = run()
     assert again["cached"] is True and again["answer"] == ANSWER and len(server.requests) == 1

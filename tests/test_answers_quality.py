@@ -24,6 +24,7 @@ from coderag_tui.answering.guard import (
     LIMIT_NOTE,
     REPEAT_NOTE,
     RepetitionGuard,
+    near_loop,
     repeated_line,
     repeated_ngram,
 )
@@ -32,7 +33,14 @@ from coderag_tui.answering.prompts import fit_prompt
 from coderag_tui.answering.providers.base import window_from_error
 from coderag_tui.answering.providers.local import TINY_NOTE, LlamaProvider, bundled_model_path
 from coderag_tui.config import ContextSettings, ProviderSettings, Settings
-from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, ModelInfo
+from coderag_tui.models import (
+    CALL_PATH_HEAD,
+    MATCHES_HEAD,
+    ChatMessage,
+    ComposedContext,
+    ContextPiece,
+    ModelInfo,
+)
 from coderag_tui.retrieval.packing import shares_for
 from coderag_tui.retrieval.router import question_kind
 from tests.helpers.loopback import LlamaServer
@@ -124,6 +132,38 @@ def test_guard_stops_a_repeated_sentence_and_leaves_normal_text_alone() -> None:
     guard = RepetitionGuard()
     pieces = [normal[i : i + 3] for i in range(0, len(normal), 3)]
     assert "".join(guard.feed(p) for p in pieces) + guard.flush() == normal and not guard.stopped
+
+
+def _guarded(text: str, size: int = 3) -> tuple[RepetitionGuard, str]:
+    guard = RepetitionGuard()
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    return guard, "".join(guard.feed(p) for p in pieces) + guard.flush()
+
+
+def test_guard_stops_a_near_loop_of_sentences_a_word_apart() -> None:
+    # two list items a word apart, in turn, until the token limit: no exact 5-word sentence
+    # comes twice in a row, no line 4 times before the answer is long, no 6 words 3 times early
+    items = ["Connections created or destroyed", "Connections created and destroyed"]
+    text = "The pool keeps connections.\n" + "".join(f"{i + 1}. {items[i % 2]}\n" for i in range(8))
+    guard, shown = _guarded(text)
+    assert guard.stopped, shown
+    assert shown.rstrip() == ("The pool keeps connections.\n1. Connections created or destroyed\n"
+                     "2. Connections created and destroyed")
+    assert near_loop(text) and not near_loop(shown)
+    # drifting one word at a time
+    drift = ("The pool limits the connections it keeps. The pool limits the sockets it keeps. "
+             "The pool limits the sockets it opens. The pool limits the files it opens. ")
+    guard, shown = _guarded(drift)
+    assert guard.stopped and shown == ("The pool limits the connections it keeps. "
+                                       "The pool limits the sockets it keeps.")
+
+
+def test_guard_lets_two_sentences_a_word_apart_and_lists_pass() -> None:
+    normal = ("The request context is pushed. The app context is pushed. Then the view runs.\n"
+              "- `Flask.get` registers a GET route\n- `Flask.post` registers a POST route\n"
+              "- `Flask.put` registers a PUT route\n- `Flask.delete` registers a DELETE route\n")
+    guard, shown = _guarded(normal)
+    assert shown == normal and not guard.stopped and not near_loop(normal)
 
 
 def test_an_answer_cut_by_the_token_limit_says_so_and_the_tiny_model_is_capped() -> None:
@@ -295,7 +335,7 @@ def test_a_flow_question_gets_the_call_path_from_the_entry_point(make_repo, open
     assert units["App.dispatch_request"].line == "Match the request's URL to a view function and call the view."
     assert "tests/" not in " ".join(u.path for u in opening.call_path)
     text = opening.render()
-    assert "Call path:" in text and "1. App.__call__ (web/app.py:12-14, calls the next at line 14)" in text
+    assert CALL_PATH_HEAD in text and "1. App.__call__ (web/app.py:12-14, calls the next at line 14)" in text
     # a lookup has units but no call path
     # another wording of the same question: "how does X <verb> Y"
     dispatch = "How does the app dispatch a request to a view function?"
@@ -441,6 +481,9 @@ def test_the_cli_keeps_the_first_word_of_a_streamed_answer(make_repo, tmp_path: 
     db = tmp_path / "i.db"
     cmd = [sys.executable, "-m", "coderag_tui", "ask", "what does tax_for return?", "--repo", str(repo),
            "--db", str(db), "--config", str(tmp_path / "cfg.toml")]
+    from coderag_tui.cli.main import main as run_cli
+
+    assert run_cli(["index", str(repo), "--db", str(db), "--config", str(tmp_path / "cfg.toml")]) == 0
     code, out = run_on_a_terminal(cmd, {**os.environ, "COLUMNS": "400", "TERM": "xterm"})
     assert code == 0, out[-2000:]
     shown = screen(out.decode("utf-8", "replace"))
@@ -454,7 +497,7 @@ def test_the_cli_keeps_the_first_word_of_a_streamed_answer(make_repo, tmp_path: 
     first_line = answer.strip().splitlines()[0].strip()
     assert first_line and any(line.strip() == first_line for line in shown), (first_line, shown)
     joined = "\n".join(shown)
-    assert joined.index("Where this is in the code:") < joined.index(first_line)
+    assert joined.index(MATCHES_HEAD) < joined.index(first_line)
     assert "tax_for (shop/tax.py:4-6)" in joined
 
 

@@ -61,6 +61,8 @@ def test_cli_ask_json_and_pipe(make_repo, tmp_path):
     (tmp_path / "cfg.toml").write_text("[llm]\nmax_tokens = 32\nn_ctx = 2048\n")
     base = [sys.executable, "-m", "coderag_tui", "ask", "what does tax_for return?", "--repo", str(repo),
             "--db", str(tmp_path / "i.db"), "--config", str(tmp_path / "cfg.toml")]
+    index = [sys.executable, "-m", "coderag_tui", "index", str(repo), "--db", str(tmp_path / "i.db"), "--no-embed"]
+    assert subprocess.run(index, capture_output=True, text=True, timeout=600).returncode == 0
     # stdin is not a pipe here: piped text would be given to the model with the question
     out = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr

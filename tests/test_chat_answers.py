@@ -26,7 +26,13 @@ from coderag_tui.answering.answerer import STOPPED, load_messages
 from coderag_tui.answering.providers.local import LlamaProvider, bundled_model_path
 from coderag_tui.config import EmbedSettings, Settings, WatchSettings
 from coderag_tui.errors import ProviderError
-from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, ModelInfo
+from coderag_tui.models import (
+    CALL_PATH_HEAD,
+    ChatMessage,
+    ComposedContext,
+    ContextPiece,
+    ModelInfo,
+)
 from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.retrieval.followup import continues
 from coderag_tui.service import CodeRag
@@ -177,8 +183,8 @@ def test_a_reopened_or_exported_conversation_shows_the_opening_section(tmp_path:
         turn = adapters.load_turns(service, cid)[-1]
         assert turn.answer == chatlog.with_opening(live.render(), "The view answers.")
         exported = chatlog.to_markdown([turn], "repo")
-        assert "Call path:" in exported and "view (web/app.py:11-13)" in exported
-        assert exported.index("Call path:") < exported.index("The view answers.")
+        assert CALL_PATH_HEAD in exported and "view (web/app.py:11-13)" in exported
+        assert exported.index(CALL_PATH_HEAD) < exported.index("The view answers.")
         # the opening is plain text: a dunder name is not taken for bold Markdown, and reads back the same
         shown = chatlog.with_opening("1. App.__call__ (web/app.py:1-3) [x]", "The view answers.")
         assert shown.startswith("1. App.\\_\\_call\\_\\_ (web/app.py:1-3) \\[x\\]")

@@ -34,7 +34,8 @@ def test_primaries_carry_their_summary_and_neighbours_its_first_sentence(make_re
     callee = next(p for p in ctx.pieces if p.role == "callee" and p.title.startswith("rounded"))
     assert callee.about == "Rounds an amount of money to whole cents."
     text = ctx.render()
-    assert f"[primary] {primary.title}\nSummary: Adds up the cart's prices. Rounds to cents.\n```python\n" in text
+    assert (f"[primary] {primary.title}\nSummary (written by m, not checked): Adds up the cart's prices. "
+            "Rounds to cents.\n```python\n") in text
     assert ctx.tokens <= ctx.budget
 
 

@@ -89,7 +89,7 @@ def test_progress_lines_show_rate_and_eta():
     from coderag_tui.tui.widgets.status_bar import summaries_line
 
     p = Progress("summarize", 120, 800, rate=3.1 / 60, eta_s=240)
-    assert summaries_line(p) == "summaries 120/800 units · 3.1/min · eta 4:00"  # as the CLI writes it
+    assert summaries_line(p) == "summaries 120/800 units (background, low priority) · 3.1/min · eta 4:00"
     assert progress_text(p) == "120/800 units · 3.1/min · eta 4:00"
     assert summaries_line(Progress("done", 800, 800)) == ""
 

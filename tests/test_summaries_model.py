@@ -1,6 +1,10 @@
-"""Model summaries with the real bundled model (few tokens each) on a fixture repo: made bottom up,
+"""Model summaries with a real local GGUF (few tokens each) on a fixture repo: made bottom up,
 invalidated by edits (the unit, its parents, callers and importers), regenerated for another
-model, resumed after a kill, and never blocking search."""
+model, resumed after a kill, and never blocking search.
+
+The only GGUF at hand is the bundled SmolLM2-135M, which as the tiny default model writes no
+summaries (its summaries were wrong): these tests load the same file under another name, as a
+user's own model, since what they test is the pipeline, not the text."""
 
 from __future__ import annotations
 
@@ -27,6 +31,20 @@ def _bundled() -> None:
         pytest.skip("the bundled model is not installed")
 
 
+def _model() -> str:
+    """The bundled GGUF under another name: a local model that is not the tiny default."""
+    import tempfile
+
+    from coderag_tui.answering.providers.local import bundled_model_path
+
+    bundled = bundled_model_path()
+    link = Path(tempfile.gettempdir()) / "coderag-test-models" / "fixture-model.gguf"
+    if bundled is not None and not link.exists():
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(bundled)
+    return str(link)
+
+
 SMALL = {
     "shop/cart.py": '"""Cart."""\n\n\nclass Cart:\n    def add(self, price):\n        return fee(price)\n\n'
                     '    def clear(self):\n        return None\n\n\ndef fee(price):\n    return price + 1\n',
@@ -37,7 +55,7 @@ SMALL = {
 def _settings() -> Settings:
     s = Settings()
     return replace(s, summaries=SummarySettings(budget=0, max_tokens=12, code_chars=400),
-                   llm=replace(s.llm, n_ctx=2048, threads=1))
+                   llm=replace(s.llm, n_ctx=2048, threads=1, model=_model()))
 
 
 def test_summaries_bottom_up_stale_after_edits_and_a_model_change(make_repo, open_service):
@@ -91,7 +109,8 @@ from pathlib import Path
 from coderag_tui.config import Settings, SummarySettings
 from coderag_tui.service import CodeRag
 s = Settings()
-s = replace(s, summaries=SummarySettings(budget=0, max_tokens=12, code_chars=400), llm=replace(s.llm, n_ctx=2048, threads=1))
+s = replace(s, summaries=SummarySettings(budget=0, max_tokens=12, code_chars=400),
+            llm=replace(s.llm, n_ctx=2048, threads=1, model=sys.argv[3]))
 svc = CodeRag(Path(sys.argv[1]), s, Path(sys.argv[2]))
 svc.long_lived = True
 svc.start_summaries()  # the background summarizer, as the app and `coderag watch` start it
@@ -105,7 +124,7 @@ def test_a_killed_run_resumes(make_repo, open_service, tmp_path):
     service = open_service(repo, _settings())
     db_path = str(service.db_path)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(repo), db_path], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(repo), db_path, _model()], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 600

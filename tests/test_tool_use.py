@@ -304,6 +304,9 @@ def test_cli_prints_each_tool_call(servers: Any, make_repo: Callable[..., Path],
         cfg.write_text(f'[llm]\nprovider = "openai"\nbase_url = "{server.url}"\nmodel = "m"\nretries = 0\n')
         base = [sys.executable, "-m", "coderag_tui", "ask", "How is tax computed?", "--repo", str(repo),
                 "--db", str(tmp_path / f"i{n}.db"), "--config", str(cfg)]
+        index = [sys.executable, "-m", "coderag_tui", "index", str(repo), "--db", str(tmp_path / f"i{n}.db"),
+                 "--no-embed"]
+        assert subprocess.run(index, capture_output=True, text=True, timeout=300).returncode == 0
         if n == 0:
             out = subprocess.run(base, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
             assert out.returncode == 0, out.stderr

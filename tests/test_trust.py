@@ -311,6 +311,7 @@ def test_hostile_repo_config_sends_nothing_until_trusted(make_repo, tmp_path, se
     env = {**os.environ, KEY_ENV: SECRET, "ORT_DISABLE_TELEMETRY": "1"}
     question = ("ask", "what does tax_for return?", "--repo", str(repo), "--no-stream")
 
+    assert _coderag("index", str(repo), "--no-embed", env=env).returncode == 0  # ask indexes nothing itself
     untrusted = _coderag(*question, env=env)
     assert untrusted.returncode == 0, untrusted.stderr
     assert server.requests == []  # nothing reached the configured endpoint
@@ -323,6 +324,7 @@ def test_hostile_repo_config_sends_nothing_until_trusted(make_repo, tmp_path, se
     assert trusted.returncode == 0, trusted.stderr
     assert SECRET not in trusted.stdout + trusted.stderr
 
+    assert _coderag("index", str(repo), "--no-embed", env=env).returncode == 0  # where the config says
     honoured = _coderag(*question, env=env)
     assert honoured.returncode == 0, honoured.stderr
     # the provider may first ask the server for its context window (GET /props, /v1/models)

@@ -334,7 +334,10 @@ async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(t
         assert "adds the tax" in markdown and "with_tax" in markdown
         sources = str(screen.chat.query(".sources").last().render())
         assert "[1] shop/cart.py:18-20  Cart.total" in sources
-        assert "not in the repository: shop/nope.py:3" in sources
+        # each finding under its own label: no such lines, lines the model was not shown, names
+        assert "not in the repository (no such lines): shop/nope.py:3" in sources
+        assert "not verified (the lines exist, but the model was not shown them all): shop/cart.py:18-25" in sources
+        assert "not in the index (the model may have invented them): CartManager" in sources
         assert screen.conversation_id == 7
         assert isinstance(app.focused, Transcript)
 
@@ -782,7 +785,7 @@ async def test_summaries_in_the_status_bar_and_the_viewer(tmp_path: Path) -> Non
         await settle(pilot)
         label = app.screen.query_one("#summaries")
         await until(pilot, lambda: "summaries" in str(label.render()))
-        assert str(label.render()) == "summaries 120/800 units · 3.1/min · eta 4:00"  # as the CLI writes it
+        assert str(label.render()) == "summaries 120/800 units (background, low priority) · 3.1/min · eta 4:00"
         await open_symbol(pilot, "total")
         notes = str(main(app).query_one(ViewerPane).query_one("#notes").render())
         assert "file A shopping cart that totals prices with tax." in notes

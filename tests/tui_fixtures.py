@@ -143,7 +143,8 @@ class ScriptedAnswers(CodeRag):
         except GeneratorExit:
             self.stopped.set()
             raise
-        yield AnswerEvent("sources", sources=self.sources, invalid_citations=("shop/nope.py:3",))
+        yield AnswerEvent("sources", sources=self.sources, invalid_citations=("shop/nope.py:3", "shop/cart.py:18-25"),
+                          absent_citations=("shop/nope.py:3",), unknown_names=("CartManager",))
         yield AnswerEvent("done", conversation_id=conversation_id or 7)
 
     def model_info(self) -> ModelInfo:

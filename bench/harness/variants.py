@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from coderag_tui.config import Settings, SummarySettings
 from coderag_tui.indexing.profiles import refresh_profiles
@@ -53,3 +54,19 @@ def checkpoint(db_path: Path) -> None:
     db = open_database(db_path)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
+
+
+def model_summarizer(service: Any, model: str | None = None) -> Any:
+    """A Summarizer with `model` (default: the configured one) even when it is the tiny default
+    model, which the service refuses (it writes no summaries for users): the benches measure
+    what its summaries do."""
+    from coderag_tui.answering.summarize import Summarizer
+
+    provider = service.llm(model)
+    info = provider.info()
+
+    def read_code(path: str, start: int, end: int) -> str:
+        return "\n".join(service.read_lines(path, start, end))
+
+    return Summarizer(service.db, provider, f"{info.provider}:{info.name}", read_code, service.settings.summaries,
+                      local=info.provider == "llama")

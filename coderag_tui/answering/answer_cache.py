@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from coderag_tui.answering.checked import Checks, checks_from_json, checks_to_json
 from coderag_tui.models import Source
 from coderag_tui.store import answer_cache as rows
 from coderag_tui.store.backend import StoreBackend
@@ -31,6 +32,9 @@ class CachedAnswer:
     invalid: tuple[str, ...]
     similarity: float
     created: float
+    absent: tuple[str, ...] = ()  # of `invalid`: lines the repository does not have
+    unknown_names: tuple[str, ...] = ()  # code names in the answer the index does not have
+    model: str = ""  # the model that wrote it (the provider's answering model, behind a fallback chain)
 
 
 def normalize(question: str) -> str:
@@ -92,17 +96,20 @@ class AnswerCache:
                 scored.append((sim, row))
         for sim, row in sorted(scored, key=lambda item: -item[0]):
             if all(rows.range_fingerprint(self.db, p, s, e) == f for p, s, e, f in row.cited):
-                return CachedAnswer(row.question, row.answer, _sources(row.sources),
-                                    tuple(json.loads(row.invalid or "[]")), round(sim, 4), row.created)
+                checks = checks_from_json(row.invalid)
+                return CachedAnswer(row.question, row.answer, _sources(row.sources), checks.invalid,
+                                    round(sim, 4), row.created, checks.absent, checks.unknown_names, checks.model)
             rows.delete(self.db, row.id)  # the code it cited changed: it is never right again
         return None
 
-    def remember(self, question: str, answer: str, sources: tuple[Source, ...], invalid: tuple[str, ...]) -> None:
+    def remember(self, question: str, answer: str, sources: tuple[Source, ...], invalid: tuple[str, ...],
+                 checks: Checks | None = None) -> None:
+        """Keep an answer; `checks`: what was checked in it (default: the unverified citations)."""
         if self.threshold <= 0 or not answer.strip():
             return
         cited = [s for s in sources if s.cited] or list(sources)  # uncited: everything it was shown
         vec = self._vector(question)
         rows.put(self.db, self.model, question, normalize(question), self.embed_model,
                  vec.tobytes() if vec is not None else None, answer,
-                 [asdict(s) for s in sources], list(invalid),
+                 [asdict(s) for s in sources], checks_to_json(checks or Checks(invalid)),
                  [(s.path, s.start_line, s.end_line) for s in cited])

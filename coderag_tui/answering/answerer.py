@@ -26,6 +26,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from coderag_tui.answering.checked import (
+    Checks,
+    checks_from_json,
+    checks_to_json,
+    with_opening_sources,
+)
 from coderag_tui.answering.citations import ExistsFn, check_citations, make_exists
 from coderag_tui.answering.guard import LIMIT_NOTE, REPEAT_NOTE, RepetitionGuard
 from coderag_tui.answering.opening import opening_from_json, opening_to_json
@@ -70,14 +76,9 @@ class StoredMessage:
     outcome: str = ""  # '' complete, STOPPED, else the error line
     invalid: tuple[str, ...] = ()  # citations that were flagged
     opening: AnswerOpening | None = None  # the section coderag rendered above the answer
-
-
-def _strings_from_json(text: str) -> tuple[str, ...]:
-    try:
-        items = json.loads(text or "[]")
-    except ValueError:
-        return ()
-    return tuple(str(i) for i in items) if isinstance(items, list) else ()
+    absent: tuple[str, ...] = ()  # of `invalid`: lines the repository does not have
+    unknown_names: tuple[str, ...] = ()  # code names in the answer the index does not have
+    model: str = ""  # the model that wrote the answer (when it was stored)
 
 
 def _title(question: str) -> str:
@@ -102,12 +103,13 @@ def _sources_from_json(text: str) -> tuple[Source, ...]:
 def load_messages(store: StoreBackend, conversation_id: int) -> list[StoredMessage]:
     """A stored conversation's messages, oldest first, with each answer's sources, outcome and
     opening section."""
-    rows = conversations.message_rows(store, conversation_id)
-    return [
-        StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3]), str(r[4]),
-                      _strings_from_json(str(r[5])), opening_from_json(str(r[6] or "")))
-        for r in rows
-    ]
+    out: list[StoredMessage] = []
+    for r in conversations.message_rows(store, conversation_id):
+        checks = checks_from_json(str(r[5]))
+        out.append(StoredMessage(str(r[0]), str(r[1]), _sources_from_json(str(r[2])), float(r[3]), str(r[4]),
+                                 checks.invalid, opening_from_json(str(r[6] or "")), checks.absent,
+                                 checks.unknown_names, checks.model))
+    return out
 
 
 class Answerer:
@@ -123,11 +125,16 @@ class Answerer:
         tool_steps: int = 0,
         tiny_max_tokens: int = 200,
         owner: str | None = None,
+        names: Callable[[str], tuple[str, ...]] | None = None,
+        in_repository: ExistsFn | None = None,
     ) -> None:
         """`exists(pieces)` builds the citation check; by default: the range lies inside what
         the pieces showed the model (see citations.make_exists). `tools` (a CodeRagTools): the
         model may call them for up to `tool_steps` rounds (see tools.py). `owner`: who asks
-        on a server (see CodeRag.ask): only its own conversations continue, new ones are its."""
+        on a server (see CodeRag.ask): only its own conversations continue, new ones are its.
+        `names(text)`: the code names in the answer the index does not have, and
+        `in_repository(path, start, end)`: whether the repository has those lines; by default
+        both ask `store`'s index."""
         self.owner = owner
         self.provider = provider
         self.store = store
@@ -137,6 +144,15 @@ class Answerer:
         self._exists = exists
         self.tools = tools
         self.tool_steps = tool_steps
+        if store is not None and (names is None or in_repository is None):
+            from coderag_tui.answering.names import unknown_names
+            from coderag_tui.store import known
+
+            reads = known.StoreNames(store)
+            names = names or (lambda text: unknown_names(text, reads))
+            in_repository = in_repository or (lambda path, start, end: known.lines_exist(store, path, start, end))
+        self._names = names
+        self._in_repository = in_repository
 
     # ------------------------------------------------------------------ conversations
     def list_conversations(self, limit: int = 100) -> list[Conversation]:
@@ -173,12 +189,14 @@ class Answerer:
         outcome: str = "",
         invalid: tuple[str, ...] = (),
         opening: AnswerOpening | None = None,
+        checks: Checks | None = None,
     ) -> int:
         if self.store is None:
             return conversation_id or 0
+        checks = checks or Checks(invalid)
         return conversations.save_turn(self.store, conversation_id, _title(question), question, answer,
                                        json.dumps([asdict(s) for s in sources]), outcome,
-                                       json.dumps(list(invalid)), time.time(), opening_to_json(opening),
+                                       checks_to_json(checks), time.time(), opening_to_json(opening),
                                        owner=self.owner or "")
 
     def _exists_for(self, pieces: list[ContextPiece]) -> ExistsFn:
@@ -321,13 +339,17 @@ class Answerer:
         if note:
             yield AnswerEvent("token", text="\n\n" + note, conversation_id=cid)
 
-        checked = check_citations(answer, given, self._exists_for(given))
+        checked = check_citations(answer, given, self._exists_for(given), self._in_repository)
+        answered_by = str(getattr(provider, "answered_by", "") or provider.name)
+        checks = Checks(checked.invalid, checked.absent, self._unknown_names(answer), answered_by)
+        sources = with_opening_sources(checked.sources, opening)
         yield AnswerEvent(
-            "sources", sources=checked.sources, invalid_citations=checked.invalid, conversation_id=cid
+            "sources", sources=sources, invalid_citations=checked.invalid, conversation_id=cid,
+            absent_citations=checks.absent, unknown_names=checks.unknown_names,
         )
         stored = f"{answer}\n\n{note}" if note and answer else (answer or note)
         outcome = failure.one_line() if failure is not None else STOPPED if stopped else ""
-        cid = self._save(conversation_id, question, stored, checked.sources, outcome, checked.invalid, opening)
+        cid = self._save(conversation_id, question, stored, sources, outcome, checked.invalid, opening, checks)
         if failure is not None:
             yield AnswerEvent("error", text=outcome, conversation_id=cid)
             return
@@ -348,6 +370,8 @@ class Answerer:
             "tokens_per_s": round(tokens / gen, 2) if gen > 0 else 0.0,
             "cited": float(sum(1 for s in checked.sources if s.cited)),
             "invalid_citations": float(len(checked.invalid)),
+            "absent_citations": float(len(checks.absent)),
+            "unknown_names": float(len(checks.unknown_names)),
             "stopped_repeating": float(run.guard.stopped),
             "cut_at_limit": float(note.startswith("[answer cut")),
             "max_answer_tokens": float(fitted.max_answer_tokens),
@@ -356,9 +380,9 @@ class Answerer:
             stats["retrieval_s"] = round(retrieval_s, 4)
         if stopped:
             stats["stopped"] = 1.0
-            yield AnswerEvent("done", text=f"stopped after {tokens} tokens", conversation_id=cid, stats=stats)
+            yield AnswerEvent("done", text=f"stopped after {tokens} tokens", conversation_id=cid, stats=stats,
+                              model=answered_by)
             return
-        answered_by = getattr(provider, "answered_by", "") or provider.name
         text = f"answered by {answered_by}"
         if tiny_note:
             text += " (the tiny default model)"
@@ -367,7 +391,16 @@ class Answerer:
             text += " (after: " + "; ".join(failures) + ")"
         if not answer:
             text += ": the model returned an empty answer"
-        yield AnswerEvent("done", text=text, conversation_id=cid, stats=stats)
+        yield AnswerEvent("done", text=text, conversation_id=cid, stats=stats, model=answered_by)
+
+    def _unknown_names(self, answer: str) -> tuple[str, ...]:
+        """The answer's code names the index does not have (none checked without an index)."""
+        if self._names is None or not answer:
+            return ()
+        try:
+            return self._names(answer)
+        except Exception:  # a check that cannot run must not cost the answer
+            return ()
 
     def _asking(self, fitted: FittedPrompt, pieces: int, cid: int) -> AnswerEvent:
         notes = []

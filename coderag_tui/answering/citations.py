@@ -8,7 +8,9 @@ Verified (`exists(path, start, end)`): the citation is exactly one of the pieces
 its range lies inside one piece of the same file and both its first and last line are lines
 the model was shown (a packed piece leaves lines out behind `⋯` markers; an outline shows only
 its members' first lines; metadata shows no code). A range that merely exists in the file is
-NOT verified: a small model invents plausible ranges inside invented code. A citation whose
+NOT verified: a small model invents plausible ranges inside invented code. Unverified citations
+are told apart: lines the repository has (the model was not shown them all) and lines it does
+not have (`absent`: no such file, or past its end). A citation whose
 path is only a suffix of exactly one context path (`models.py:3` for `pkg/models.py`) is
 resolved to that path.
 
@@ -53,8 +55,9 @@ class Citation:
 @dataclass(frozen=True)
 class CheckedSources:
     sources: tuple[Source, ...]
-    invalid: tuple[str, ...]  # citations as written, e.g. "src/nope.py:1-9"
+    invalid: tuple[str, ...]  # citations as written, e.g. "src/nope.py:1-9": not verified
     citations: tuple[Citation, ...]  # every valid citation, in order
+    absent: tuple[str, ...] = ()  # of `invalid`: lines the repository does not have
 
 
 def resolve_path(path: str, known: Iterable[str]) -> str:
@@ -146,18 +149,24 @@ def check_citations(
     answer: str,
     pieces: Sequence[ContextPiece],
     exists: ExistsFn | None = None,
+    in_repository: ExistsFn | None = None,
 ) -> CheckedSources:
-    """The numbered sources of an answer and its unverified citations (see module doc)."""
+    """The numbered sources of an answer and its unverified citations (see module doc);
+    `in_repository(path, start, end)`, when given, sorts out of these the ones whose lines
+    the repository does not have at all (`absent`)."""
     exists = exists or make_exists(pieces)
     known = {p.path for p in pieces}
     cited_keys: list[tuple[str, int, int]] = []  # source ranges in order of first citation
     invalid: list[str] = []
+    absent: list[str] = []
     valid: list[Citation] = []
     for c in parse_citations(answer, known):
         hit = [p for p in pieces if _contains(p, c.path, c.start, c.end)]
         if not hit or not exists(c.path, c.start, c.end):
             if c.text not in invalid:
                 invalid.append(c.text)
+                if in_repository is not None and not in_repository(c.path, c.start, c.end):
+                    absent.append(c.text)
             continue
         valid.append(c)
         for key in ((p.path, p.start_line, p.end_line) for p in hit):
@@ -177,4 +186,4 @@ def check_citations(
     for key in order:
         if key not in cited_keys:
             sources.append(Source(len(sources) + 1, key[0], key[1], key[2], titles[key], False))
-    return CheckedSources(tuple(sources), tuple(invalid), tuple(valid))
+    return CheckedSources(tuple(sources), tuple(invalid), tuple(valid), tuple(absent))

@@ -41,10 +41,10 @@ def describe_files(db: StoreBackend, paths: Sequence[str] | None = None) -> list
             s = summaries.get(store.summary_key(u.path, u.kind, u.qualname))
             described.append(UnitDescription(u.kind, u.qualname, u.start_line, u.signature,
                                              profiles.get(u.id, (role,))[0], s.text if s else "",
-                                             bool(s and s.stale)))
+                                             bool(s and s.stale), s.model if s else ""))
         out.append(FileDescription(
             path, head.language, int(data.get("lines", head.end_line) or 0), role, fan_in, fan_out, text,
             own.text if own else "", bool(own and own.stale), own.model if own else "",
             tuple(map(str, data.get("imports", ()))), tuple(map(str, data.get("imported_by", ()))),
-            tuple(described), folder.text if folder else ""))
+            tuple(described), folder.text if folder else "", folder.model if folder else ""))
     return out

@@ -6,7 +6,12 @@ its last `n` words); text leaves it only once it is known not to repeat. It stop
 
 - a sequence of `n` words (6) is completed for the `times`-th time (3), or
 - a sentence of at least `MIN_SENTENCE_WORDS` words is completed a second time, or
-- a line is written the `LINE_REPEATS`-th time, numbers aside ("1. 1." "2. 2." ...),
+- a line is written the `LINE_REPEATS`-th time, numbers aside ("1. 1." "2. 2." ...), or
+- a sentence of at least `NEAR_MIN_WORDS` words makes a family of three near-copies: each the
+  same as another of them with at most one word changed, added or removed, numbers aside
+  ("created or destroyed" / "created and destroyed" written in turn, or drifting a word at a
+  time). Two such sentences pass: "The request context is pushed." / "The app context is
+  pushed." is an ordinary pair; a third is a loop,
 
 and then drops the repeating part it still holds, so the shown answer never contains the
 third copy of any `n`-word sequence. Words are compared lowercased, punctuation ignored.
@@ -23,6 +28,8 @@ LIMIT_NOTE = "[answer cut: it reached the answer length limit ({tokens} tokens)]
 HOLD_CHARS = 160
 MIN_SENTENCE_WORDS = 5
 LINE_REPEATS = 4
+NEAR_MIN_WORDS = 4
+NEAR_FAMILY = 3  # near-copies (the first sentence included) that make a loop
 
 _WORD = re.compile(r"\w+")
 
@@ -45,6 +52,59 @@ def repeated_line(text: str, times: int = LINE_REPEATS) -> str:
             seen[key] += 1
             if seen[key] >= times:
                 return key
+    return ""
+
+
+def near_copy(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """`a` is `b` with at most one word changed, added or removed."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(1 for x, y in zip(a, b, strict=True) if x != y) <= 1
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]
+
+
+def sentence_key(sentence: str) -> tuple[str, ...]:
+    """A sentence's words, lowercased, with every number as 0."""
+    return tuple(re.sub(r"\d+", "0", w) for w in words(sentence))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+
+
+class NearCopies:
+    """Families of near-copies: a sentence joins (and joins together) the families of every
+    earlier sentence it is a near-copy of."""
+
+    def __init__(self) -> None:
+        self._keys: list[tuple[str, ...]] = []
+        self._family: list[int] = []  # per key: its family's id
+        self._sizes: dict[int, int] = {}
+
+    def add(self, key: tuple[str, ...]) -> int:
+        """Add a sentence's key; the size of the family it is now in."""
+        joined = {self._family[i] for i, k in enumerate(self._keys) if near_copy(k, key)}
+        family = min(joined) if joined else len(self._keys)
+        size = 1 + sum(self._sizes.pop(f) for f in joined)
+        self._family = [family if f in joined else f for f in self._family]
+        self._keys.append(key)
+        self._family.append(family)
+        self._sizes[family] = size
+        return size
+
+
+def near_loop(text: str) -> str:
+    """The first sentence that makes a family of `NEAR_FAMILY` near-copies ('' when none): the
+    measure of a near-loop, the same rule the guard stops on."""
+    families = NearCopies()
+    for sentence in _SENTENCE_END.split(text):
+        key = sentence_key(sentence)
+        if len(key) >= NEAR_MIN_WORDS and families.add(key) >= NEAR_FAMILY:
+            return " ".join(key)
     return ""
 
 
@@ -76,6 +136,7 @@ class RepetitionGuard:
     _recent: list[str] = field(default_factory=list)  # the last n-1 completed words
     _grams: Counter[tuple[str, ...]] = field(default_factory=Counter)
     _sentences: set[str] = field(default_factory=set)
+    _near: NearCopies = field(default_factory=lambda: NearCopies())
     _lines: Counter[str] = field(default_factory=Counter)
     _line_text: str = ""  # the line being written
     _line_cut: int = 0  # offset in _held where it starts (0 once released)
@@ -150,15 +211,26 @@ class RepetitionGuard:
             self._cut = self._word_starts[-self.n] if len(self._word_starts) >= self.n else 0
 
     def _end_sentence(self) -> None:
-        sentence = " ".join(words(self._held_sentence()))
+        held = self._held_sentence()
+        sentence = " ".join(words(held))
         if len(sentence.split()) >= MIN_SENTENCE_WORDS:
             if sentence in self._sentences:
-                self.stopped = True
-                self.reason = sentence
-                self._cut = self._sentence_start
+                self._stop_at_sentence(sentence)
                 return
             self._sentences.add(sentence)
+        key = sentence_key(held)
+        if len(key) >= NEAR_MIN_WORDS and self._near.add(key) >= NEAR_FAMILY:
+            self._stop_at_sentence(" ".join(key))
+            return
         self._mark_sentence_start()
+
+    def _stop_at_sentence(self, reason: str) -> None:
+        self.stopped = True
+        self.reason = reason
+        self._cut = self._sentence_start
+        lead = self._held[self._line_cut : self._sentence_start]
+        if self._line_cut < self._sentence_start and not any(c.isalpha() for c in lead):
+            self._cut = self._line_cut  # a list item's number or bullet goes with it
 
     def _held_sentence(self) -> str:
         return self._held[self._sentence_start :]

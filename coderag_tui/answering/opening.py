@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict
 
+from coderag_tui.answering.appliers import appliers
 from coderag_tui.models import AnswerOpening, AnswerUnit, ComposedContext, UnitRef
 from coderag_tui.store.backend import ContextReads, StoreBackend
 from coderag_tui.store.retrieval_reads import context_reads
@@ -42,9 +43,11 @@ _FLOW_VERB = (
     r"|initiali[sz]|start|boot|register|wire|connect|hand(?:s|ed)?\s+(?:off|over)|map|match|emit|publish"
     r"|bubbl|raise|throw|catch|caught|commit|flush|redirect|authenticat|validat|sign|verif|encod|decod)"
 )
+# a verb's own endings only: "connected", "mapping", not the noun "connection" or "parser"
+_INFLECTION = r"(?:e|es|s|ed|d|ing|y|ies|ied|ying|[bdgklmnprt](?:ed|ing))?\b"
 _FLOW = re.compile(
     r"\bhow\s+(?:does|do|did|is|are|was|were|will|would|can|should)\s+(?!(?:i|we|you|one)\b)"
-    rf"(?:[\w.`'()/-]+\s+){{0,7}}?{_FLOW_VERB}\w*"
+    rf"(?:[\w.`'()/-]+\s+){{0,7}}?{_FLOW_VERB}{_INFLECTION}"
     r"|\bwhat\s+happens\s+(?:when|if|after|before|during|once|on|to|with|in)\b"
     r"|\bwalk\s+(?:me|us)\s+through\b|\bwalkthrough\b|\btrace\s+(?:the|a|an|how|what|where|it)\b|\bstep[\s-]+by[\s-]+step\b"
     r"|\b(?:path|paths|way|route|journey|chain)\s+(?:\w+\s+){0,3}?from\s+.+?\s+to\b"
@@ -160,12 +163,20 @@ def _path_to(reads: ContextReads, target: UnitRef, hit_ids: set[int]) -> tuple[t
     return score(start), [answer_unit(units[uid], nxt[uid][1] if uid in nxt else 0) for uid in steps(start)]
 
 
-def build_opening(source: StoreBackend | ContextReads, question: str, context: ComposedContext) -> AnswerOpening:
-    """The opening for `question` from the context's hits and the index's call graph."""
+def build_opening(source: StoreBackend, question: str, context: ComposedContext) -> AnswerOpening:
+    """The opening for `question` from the context's hits and the index's call graph; for a
+    question about how something is limited, configured or done, the code that applies the
+    setting leads (answering/appliers.py)."""
     units = answer_units(context)
     flow = is_flow_question(question)
     path = call_path(source, units, [h.unit for h in context.hits], question) if flow else []
-    return AnswerOpening(units=tuple(answer_unit(u) for u in units), call_path=tuple(path), flow=flow)
+    listed = [answer_unit(u) for u in units]
+    owner, applied = appliers(source, question, [h.unit for h in context.hits])
+    if applied and owner is not None:
+        lead = [*applied, answer_unit(owner)]
+        keys = {(u.path, u.start_line, u.end_line) for u in lead}
+        listed = (lead + [u for u in listed if (u.path, u.start_line, u.end_line) not in keys])[:MAX_UNITS]
+    return AnswerOpening(units=tuple(listed), call_path=tuple(path), flow=flow)
 
 
 def opening_to_json(opening: AnswerOpening | None) -> str:

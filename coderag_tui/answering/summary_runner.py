@@ -1,6 +1,7 @@
 """Summaries made in the background, never in the way.
 
-One daemon thread (its own SQLite connection, a lower CPU priority) works through a queue:
+One daemon thread (its own SQLite connection, a lower CPU priority, working at most half the
+time: it rests after each summary as long as the summary took) works through a queue:
 the units retrieved for a question first, then every stored summary that is no longer current
 (an edit marked it stale, or the model changed), then the budget's plan. It takes the model one
 summary at a time through the `ModelGate` and gives it up to an answer at once (the summary is
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 ProgressFn = Callable[[Progress], None]
 NICE = 10  # added to the thread's niceness: the user's editor and build come first
+CPU_SHARE = 0.5  # of the wall time the summarizer works (it rests the rest): a busy model, an idle box
 
 
 class BackgroundSummaries:
@@ -134,6 +136,7 @@ class BackgroundSummaries:
                 if not summarizer.needs(t):  # (a parent is due again once a child's summary changed)
                     continue
                 total += 1
+            began = time.monotonic()
             try:
                 outcome = summarizer.summarize_gated(t, self.gate, self._stop.is_set)
             except Stopped:
@@ -141,6 +144,8 @@ class BackgroundSummaries:
             except CoderagError as exc:
                 self.errors = (self.errors + [f"{t.label}: {exc.one_line()}"])[-20:]
                 outcome = None
+            # at most CPU_SHARE of the time: as long again at rest after each summary
+            self._stop.wait((time.monotonic() - began) * (1 - CPU_SHARE) / CPU_SHARE)
             done += 1
             if outcome is not None:
                 made_here += 1
@@ -179,6 +184,12 @@ def _lower_priority() -> None:
 
 def local_summarizer(service: Any) -> Summarizer | None:
     """A Summarizer with the configured model on this thread's connection, when it is local
-    (a remote model is only used when `coderag summarize` is asked, after its estimate)."""
-    summarizer: Summarizer = service.summarizer(configured=True)
+    (a remote model is only used when `coderag summarize` is asked, after its estimate) and
+    not the tiny default model (which writes none: nothing runs in the background then)."""
+    from coderag_tui.errors import NoSummariesError
+
+    try:
+        summarizer: Summarizer = service.summarizer(configured=True)
+    except NoSummariesError:
+        return None
     return summarizer if summarizer.local else None

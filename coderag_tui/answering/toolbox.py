@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coderag_tui.errors import CoderagError
-from coderag_tui.models import denoted, exact_matches
+from coderag_tui.models import by_tiny_model, denoted, exact_matches, summary_label
 
 log = logging.getLogger("coderag.mcp")
 
@@ -315,9 +315,12 @@ class CodeRagTools:
         out = [f"{rel}:1-{lines}  ({language}, {lines} lines{', has syntax errors' if has_errors else ''})"]
         from coderag_tui.store.descriptions import file_descriptions
 
-        profile, summaries = file_descriptions(db, rel)
+        profile, described = file_descriptions(db, rel)
+        # another model reads this: the tiny default model's guesses are left out, the rest named
+        summaries = {uid: f"{text.strip()} ({summary_label(model)})" for uid, (text, model) in described.items()
+                     if not by_tiny_model(model)}
         if file_unit.id in summaries:
-            out.append(f"\nSummary:\n{summaries[file_unit.id].strip()}")
+            out.append(f"\nSummary:\n{summaries[file_unit.id]}")
         elif file_unit.docstring:
             out.append(f"\nModule docstring:\n{file_unit.docstring.strip()[:800]}")
         if profile:

@@ -115,6 +115,10 @@ def repo_target(args: argparse.Namespace) -> str | None:
 # Commands that keep running and answer many searches: they keep the vectors in memory; every
 # other command answers once, from sqlite-vec, without loading them.
 LONG_LIVED = frozenset({"tui", "mcp", "watch"})
+# Commands that read an index: with none (or an empty one) they say so and exit 2, and create
+# nothing (`status` says so and exits 1; `ask` is refused by the service itself).
+# (`review` brings the index up to date itself.)
+NEEDS_INDEX = frozenset({"search", "context", "map", "symbol", "callers", "callees", "similar", "embed", "export"})
 
 
 def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
@@ -133,6 +137,8 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
                                branch=getattr(args, "branch", None), rev=getattr(args, "rev", None),
                                progress=progress_printer("clone"), store=store_url(args, target) or None)
     service.vectors_in_memory = service.long_lived = getattr(args, "command", None) in LONG_LIVED
+    if getattr(args, "command", None) in NEEDS_INDEX:
+        service.require_index()
     return service
 
 

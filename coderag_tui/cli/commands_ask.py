@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from coderag_tui.answering.checked import check_lines
 from coderag_tui.cli import render
 from coderag_tui.cli.base import (
     add_json,
@@ -54,9 +55,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.question and args.question != ["-"] and piped_stdin():
         attachment = read_stdin()
     question = query_from(args.question, "question")
-    service = open_service(args)
-    if service.status().files == 0:
-        service.index()
+    service = open_service(args)  # (the service says, in one line, when there is no index to ask)
     # the opening, then the model's text as it comes; on a terminal also a status line
     # (stderr), piped as plain text flushed line by line
     stream = not args.no_stream and not args.json
@@ -66,6 +65,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     opening: AnswerOpening | None = None
     sources: tuple[Source, ...] = ()
     invalid: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
     conversation = args.conversation or 0
     calls: list[ToolCallInfo] = []
     status_shown = False  # a status line is on the terminal (stderr), to be cleared
@@ -105,12 +106,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sys.stderr.flush()
         elif event.kind == "sources":
             sources, invalid = event.sources, event.invalid_citations
+            absent, unknown = event.absent_citations, event.unknown_names
         elif event.kind == "error":
             clear_status()
             if stream and answer:
                 sys.stdout.write("\n")
             if sources and not args.json:  # retrieval worked: what it found is still worth seeing
-                _print_sources(sources, invalid)
+                _print_sources(sources, invalid, absent, unknown)
             raise CoderagError(event.text)
         elif event.kind == "done":
             final = event
@@ -124,10 +126,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "sources": [{"number": s.number, "path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                          "title": s.title, "cited": s.cited} for s in sources],
             "invalid_citations": list(invalid),
+            "absent_citations": list(absent),
+            "unknown_names": list(unknown),
             "tool_calls": [{"name": c.name, "arguments": c.arguments, "summary": c.summary, "ok": c.ok}
                            for c in calls],
             "conversation_id": conversation,
             "cached": bool(final and final.cached),
+            "model": final.model if final else "",
             "stats": final.stats if final else {},
         })
     else:
@@ -137,7 +142,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print(safe_text(text))
         else:
             print()
-        _print_sources(sources, invalid)
+        _print_sources(sources, invalid, absent, unknown)
         if final is not None and final.text:
             print(f"\n{final.text}  (conversation {conversation}; continue with --conversation {conversation})",
                   file=sys.stderr)
@@ -147,14 +152,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_sources(sources: tuple[Source, ...], invalid: tuple[str, ...]) -> None:
-    print("\nSources (* cited by the answer):")
+def _print_sources(sources: tuple[Source, ...], invalid: tuple[str, ...], absent: tuple[str, ...] = (),
+                   unknown: tuple[str, ...] = ()) -> None:
+    """The checks of the model's text (right under it), then the numbered sources."""
     cols = width()
+    for label, items in check_lines(invalid, absent, unknown):
+        print("\n".join(render.wrap(f"! {label}: {safe_line(items)}", cols)))
+    print("\nSources (* cited by the answer):")
     for s in sources:
         print("\n".join(render.wrap(_source_line(s), cols)))
-    if invalid:
-        print("\n".join(render.wrap("Unverified citations (not in the code the model was given; not sources): "
-                                    + ", ".join(safe_line(c) for c in invalid), cols)))
 
 
 def _models_args(p: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from coderag_tui.cli.base import (
     progress_printer,
 )
 from coderag_tui.errors import CoderagError, IndexError_
-from coderag_tui.models import FileDescription
+from coderag_tui.models import FileDescription, summary_label
 from coderag_tui.textsafe import safe_text
 
 
@@ -120,12 +120,12 @@ def render(files: list[FileDescription], fmt: str) -> str:
         out.append(f"*{f.role}* · {f.language} · {f.lines} lines · referred to by {f.fan_in} files, "
                    f"refers to {f.fan_out}\n")
         if f.summary:
-            out.append(f"{f.summary}{' *(out of date)*' if f.stale else ''}\n")
+            out.append(f"{f.summary}{' *(out of date)*' if f.stale else ''} *({summary_label(f.summary_model)})*\n")
         out.append(f"Profile: {f.profile}\n")
         for u in f.units:
             line = f"- `{u.qualname}` ({u.kind}, line {u.line})"
             if u.summary:
-                line += f": {u.summary}{' *(out of date)*' if u.stale else ''}"
+                line += f": {u.summary}{' *(out of date)*' if u.stale else ''} *({summary_label(u.summary_model)})*"
             out.append(line)
         out.append("")
     return safe_text("\n".join(out)) + ("\n" if out else "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from coderag_tui.config import ContextSettings
-from coderag_tui.models import EdgeRef, SearchHit, UnitRef
+from coderag_tui.models import EdgeRef, SearchHit, UnitRef, by_tiny_model
 from coderag_tui.retrieval.packing import Candidate
 from coderag_tui.retrieval.prose import is_prose_unit
 from coderag_tui.retrieval.source import CodeReader
@@ -67,7 +67,7 @@ class MemoReads:
     def unit_bases(self, unit_id: int) -> list[str]:
         return self.reads.unit_bases(unit_id)
 
-    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, tuple[str, str]]:
         return self.reads.summary_texts(units)
 
     def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:
@@ -167,15 +167,17 @@ def _clip(text: str, limit: int, brief: bool) -> str:
 
 
 def describe(reads: ContextReads, described: Sequence[tuple[Candidate, UnitRef]]) -> None:
-    """Put the units' summaries above their code: in full on primaries, the first sentence on
-    the others. (A file's summary is among the notes at the end of the context instead.)"""
+    """Put the units' summaries above their code, each with the model that wrote it: in full on
+    primaries, the first sentence on the others (a file's summary is among the notes at the end
+    of the context instead). The tiny default model's are left out: a guess is no context."""
     units = [(u.id, u.path, u.kind, u.qualname) for _, u in described if u.kind != "file"]
     texts = reads.summary_texts(units) if units else {}
     for c, u in described:
-        text = texts.get(u.id, "")
-        if text:
+        text, model = texts.get(u.id, ("", ""))
+        if text and not by_tiny_model(model):
             brief = c.role != "primary"
             c.about = _clip(text, ABOUT_BRIEF if brief else ABOUT_FULL, brief)
+            c.about_by = model
 
 
 def expand(

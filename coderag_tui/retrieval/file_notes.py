@@ -1,12 +1,12 @@
 """File descriptions at the end of a composed context: for each file the context quotes, its
-summary (when the model made one) or else its profile, in what the packing left of the budget
-and no more than a small share of it."""
+summary (when a model made one, named with it; never the tiny default model's guess) or else
+its profile, in what the packing left of the budget and no more than a small share of it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from coderag_tui.models import ComposedContext, ContextPiece
+from coderag_tui.models import ComposedContext, ContextPiece, by_tiny_model, summary_label
 from coderag_tui.retrieval.packing import TokenCounter
 from coderag_tui.store import descriptions as store
 from coderag_tui.store.backend import StoreBackend
@@ -27,7 +27,8 @@ def with_file_notes(db: StoreBackend, context: ComposedContext, count: TokenCoun
         head = store.file_head(db, path)
         if head is None:
             continue
-        text = summaries.get(head[0]) or profile
+        summary, model = summaries.get(head[0], ("", ""))
+        text = f"{summary} ({summary_label(model)})" if summary and not by_tiny_model(model) else profile
         if not text:
             continue
         text = text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"

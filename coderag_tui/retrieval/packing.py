@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from coderag_tui.config import ContextSettings
-from coderag_tui.models import ContextPiece
+from coderag_tui.models import ContextPiece, summary_label
 from coderag_tui.retrieval.focus import matching_lines
 from coderag_tui.tokens import TokenCounter, estimate_tokens
 
@@ -68,18 +68,19 @@ class Candidate:
     max_lines: int = 0  # a cap for brief pieces (neighbours); 0 = none
     terms: frozenset[str] = frozenset()  # the question's words: lines holding them are kept first
     about: str = ""  # the unit's summary, above its code
+    about_by: str = ""  # the model that wrote it
 
 
 def render_piece(p: ContextPiece) -> str:
     """Exactly what ComposedContext.render() writes for a piece (without the separator)."""
     if p.role == "metadata":
         return f"### {p.title} ({p.citation})\n{p.text}"
-    about = f"Summary: {p.about}\n" if p.about else ""
+    about = f"Summary ({summary_label(p.about_by)}): {p.about}\n" if p.about else ""
     return f"### {p.citation} [{p.role}] {p.title}\n{about}```{p.language or ''}\n{p.text}\n```"
 
 
 def _piece(c: Candidate, text: str, count: TokenCounter) -> ContextPiece:
-    p = ContextPiece(c.path, c.start_line, c.end_line, c.role, c.title, text, 0, c.language, c.about)
+    p = ContextPiece(c.path, c.start_line, c.end_line, c.role, c.title, text, 0, c.language, c.about, c.about_by)
     return replace(p, tokens=count(render_piece(p) + "\n\n"))
 
 
@@ -124,7 +125,7 @@ def fit(c: Candidate, allowance: int, count: TokenCounter,
     numbers it shows, or None when nothing useful fits (its code goes before its summary)."""
     fitted = _fit(c, allowance, count, shown)
     if fitted is None and c.about:
-        return _fit(replace(c, about=""), allowance, count, shown)
+        return _fit(replace(c, about="", about_by=""), allowance, count, shown)
     return fitted
 
 

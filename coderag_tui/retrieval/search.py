@@ -50,6 +50,10 @@ FILE_VECTOR_SHARE = 0.5
 MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
 NAME_SHARE = 1 / 3  # of weight_symbol, for units whose names join adjacent words of the query
+# With no keyword or symbol match, vector hits below this cosine are noise: on requests 2.32.3
+# (bundled MiniLM) the nearest chunk to 8 nonsense queries was 0.18-0.30, to its 48 SWE-QA
+# questions 0.30-0.67 (all 48 also match keywords).
+WEAK_VECTOR = 0.32
 # A pasted snippet names many rare words, each nearly enough to find its code: beside its vector,
 # BM25 reads only this many postings for them (its time grows with the postings it reads)
 SNIPPET_POSTINGS = 5_000
@@ -99,6 +103,13 @@ class Ranked:
     best: dict[int, ChunkMatch]  # unit -> its best chunk
     vectors_used: bool = False
     chunks: list[ChunkMatch] = field(default_factory=list)  # BM25's chunk matches, best first (unrefined)
+    vector_top: float = 0.0  # the nearest chunk's cosine similarity
+
+    def only_weak_vectors(self) -> bool:
+        """Nothing but vector hits, none of them near: the query matches nothing (the nearest
+        chunk to any text at all is still some chunk)."""
+        return (not any(ids for name, ids in self.lists.items() if name != "vector")
+                and self.vector_top < WEAK_VECTOR)
 
 
 @dataclass(frozen=True)
@@ -177,6 +188,8 @@ class Searcher:
         files = (filerank.UNIT_SHARE > 0 and mode == "hybrid" and route.kind == router.SEMANTIC
                  and filerank.is_report(query))
         ranked = self._rank(query, route, n, filters, mode, files=files)
+        if mode == "hybrid" and ranked.only_weak_vectors():
+            return SearchResult(route, (), ranked.vectors_used)
         if ranked.lists.get("summary"):  # a file's profile ranks files, not the file's head as a unit
             described = read.get_units(self.db, ranked.lists["summary"])
             ranked.lists["summary"] = [uid for uid in ranked.lists["summary"]
@@ -231,6 +244,7 @@ class Searcher:
         if mode in ("hybrid", "vector"):
             matches = branch.result() if branch is not None else None
             out.vectors_used = matches is not None and bool(matches)
+            out.vector_top = max((m.score for m in matches or []), default=0.0)
             order, best = unit_ranking(matches or [])
             out.lists["vector"] = order[:n]
             for uid, m in best.items():

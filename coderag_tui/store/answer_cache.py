@@ -62,15 +62,16 @@ def candidates(db: StoreBackend, model: str) -> list[CacheRow]:
 
 
 def put(db: StoreBackend, model: str, question: str, norm: str, embed_model: str, vector: bytes | None,
-        answer: str, sources: list[dict[str, Any]], invalid: list[str],
+        answer: str, sources: list[dict[str, Any]], checks_json: str,
         cited: list[tuple[str, int, int]]) -> int:
+    """Keep an answer; `checks_json`: what was checked in it, as the answerer encodes it."""
     with db.transaction():
         marked = [(p, s, e, range_fingerprint(db, p, s, e)) for p, s, e in cited]
         db.execute("DELETE FROM answer_cache WHERE model=? AND norm=?", (model, norm))
         new_id = int(db.scalar(
             "INSERT INTO answer_cache(model, question, norm, embed_model, vector, answer, sources, "
             "invalid, cited, created) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (model, question, norm, embed_model, vector, answer, json.dumps(sources), json.dumps(invalid),
+            (model, question, norm, embed_model, vector, answer, json.dumps(sources), checks_json,
              json.dumps(marked), time.time()),
         ))
         db.execute("DELETE FROM answer_cache WHERE id NOT IN "

@@ -121,8 +121,9 @@ class ContextReads(Protocol):
         """A class's base classes as written ([] when none)."""
         ...
 
-    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
-        """Unit id -> its model summary, for (id, path, kind, qualname) of units ({} when none)."""
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, tuple[str, str]]:
+        """Unit id -> (its model summary, the model that wrote it), for (id, path, kind, qualname)
+        of units ({} when none)."""
         ...
 
     def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:
@@ -212,6 +213,11 @@ class StoreBackend(Sql, Protocol):
     def name_pair_rows(self, pairs: Sequence[tuple[str, str]], limit: int,
                        filters: SearchFilters | None = None) -> list[Row]:
         """As `keyword_rows`, for chunks whose names hold one of the word pairs in order."""
+        ...
+
+    def word_chunks(self, words: Sequence[str], limit: int, offset: int = 0) -> list[tuple[str, int, str]]:
+        """(path, first line, text) of the chunks holding every one of the words (lower case, as
+        the keyword columns split them), in chunk order: candidates a caller matches exactly."""
         ...
 
     def clear_description_rows(self) -> None: ...

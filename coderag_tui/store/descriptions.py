@@ -325,9 +325,9 @@ def drop_summaries_except(db: StoreBackend, paths: Sequence[str], keep: set[str]
         db.execute(f"DELETE FROM unit_summaries WHERE key IN ({','.join('?' * len(part))})", part)
 
 
-def file_descriptions(db: StoreBackend, path: str) -> tuple[str, dict[int, str]]:
-    """A file's profile text and the stored summaries of its units (unit id -> text; a stale one
-    is marked so)."""
+def file_descriptions(db: StoreBackend, path: str) -> tuple[str, dict[int, tuple[str, str]]]:
+    """A file's profile text and the stored summaries of its units (unit id -> (text, the model
+    that wrote it); a stale one is marked so)."""
     file_id = db.scalar("SELECT id FROM files WHERE path=?", (path,))
     if file_id is None:
         return "", {}
@@ -337,10 +337,10 @@ def file_descriptions(db: StoreBackend, path: str) -> tuple[str, dict[int, str]]
     if head is not None:
         profile = str(db.scalar("SELECT text FROM profiles WHERE unit_id=?", (head.id,), default="") or "")
     keyed = {summary_key(u.path, u.kind, u.qualname): u.id for u in units}
-    out: dict[int, str] = {}
+    out: dict[int, tuple[str, str]] = {}
     for key, s in summaries_of_paths(db, [path]).items():
         if key in keyed:
-            out[keyed[key]] = s.text + (" (out of date)" if s.stale else "")
+            out[keyed[key]] = (s.text + (" (out of date)" if s.stale else ""), s.model)
     return profile, out
 
 
@@ -370,10 +370,11 @@ def importance_rows(db: StoreBackend, unit_ids: Sequence[int]) -> dict[int, tupl
         "WHERE p.unit_id IN ({marks})", list(unit_ids))}
 
 
-def summary_texts(db: StoreBackend, units: Iterable[tuple[int, str, str, str]]) -> dict[int, str]:
-    """Unit id -> its stored summary's text, for (id, path, kind, qualname) of units."""
+def summary_texts(db: StoreBackend, units: Iterable[tuple[int, str, str, str]]) -> dict[int, tuple[str, str]]:
+    """Unit id -> (its stored summary's text, the model that wrote it), for (id, path, kind,
+    qualname) of units."""
     keyed = {summary_key(p, k, q): uid for uid, p, k, q in units}
     if not keyed or not db.has_table("unit_summaries"):
         return {}
-    return {keyed[str(k)]: str(t) for k, t in db.rows_in(
-        "SELECT key, text FROM unit_summaries WHERE key IN ({marks})", list(keyed))}
+    return {keyed[str(k)]: (str(t), str(m)) for k, t, m in db.rows_in(
+        "SELECT key, text, model FROM unit_summaries WHERE key IN ({marks})", list(keyed))}

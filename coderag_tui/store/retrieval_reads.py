@@ -205,7 +205,7 @@ class StoreReads:
             return []
         return [str(b) for b in found] if isinstance(found, list) else []
 
-    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, str]:
+    def summary_texts(self, units: Sequence[tuple[int, str, str, str]]) -> dict[int, tuple[str, str]]:
         return descriptions.summary_texts(self.db, units) if units else {}
 
     def file_chunk_texts(self, path: str) -> list[tuple[int, str]]:

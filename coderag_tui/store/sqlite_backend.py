@@ -155,6 +155,15 @@ class SqliteStore(Database):
         expr = " OR ".join('names : "' + f"{a} {b}".replace('"', '""') + '"' for a, b in pairs)
         return self._bm25(expr, NAMES_ONLY, limit, filters)
 
+    def word_chunks(self, words: Sequence[str], limit: int, offset: int = 0) -> list[tuple[str, int, str]]:
+        expr = fts_expression(words).replace(" OR ", " AND ")
+        if not expr or limit <= 0:
+            return []
+        return [(str(p), int(s), str(t)) for p, s, t in self.rows(
+            "SELECT f.path, c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN "
+            "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY c.id",
+            (expr, limit, offset))]
+
     # ---------------------------------------------------------------- descriptions' keyword rows
     def clear_description_rows(self) -> None:
         self.execute("INSERT INTO descriptions_fts(descriptions_fts) VALUES('delete-all')")

@@ -174,6 +174,9 @@ def load_turns(service: Any, conversation_id: int) -> list[Turn]:
             turn.answer = with_opening(turn.opening, content)
             turn.sources = tuple(getattr(message, "sources", ()) or ())
             turn.invalid = tuple(getattr(message, "invalid", ()) or ())
+            turn.absent = tuple(getattr(message, "absent", ()) or ())
+            turn.unknown_names = tuple(getattr(message, "unknown_names", ()) or ())
+            turn.model = str(getattr(message, "model", "") or "")
             outcome = str(getattr(message, "outcome", "") or "")
             turn.stopped = outcome == "stopped"
             turn.error = "" if outcome in ("", "stopped") else outcome

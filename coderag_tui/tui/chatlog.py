@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from coderag_tui.answering.checked import check_lines
 from coderag_tui.models import Source, ToolCallInfo
 from coderag_tui.paths import EXPORT_MARK
 from coderag_tui.textsafe import safe_line
@@ -31,12 +32,15 @@ class Turn:
     question: str
     answer: str = ""
     sources: tuple[Source, ...] = ()
-    invalid: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()  # citations not verified against what the model was shown
     done: bool = False
     error: str = ""
     stopped: bool = False  # the user stopped it: the answer is what was written until then
     cached: bool = False  # it came from the answer cache (no model was asked)
     tools: tuple[ToolCallInfo, ...] = ()  # the calls the model made while answering
+    absent: tuple[str, ...] = ()  # of `invalid`: lines the repository does not have
+    unknown_names: tuple[str, ...] = ()  # code names in the answer the index does not have
+    model: str = ""  # the model that wrote the answer
     opening: str = ""  # the index's opening section as plain text (shown escaped in `answer`)
 
     def plain(self) -> str:
@@ -81,6 +85,10 @@ def to_markdown(turns: list[Turn], repo: str, title: str = "") -> str:
         if turn.tools:
             out += [f"- tool: {c.name} {c.arguments} -> {c.summary}" for c in turn.tools] + [""]
         out += [turn.answer.strip() or "_(no answer)_", ""]
+        if turn.model:
+            out += [f"> answered by {turn.model}", ""]
+        for label, items in check_lines(turn.invalid, turn.absent, turn.unknown_names):
+            out += [f"> {label}: {items}", ""]
         if turn.cached:
             out += ["> from the answer cache", ""]
         if turn.stopped:

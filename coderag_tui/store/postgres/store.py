@@ -369,6 +369,16 @@ class PostgresStore:
                          "ON CONFLICT(unit_id) DO UPDATE SET words = excluded.words",
                          [(uid, keywords.words(text)) for uid, text in rows])
 
+    def word_chunks(self, words: Sequence[str], limit: int, offset: int = 0) -> list[tuple[str, int, str]]:
+        terms = sorted({w.lower() for w in words if w.strip()})
+        if not terms or limit <= 0:
+            return []
+        ids = " INTERSECT ".join(["SELECT chunk_id FROM keyword_postings WHERE term = ?"] * len(terms))
+        return [(str(p), int(s), str(t)) for p, s, t in self.rows(
+            f"SELECT f.path, c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN "
+            f"(SELECT chunk_id FROM ({ids}) w ORDER BY chunk_id LIMIT ? OFFSET ?) ORDER BY c.id",
+            (*terms, limit, offset))]
+
     def description_search(self, terms: Sequence[str], limit: int, filters: SearchFilters | None = None) -> list[int]:
         words = keywords.query_words(terms)
         if not words or limit <= 0:

@@ -127,7 +127,7 @@ class ChatActions(MainBase):
         event = message.event
         if not self.answering:  # stopped: only what completes the stopped answer still counts
             if event.kind == "sources":
-                view.set_sources(event.sources, event.invalid_citations)
+                view.set_sources(event.sources, event.invalid_citations, event.absent_citations, event.unknown_names)
             elif event.kind in ("done", "error") and event.conversation_id:
                 self.conversation_id = event.conversation_id
             return
@@ -149,10 +149,11 @@ class ChatActions(MainBase):
             else:
                 view.set_status(event.text)
         elif event.kind == "sources":
-            view.set_sources(event.sources, event.invalid_citations)
+            view.set_sources(event.sources, event.invalid_citations, event.absent_citations, event.unknown_names)
         elif event.kind == "done":
             if event.conversation_id:
                 self.conversation_id = event.conversation_id
+            view.turn.model = event.model
             await self._finish(view, cancelled=bool(event.stats.get("stopped")))
         elif event.kind == "error":
             if event.conversation_id:  # the question and its sources were kept

@@ -19,6 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from coderag_tui.answering.checked import UNSEEN_LABEL, check_lines
 from coderag_tui.models import Source, ToolCallInfo
 from coderag_tui.textsafe import safe_line, safe_text
 from coderag_tui.tui.chatlog import Turn, source_line, tool_line
@@ -27,15 +28,18 @@ SOURCES_SHOWN = 3  # more would push a short window's answer out of view: "+N mo
 
 
 def sources_text(sources: tuple[Source, ...], invalid: tuple[str, ...] = (),
-                 limit: int | None = None) -> Text:
+                 limit: int | None = None, absent: tuple[str, ...] = (),
+                 unknown_names: tuple[str, ...] = ()) -> Text:
+    """What was checked in the answer (first: it is about the text just above), then the sources."""
     text = Text()
+    for label, items in check_lines(invalid, absent, unknown_names):
+        unseen = label == UNSEEN_LABEL  # the lines exist: not wrong, only not what the model read
+        text.append(f"{'?' if unseen else '✗'} {label}: {safe_line(items)}\n", "yellow" if unseen else "red")
     for s in sources[:limit]:
         line = source_line(s)
         text.append(f"{line}\n", "bold" if s.cited else "dim")
     if limit is not None and len(sources) > limit:
         text.append(f"+{len(sources) - limit} more (s shows them)\n", "dim italic")
-    for bad in invalid:
-        text.append(f"✗ not in the repository: {safe_line(bad)}\n", "red")
     text.rstrip()
     return text
 
@@ -75,7 +79,8 @@ class TurnView(Vertical):
 
     def on_mount(self) -> None:
         self.set_status(ended_text(self.turn, self.again_key) if self.turn.done else "")
-        self.query_one(".sources", Static).display = bool(self.turn.sources or self.turn.invalid)
+        self.query_one(".sources", Static).display = bool(self.turn.sources or self.turn.invalid
+                                                          or self.turn.unknown_names)
         self.query_one(".tools", Static).display = bool(self.turn.tools)
 
     def start_reading(self, prompt_tokens: int) -> None:
@@ -118,11 +123,13 @@ class TurnView(Vertical):
         status.update(Text(text, "dim italic"))
         status.display = bool(text)
 
-    def set_sources(self, sources: tuple[Source, ...], invalid: tuple[str, ...]) -> None:
+    def set_sources(self, sources: tuple[Source, ...], invalid: tuple[str, ...], absent: tuple[str, ...] = (),
+                    unknown_names: tuple[str, ...] = ()) -> None:
         self.turn.sources, self.turn.invalid = sources, invalid
+        self.turn.absent, self.turn.unknown_names = absent, unknown_names
         box = self.query_one(".sources", Static)
         box.update(self._sources_text())
-        box.display = bool(sources or invalid)
+        box.display = bool(sources or invalid or unknown_names)
 
     def add_tool(self, call: ToolCallInfo) -> None:
         """A tool call the model made: one collapsed line (ctrl+l shows its arguments and result)."""
@@ -143,7 +150,8 @@ class TurnView(Vertical):
         self.query_one(".sources", Static).update(self._sources_text())
 
     def _sources_text(self) -> Text:
-        return sources_text(self.turn.sources, self.turn.invalid, None if self.expanded else SOURCES_SHOWN)
+        return sources_text(self.turn.sources, self.turn.invalid, None if self.expanded else SOURCES_SHOWN,
+                            self.turn.absent, self.turn.unknown_names)
 
     async def finish(self, error: str = "", cancelled: bool = False) -> None:
         if self._stream is not None:

@@ -32,10 +32,12 @@ def progress_line(p: Progress) -> str:
 
 
 def summaries_line(p: Progress) -> str:
-    """`summaries 120/800 units · 3.1/min · eta 4:10` while they are made; "" once done."""
+    """`summaries 120/800 units (background, low priority) · 3.1/min · eta 4:10` while they are
+    made; "" once done."""
     if p.phase != "summarize" or not p.total:
         return ""
-    return f"summaries {progress_text(p)}"
+    done, _, rest = progress_text(p).partition(" · ")
+    return f"summaries {done} (background, low priority)" + (f" · {rest}" if rest else "")
 
 
 class StatusBar(Horizontal):

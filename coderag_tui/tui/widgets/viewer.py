@@ -27,7 +27,7 @@ from textual.strip import Strip
 from textual.theme import Theme
 from textual.widgets import Input, Static
 
-from coderag_tui.models import FileDescription, UnitRef
+from coderag_tui.models import FileDescription, UnitRef, summary_label
 from coderag_tui.textsafe import safe_line
 from coderag_tui.tui import document as documents
 from coderag_tui.tui.adapters import unit_at
@@ -340,7 +340,8 @@ def find_all(lines: list[str] | tuple[str, ...], query: str) -> list[tuple[int, 
 
 
 def notes(described: FileDescription | None, unit: UnitRef | None) -> Text:
-    """What the file and the unit at the cursor do: the model's summary, else the profile."""
+    """What the file and the unit at the cursor do: the model's summary (named with the model
+    that wrote it), else the profile."""
     out = Text()
     if described is None:
         return out
@@ -348,6 +349,8 @@ def notes(described: FileDescription | None, unit: UnitRef | None) -> Text:
     late = " (out of date)" if described.summary and described.stale else ""
     out.append("file ", style="bold")
     out.append(safe_line(text or described.role) + late)
+    if described.summary:
+        out.append(f" ({summary_label(described.summary_model)})", style="italic")
     if unit is not None and unit.kind != "file":
         found = next((u for u in described.units if u.qualname == unit.qualname and u.kind == unit.kind), None)
         if found is not None:
@@ -356,6 +359,8 @@ def notes(described: FileDescription | None, unit: UnitRef | None) -> Text:
             out.append("\n")
             out.append(f"{safe_line(found.qualname)} ", style="bold")
             out.append(safe_line(about) + late)
+            if found.summary:
+                out.append(f" ({summary_label(found.summary_model)})", style="italic")
     return out
 
 
