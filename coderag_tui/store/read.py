@@ -360,10 +360,14 @@ def skip_reasons(db: StoreBackend) -> dict[str, str]:
     return {str(p): str(r) for p, r in db.rows("SELECT path, reason FROM skips")}
 
 
-def conversation_list(db: StoreBackend, limit: int = 100) -> list[tuple[int, str, float]]:
-    """Stored conversations, newest first: (id, title, updated)."""
-    rows = db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
-                   "LIMIT ?", (limit,))
+def conversation_list(db: StoreBackend, limit: int = 100, owner: str | None = None) -> list[tuple[int, str, float]]:
+    """Stored conversations, newest first: (id, title, updated); with `owner`, only theirs."""
+    if owner is not None:
+        rows = db.rows("SELECT id, title, updated FROM conversations WHERE owner=? ORDER BY updated DESC, "
+                       "id DESC LIMIT ?", (owner, limit))
+    else:
+        rows = db.rows("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC "
+                       "LIMIT ?", (limit,))
     return [(int(i), str(t), float(u)) for i, t, u in rows]
 
 

@@ -21,10 +21,11 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.errors import CoderagError
+from coderag_tui.models import WatchEvent
 from coderag_tui.service import CodeRag
+from coderag_tui.workspace import built_event
 
 if TYPE_CHECKING:
-    from coderag_tui.models import WatchEvent
     from coderag_tui.workspace import Workspace
     from coderag_tui.workspace.jobs import Job
 
@@ -113,9 +114,11 @@ class Refresher:
                     del self._waiting[name]
             job.note(name, "update")
             state.running = "update"
+            events = self.workspace.events
             try:
                 summary = service.update(progress=job.progress)
                 job.summaries[name] = asdict(summary)
+                events.publish(name, built_event(summary, "updated"))
                 state.commit, state.checked, state.error = _indexed_commit(service), time.time(), ""
                 if service.settings.embed.enabled and service.vectors_pending():
                     job.note(name, "embed")
@@ -124,6 +127,7 @@ class Refresher:
                 state.updated = time.time()
             except CoderagError as exc:
                 state.checked, state.error = time.time(), exc.one_line()
+                events.publish(name, WatchEvent("error", message=f"update failed: {state.error}"))
                 raise
             finally:
                 state.running = ""
@@ -135,6 +139,7 @@ class Refresher:
         service = self.workspace.services[name]
 
         def on_event(event: WatchEvent) -> None:
+            self.workspace.events.publish(name, event)
             state.checked = time.time()
             if event.phase in ("queued", "indexing"):
                 state.running = event.phase
