@@ -72,9 +72,8 @@ def add_service_routes(app: FastAPI, ws: Workspace, read: Any, admin: Any) -> No
 
     @app.post("/review", dependencies=[read], summary="review context for a change of the served repository")
     def review(body: ReviewBody) -> dict[str, Any]:
-        name, service = ws.one(body.repo)
-        done = served.review(service, body.base, diff_text=body.diff, diff_label=body.diff_label,
-                             max_tokens=body.max_tokens, similar=body.similar)
+        name, done = served.review(ws, body.repo, body.base, diff_text=body.diff, diff_label=body.diff_label,
+                                   max_tokens=body.max_tokens, similar=body.similar)
         return {"repository": name, "review": done.to_json(), "markdown": done.markdown(), "label": done.label,
                 "base": done.base, "overview": done.overview, "budget": done.budget, "tokens": done.tokens,
                 "notes": list(done.notes), "context": encode(done.composed())}

@@ -56,6 +56,7 @@ class Refresher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._watchers: list[Any] = []
+        self._watching: dict[str, Any] = {}  # each watched folder's watcher, by repository
         for name, service in workspace.services.items():
             watched = watch and _watchable(service)
             kind = "git" if _is_clone(service) else "folder" if watched else "database"
@@ -68,7 +69,9 @@ class Refresher:
             state = self.states[name]
             if state.kind == "folder":
                 # (first brings the index up to date with what changed while nobody watched)
-                self._watchers.append(service.watch(self._watched(name), initial_index=True))
+                watcher = service.watch(self._watched(name), initial_index=True)
+                self._watchers.append(watcher)
+                self._watching[name] = watcher
                 state.watching, state.checked = True, time.time()
         polled = self.polled()
         if polled:
@@ -152,6 +155,12 @@ class Refresher:
                 state.error = event.message
 
         return on_event
+
+    def wait_current(self, name: str, timeout: float = 30.0) -> bool:
+        """Wait until a watched folder's watcher has indexed every change it has seen (True;
+        False after `timeout`); at once for a repository nothing watches."""
+        watcher = self._watching.get(name)
+        return watcher.wait_idle(timeout) if watcher is not None else True
 
     # ------------------------------------------------------------------ reading
     def state_json(self, name: str) -> dict[str, Any]:

@@ -63,21 +63,25 @@ def job(ws: Workspace, job_id: str) -> Job | None:
     return ws.jobs.get(job_id) or ws.model_jobs.get(job_id)
 
 
-def review(service: CodeRag, base: str = "HEAD", *, diff_text: str | None = None, diff_label: str = "",
-           max_tokens: int | None = None, similar: int = 3) -> Review:
-    """A review of the served repository's working tree against `base` (a revision of its git
-    folder), or of a diff a client sent. Only files discovery would read take part, read
-    through no link (a secret's name, an excluded file, a path outside the repository are left
-    out, with a note); the index is not updated first: the server keeps it current itself."""
+def review(ws: Workspace, repo: str | None, base: str = "HEAD", *, diff_text: str | None = None,
+           diff_label: str = "", max_tokens: int | None = None, similar: int = 3) -> tuple[str, Review]:
+    """(the repository, its review): of the served repository's working tree against `base` (a
+    revision of its git folder), or of a diff a client sent. Only files discovery would read
+    take part, read through no link (a secret's name, an excluded file, a path outside the
+    repository are left out, with a note). The server keeps the index current itself: the
+    review waits for its watcher to have indexed the changes it has seen, and updates nothing."""
     from coderag_tui.review import DEFAULT_BUDGET, ReviewOptions, build_review
 
+    name, service = ws.one(repo)
     if service.root is None:
         raise Unsupported(f"the files of {service.display_name} are not on the server (it reads them from "
                           f"{service.location}): nothing to review against", "review on a machine with its folder")
     options = ReviewOptions(base=base, diff_text=diff_text, diff_label=diff_label,
                             max_tokens=max_tokens or DEFAULT_BUDGET, update_index=False, similar=similar,
                             readable_only=True)
-    return build_review(service, options)
+    if ws.refresher is not None:
+        ws.refresher.wait_current(name)
+    return name, build_review(service, options)
 
 
 # ---------------------------------------------------------------------- models
