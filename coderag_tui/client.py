@@ -112,9 +112,11 @@ class RemoteCodeRag:
         return self._send("GET", path, params=self._repo_params(**{k: v for k, v in params.items() if v is not None}))
 
     # ------------------------------------------------------------------ index
-    def _served(self) -> list[dict[str, Any]]:
-        """Each repository of GET /index/status: {name, status, vectors_pending, capabilities...}."""
-        return list(self._send("GET", "/index/status")["repositories"])
+    def _served(self, pending: bool = False) -> list[dict[str, Any]]:
+        """Each repository of GET /index/status: {name, status, capabilities, ...} (and, with
+        `pending`, vectors_pending)."""
+        params = {"pending": "true"} if pending else None
+        return list(self._send("GET", "/index/status", params=params)["repositories"])
 
     def _statuses(self) -> list[tuple[str, IndexStatus]]:
         return [(r["name"], decode(IndexStatus, r["status"])) for r in self._served()]
@@ -192,7 +194,8 @@ class RemoteCodeRag:
         return decode(EmbedSummary, results[0]) if results else None
 
     def vectors_pending(self) -> bool:
-        return any(r.get("vectors_pending") for r in self._served() if not self.repos or r["name"] in self.repos)
+        return any(r.get("vectors_pending") for r in self._served(pending=True)
+                   if not self.repos or r["name"] in self.repos)
 
     def watch(self, on_event: Callable[[WatchEvent], None] | None = None, *, initial_index: bool = False,
               progress: ProgressFn | None = None, embed: bool = True,

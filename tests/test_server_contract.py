@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -276,3 +277,30 @@ def test_openapi_describes_the_new_endpoints(served: dict[str, Any]) -> None:
                  "/review", "/summaries", "/summaries/estimate", "/descriptions", "/index/embed", "/index/events"):
         assert path in paths, path
 
+
+
+def test_a_server_s_vectors_made_by_its_embedding_job(tmp_path: Path) -> None:
+    """With vectors on (the bundled embedding model): what the index lacks is pending until the
+    server's embedding job (its start's, then one a client asks for) has made it."""
+    repo = write_tree(tmp_path / "shop", {k: v for k, v in SHOP.items() if k.startswith("shop/")})
+    git_init(repo)
+    config = tmp_path / "config.toml"
+    config.write_text("[llm]\ndiscover = false\n[summaries]\nbackground = false\n[server]\nwatch = false\n"
+                      "fetch_interval_s = 0\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_CONFIG_HOME": str(tmp_path / "userconfig"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "HF_HUB_OFFLINE": "1", "CODERAG_ADMIN_TOKENS": ADMIN, "CODERAG_READ_TOKENS": ALICE}
+    env.pop("CODERAG_CONFIG", None)
+    server = Server(["--config", str(config), str(repo)], env, tmp_path / "server.log")
+    try:
+        admin = RemoteCodeRag(server.url, ADMIN)
+        (repo / "shop" / "discount.py").write_text("def holiday_discount(amount):\n    return amount * 0.9\n")
+        assert admin.index().files_indexed == 1  # a build without vectors (after the start's embedding)
+        assert admin.vectors_pending()
+        done = admin.embed()
+        assert done is not None and done.embedded >= 1 and done.embedded + done.reused == done.chunks
+        assert not admin.vectors_pending()
+        admin.close()
+    finally:
+        log = server.close()
+    assert "Traceback" not in log, log

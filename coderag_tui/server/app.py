@@ -121,16 +121,18 @@ def create_app(workspace: Workspace, policy: Policy, hook_secret: str = "") -> F
         return found.to_json()
 
     @app.get("/index/status", dependencies=[READ], summary="what each repository's index holds")
-    def status() -> dict[str, Any]:
+    def status(pending: bool = False) -> dict[str, Any]:
         repos = ws.status()
         languages: dict[str, int] = {}
         for _, st in repos:
             for lang in st.languages:
                 languages[lang.language] = languages.get(lang.language, 0) + lang.files
         return {
+            # (`pending`: whether each has vectors to add, a few queries more per repository)
             "repositories": [{"name": name, "status": encode(st), **ws.freshness(name),
-                              "vectors_pending": ws.services[name].vectors_pending(),
-                              "capabilities": sorted(ws.services[name].capabilities)} for name, st in repos],
+                              "capabilities": sorted(ws.services[name].capabilities),
+                              **({"vectors_pending": ws.services[name].vectors_pending()} if pending else {})}
+                             for name, st in repos],
             "code_units_count": sum(st.units for _, st in repos),
             "files_count": sum(st.files for _, st in repos),
             "chunks_count": sum(st.chunks for _, st in repos),
