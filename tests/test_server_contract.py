@@ -294,6 +294,10 @@ def test_a_server_s_vectors_made_by_its_embedding_job(tmp_path: Path) -> None:
     server = Server(["--config", str(config), str(repo)], env, tmp_path / "server.log")
     try:
         admin = RemoteCodeRag(server.url, ADMIN)
+        with http({"url": server.url}, ADMIN) as raw:  # the start's jobs (its update, its embedding) first
+            deadline = time.time() + 300
+            while raw.get("/index/status").json()["index_health"] == "indexing" and time.time() < deadline:
+                time.sleep(0.5)
         (repo / "shop" / "discount.py").write_text("def holiday_discount(amount):\n    return amount * 0.9\n")
         assert admin.index().files_indexed == 1  # a build without vectors (after the start's embedding)
         assert admin.vectors_pending()
