@@ -1,40 +1,52 @@
-"""A `coderag serve` server seen as a service: the methods the commands call on `CodeRag`
-(status, search, context, symbols, callers, ask...), answered over HTTP and rebuilt into the
-same `models.py` dataclasses, so that `--server URL` prints what a local index would."""
+"""A `coderag serve` server seen as a service: the whole service contract (contract.py) answered
+over HTTP and rebuilt into the same `models.py` dataclasses, so that `--server URL` prints what
+a local index would. The server indexes, keeps its repositories current and answers with its
+own models: builds, vectors and summaries are its jobs (an admin token), `watch` follows its
+updates, `select_model` picks among its models, a review is of its git folder or of a diff sent."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from coderag_tui.client_http import ServerError, _raise_for, _reason, _segment, _sse, local_token
 from coderag_tui.config import Settings
 from coderag_tui.errors import CoderagError, RepoError
 from coderag_tui.models import (
     AnswerEvent,
     ComposedContext,
     EdgeRef,
+    FileDescription,
     FileState,
     IndexCounts,
     IndexStatus,
     IndexSummary,
     ModelInfo,
+    Progress,
     SearchFilters,
     SearchHit,
     UnitRef,
+    WatchEvent,
 )
 from coderag_tui.wire import WireError, decode
 
+if TYPE_CHECKING:
+    from coderag_tui.answering.answerer import StoredMessage
+    from coderag_tui.answering.discovery import ServedModel
+    from coderag_tui.answering.summarize import SummarizeResult, SummaryEstimate
+    from coderag_tui.client_parts import RemoteWatcher
+    from coderag_tui.indexing.embedder import EmbedSummary
+    from coderag_tui.review.build import Review
+
+ProgressFn = Callable[[Progress], None]
+__all__ = ["RemoteCodeRag", "ServerError", "_sse", "local_token"]
+
 TIMEOUT_S = 60.0  # a request (an answer's stream waits for each event this long at most)
-
-
-class ServerError(CoderagError):
-    """The server refused, failed or could not be reached (one line, never the token)."""
 
 
 class RemoteCodeRag:
@@ -43,6 +55,8 @@ class RemoteCodeRag:
 
     # the commands read these on a local service; a server keeps its own vectors and settings
     vectors_in_memory = True
+    long_lived = False  # (the server's background work is its own)
+    selected_model: str | None = None  # one of the server's models (`select_model`); None: its configured one
 
     def __init__(self, url: str, token: str = "", repos: Sequence[str] = (), settings: Settings | None = None,
                  transport: httpx.BaseTransport | None = None) -> None:
@@ -56,8 +70,10 @@ class RemoteCodeRag:
         # what the app shows as the repository's name (nothing is read under it here)
         self.root = Path(self.repos[0] if len(self.repos) == 1 else httpx.URL(self.url).host or "server")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._transport = transport
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_S, transport=transport,
                                   follow_redirects=False)
+        self._capabilities: frozenset[str] | None = None
 
     @classmethod
     def from_settings(cls, url: str, settings: Settings, repos: Sequence[str] = ()) -> RemoteCodeRag:
@@ -91,10 +107,19 @@ class RemoteCodeRag:
         """Two or more repositories named: context and answers come from all of them."""
         return self.repos if len(self.repos) > 1 else None
 
+    def _get(self, path: str, **params: Any) -> Any:
+        """GET `path` with `params` (those that are None left out) and the chosen repository."""
+        return self._send("GET", path, params=self._repo_params(**{k: v for k, v in params.items() if v is not None}))
+
     # ------------------------------------------------------------------ index
+    def _served(self, pending: bool = False) -> list[dict[str, Any]]:
+        """Each repository of GET /index/status: {name, status, capabilities, ...} (and, with
+        `pending`, vectors_pending)."""
+        params = {"pending": "true"} if pending else None
+        return list(self._send("GET", "/index/status", params=params)["repositories"])
+
     def _statuses(self) -> list[tuple[str, IndexStatus]]:
-        doc = self._send("GET", "/index/status")
-        return [(r["name"], decode(IndexStatus, r["status"])) for r in doc["repositories"]]
+        return [(r["name"], decode(IndexStatus, r["status"])) for r in self._served()]
 
     def status(self) -> IndexStatus:
         statuses = self._statuses()
@@ -115,8 +140,18 @@ class RemoteCodeRag:
     def counts(self) -> IndexCounts:
         return self.status().counts
 
-    # the server indexes, watches, summarizes and picks its models itself
-    capabilities: frozenset[str] = frozenset()
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """WATCH (here: follows the server's updates) and MODELS (picks among the server's
+        models); REVIEW and SUMMARIES when every chosen repository's folder is on the server.
+        Never INDEX: the server builds its indexes from its own files."""
+        if self._capabilities is None:
+            from coderag_tui.contract import MODELS, REVIEW, SUMMARIES, WATCH
+
+            chosen = [set(r.get("capabilities", ())) for r in self._served() if not self.repos or r["name"] in self.repos]
+            both = set.intersection(*chosen) if chosen else set()
+            self._capabilities = frozenset({WATCH, MODELS} | ({REVIEW, SUMMARIES} & both))
+        return self._capabilities
 
     def repositories(self) -> list[tuple[str, RemoteCodeRag]]:
         """Each chosen repository (every one the server serves when none is) as a client of its own."""
@@ -132,13 +167,49 @@ class RemoteCodeRag:
         first repository built. (`only`: the server looks at every file.)"""
         job = self._send("POST", "/index/build", json={"repos": self.repos or None, "rebuild": rebuild,
                                                        "embed": embed})
-        while job["status"] in ("queued", "running"):
-            time.sleep(poll_s)
-            job = self._send("GET", f"/index/jobs/{job['job_id']}")
-        if job["status"] != "done":
-            raise ServerError(f"indexing on the server {job['status']}: {job['error'] or 'stopped'}")
+        job = self._finished(job, "indexing", progress, poll_s=poll_s)
         summaries = list(job["summaries"].values())
         return decode(IndexSummary, summaries[0]) if summaries else IndexSummary(0, 0, 0, 0, 0, 0, 0, 0, {}, 0.0)
+
+    def _finished(self, job: dict[str, Any], what: str, progress: ProgressFn | None = None,
+                  should_stop: Callable[[], bool] | None = None, poll_s: float = 0.5) -> dict[str, Any]:
+        """A server's job waited for (its progress passed on); ServerError when it failed."""
+        from coderag_tui.client_parts import wait_for_job
+
+        job = wait_for_job(lambda job_id: self._send("GET", f"/index/jobs/{job_id}"), job, progress, should_stop,
+                           poll_s)
+        if job["status"] not in ("done", "queued", "running"):
+            raise ServerError(f"{what} on the server {job['status']}: {job['error'] or 'stopped'}")
+        return job
+
+    def embed(self, progress: ProgressFn | None = None,
+              should_stop: Callable[[], bool] | None = None) -> EmbedSummary | None:
+        """Start the server's embedding of what its indexes lack (an admin token) and wait for
+        it; the first chosen repository's summary (None when its vectors are off)."""
+        from coderag_tui.indexing.embedder import EmbedSummary
+
+        job = self._send("POST", "/index/embed", json={"repos": self.repos or None})
+        job = self._finished(job, "embedding", progress, should_stop)
+        results = [r for r in job["results"].values() if r is not None]
+        return decode(EmbedSummary, results[0]) if results else None
+
+    def vectors_pending(self) -> bool:
+        return any(r.get("vectors_pending") for r in self._served(pending=True)
+                   if not self.repos or r["name"] in self.repos)
+
+    def watch(self, on_event: Callable[[WatchEvent], None] | None = None, *, initial_index: bool = False,
+              progress: ProgressFn | None = None, embed: bool = True,
+              debounce_ms: int | None = None) -> RemoteWatcher:
+        """Follow the server's index updates of the chosen repositories (its watchers, fetches,
+        webhooks and builds: the server keeps them current; the keywords are the local
+        watcher's and change nothing here). Returns once the server follows for us."""
+        from coderag_tui.client_parts import RemoteWatcher
+
+        http = httpx.Client(base_url=self.url, headers=dict(self._http.headers), transport=self._transport,
+                            timeout=httpx.Timeout(TIMEOUT_S, read=120.0), follow_redirects=False)
+        params = {"repos": ",".join(self.repos)} if self.repos else {}
+        return RemoteWatcher(http, params, on_event, len(self.repos) != 1,
+                             lambda r: _raise_for(r, self.url)).start()
 
     # ------------------------------------------------------------------ search
     def check_filters(self, filters: SearchFilters | None) -> SearchFilters | None:
@@ -198,9 +269,6 @@ class RemoteCodeRag:
         doc = self._send("GET", "/outline", params=self._repo_params(path=path))
         return [decode(UnitRef, u) for u in doc["units"]]
 
-    def model_info(self) -> ModelInfo:
-        """What the app's status line shows: the server answers, with its own model."""
-        return ModelInfo(name="the server's model", provider="coderag serve", path_or_url=self.url, context_window=0)
 
     def unit(self, unit_id: int) -> UnitRef | None:
         params = {"repo": self._one()} if self._one() else {}
@@ -211,6 +279,18 @@ class RemoteCodeRag:
                 return None
             raise
         return decode(UnitRef, doc["unit"])
+
+    def units_at(self, path: str, line: int) -> list[UnitRef]:
+        """The units of a file that contain a line, innermost first (from its outline)."""
+        found = [u for u in self.outline(path) if u.start_line <= line <= u.end_line]
+        return sorted(found, key=lambda u: (u.end_line - u.start_line, -u.id))
+
+    def similar(self, unit_id: int, k: int | None = None) -> list[SearchHit]:
+        doc = self._get(f"/similar/{int(unit_id)}", limit=k)
+        return [decode(SearchHit, h) for h in doc["hits"]]
+
+    def repo_map(self, max_tokens: int | None = None, query: str | None = None) -> str:
+        return str(self._get("/map", max_tokens=max_tokens, query=query or None)["map"])
 
     def file_lines(self, path: str, start: int = 1, end: int | None = None) -> tuple[int, list[str]]:
         """(the file's line count, its lines start..end, 1-based): an indexed file only."""
@@ -236,14 +316,12 @@ class RemoteCodeRag:
             should_stop: Callable[[], bool] | None = None, attachment: str = "",
             fresh: bool = False) -> Iterator[AnswerEvent]:
         """The server's answer events as they come; never raises (errors are events), like
-        `CodeRag.ask`. The server answers with its own model: `model` must be None."""
+        `CodeRag.ask`. `model` (else the selected one): one of the server's models, by the
+        name its list gives (`list_models`); the server refuses any other."""
         conv = conversation_id or 0
-        if model:
-            yield AnswerEvent("error", text="--model is not available through a server: it answers with "
-                              "its own model", conversation_id=conv)
-            return
         body = {"question": question, "conversation_id": conversation_id, "repo": self._single(),
-                "repos": self._across(), "fresh": fresh, "attachment": attachment}
+                "repos": self._across(), "fresh": fresh, "attachment": attachment,
+                "model": model or self.selected_model}
         try:
             with self._http.stream("POST", "/ask", json=body, timeout=httpx.Timeout(TIMEOUT_S, read=600.0)) as r:
                 if r.status_code >= 400:
@@ -263,68 +341,111 @@ class RemoteCodeRag:
                               conversation_id=conv)
 
 
-def _sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    """(event, data) of a server-sent event stream; comments (pings) and ids are skipped."""
-    kind, data = "message", list[str]()
-    for line in lines:
-        if not line:
-            if data:
-                yield kind, "\n".join(data)
-            kind, data = "message", []
-        elif line.startswith(":"):
-            continue
-        else:
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "event":
-                kind = value
-            elif field == "data":
-                data.append(value)
-    if data:
-        yield kind, "\n".join(data)
+    # ------------------------------------------------------------------ conversations
+    def _conversation_repo(self) -> str | None:
+        """The repository whose conversations these are: the one chosen, or the only one
+        served; "" when several are served and none is chosen (each keeps its own)."""
+        one = self._one()
+        if one is not None:
+            return one
+        names = [n for n, _ in self._statuses()]
+        return names[0] if len(names) == 1 else ""
 
+    def conversations(self, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
+        """This token's conversations on the server, newest first (none until a repository is
+        chosen, when several are served: each keeps its own)."""
+        if self._conversation_repo() == "":
+            return []
+        doc = self._get("/conversations", limit=limit)
+        return [(int(c["id"]), str(c["title"]), float(c["updated"]), int(c.get("questions", 0)), str(c.get("last", "")))
+                for c in doc["conversations"]]
 
-def _segment(name: str) -> str:
-    from urllib.parse import quote
+    def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
+        from coderag_tui.answering.answerer import StoredMessage
 
-    return quote(name, safe="")
+        if self._conversation_repo() == "":
+            raise RepoError("the server keeps conversations per repository", "choose one: --repo NAME")
+        doc = self._get(f"/conversations/{int(conversation_id)}")
+        return [decode(StoredMessage, m) for m in doc["messages"]]
 
+    # ------------------------------------------------------------------ models
+    def _models(self, discover: bool = True) -> tuple[ModelInfo, list[ModelInfo]]:
+        doc = self._get("/models", discover=str(discover).lower())
+        return decode(ModelInfo, doc["model"]), [decode(ModelInfo, m) for m in doc["models"]]
 
-def _reason(exc: httpx.HTTPError) -> str:
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused"
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    return type(exc).__name__
+    def list_models(self, model: str | None = None, *, discover: bool = True) -> list[ModelInfo]:
+        """The server's models, its configured one first; each `choice` is what `select_model`
+        (and `ask --model`) take. (`model` names a file of this machine: not asked of a server.)"""
+        return self._models(discover)[1]
 
+    def model_info(self, model: str | None = None) -> ModelInfo:
+        """The server's model that answers (`model`, else the selected one, else its configured one)."""
+        name = model or self.selected_model
+        current, found = self._models(discover=bool(name))
+        if not name:
+            return current
+        for info in found:
+            if info.choice == name:
+                return info
+        choices = ", ".join(m.choice for m in found if m.choice)
+        raise ServerError(f"the server at {self.url} has no model named {name!r}",
+                          f"its models: {choices}" if choices else "it answers with its configured model only")
 
-def local_token(url: str) -> str:
-    """The token a `coderag serve` of this user on loopback made for itself ("" if none)."""
-    from coderag_tui.paths import server_token_file
+    def select_model(self, name: str | None) -> ModelInfo:
+        """Ask with one of the server's models from now on (None or "": its configured one);
+        ServerError (one line) for a name its list does not give, keeping the model in use."""
+        info = self.model_info(name or None) if name else self._models(discover=False)[0]
+        self.selected_model = name or None
+        return info
 
-    host = httpx.URL(url).host
-    if host not in ("127.0.0.1", "localhost", "::1") and not host.startswith("127."):
-        return ""
-    try:
-        return server_token_file(url).read_text(encoding="utf-8").strip()
-    except (OSError, ValueError):
-        return ""
+    def served_models(self, refresh: bool = False) -> list[ServedModel]:
+        """Models served on this machine's loopback: none for a client (the server's own are in
+        `list_models`)."""
+        return []
 
+    # ------------------------------------------------------------------ review and summaries
+    def review(self, base: str = "HEAD", *, diff_text: str | None = None, diff_label: str = "",
+               max_tokens: int | None = None, update_index: bool = True, similar: int = 3,
+               count_tokens: Callable[[str], int] | None = None) -> Review:
+        """The server's review of its repository's working tree against `base` (a revision of
+        its git folder), or of `diff_text`. The server keeps its index current itself
+        (`update_index` changes nothing) and counts tokens with its estimate."""
+        from coderag_tui.client_parts import ServedReview
 
-def _raise_for(response: httpx.Response, url: str) -> None:
-    """A one-line ServerError (RepoError for an unknown repository) for a 4xx or 5xx answer."""
-    if response.status_code < 400:
-        return
-    try:
-        text = str(response.json().get("error", ""))
-    except (ValueError, AttributeError):
-        text = ""
-    text = text or response.reason_phrase or "no reason given"
-    if response.status_code == 401:
-        raise ServerError(f"the server at {url} refused the request: {text}",
-                          "set the token in $CODERAG_TOKEN (or the variable [server] token_env names)")
-    if response.status_code == 403:
-        raise ServerError(f"the server at {url} refused the request: {text}")
-    if response.status_code == 404 and text.startswith("no repository"):
-        raise RepoError(text)
-    raise ServerError(text if response.status_code < 500 else f"the server at {url} failed: {text}")
+        doc = self._send("POST", "/review", json={"repo": self._one(), "base": base, "diff": diff_text,
+                                                  "diff_label": diff_label, "max_tokens": max_tokens,
+                                                  "similar": max(0, similar)})
+        return ServedReview.from_json(doc)
+
+    def _summaries_body(self, paths: Sequence[str] | None, everything: bool, model: str | None) -> dict[str, Any]:
+        return {"repo": self._one(), "paths": list(paths) if paths else None, "everything": everything,
+                "model": model or self.selected_model}
+
+    def summary_estimate(self, paths: Sequence[str] | None = None, *, everything: bool = False,
+                         model: str | None = None) -> SummaryEstimate:
+        from coderag_tui.answering.summarize import SummaryEstimate
+
+        doc = self._send("POST", "/summaries/estimate", json=self._summaries_body(paths, everything, model))
+        return decode(SummaryEstimate, doc)
+
+    def summarize(self, paths: Sequence[str] | None = None, *, everything: bool = False, model: str | None = None,
+                  progress: ProgressFn | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> SummarizeResult:
+        """Start the server's summaries job (an admin token) and wait for it."""
+        from coderag_tui.answering.summarize import SummarizeResult
+
+        job = self._send("POST", "/summaries", json=self._summaries_body(paths, everything, model))
+        job = self._finished(job, "summarizing", progress, should_stop)
+        results = list(job["results"].values())
+        if not results:
+            raise ServerError("the server is still summarizing", "its job goes on: see GET /index/jobs/"
+                              + str(job["job_id"]))
+        return decode(SummarizeResult, results[0])
+
+    def start_summaries(self, progress: ProgressFn | None = None) -> bool:
+        """The server runs its own background summaries (when it is configured to): none here."""
+        return False
+
+    def descriptions(self, paths: Sequence[str] | None = None) -> list[FileDescription]:
+        doc = self._send("POST", "/descriptions", json={"repo": self._one(), "paths": list(paths) if paths else None})
+        return [decode(FileDescription, f) for f in doc["files"]]

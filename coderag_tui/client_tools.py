@@ -33,8 +33,29 @@ class RemoteTools(CodeRagTools):
         return f"{rel}:{first}-{first + len(lines) - 1}\n{body}"
 
     def get_file_summary(self, path: str) -> str:
-        raise ToolFailure("file summaries are not available through a server yet; use lookup_symbol "
-                          "or read_lines")
+        """The file's line count, summary, profile and outline (each unit's summary), from the
+        server's descriptions and outline of it."""
+        rel = self._rel_path(path)
+        found = [d for d in self.service.descriptions([rel]) if d.path == rel]
+        if not found:
+            raise ToolFailure(f"no file {path!r} in the index")
+        d = found[0]
+        out = [f"{rel}:1-{d.lines}  ({d.language}, {d.lines} lines)"]
+        if d.summary:
+            out.append(f"\nSummary:\n{d.summary.strip()}")
+        if d.profile:
+            out.append(f"\nProfile: {d.profile}")
+        summaries = {(u.qualname, u.line): u.summary for u in d.units if u.summary}
+        units = [u for u in self.service.outline(rel) if u.kind != "file"]
+        if units:
+            depth: dict[int, int] = {}
+            out.append("\nOutline:")
+            for u in units:
+                level = depth.get(u.parent_id or 0, -1) + 1
+                depth[u.id] = level
+                out.append(f"{'  ' * level}- {u.location}  {u.signature or f'{u.kind} {u.name}'}")
+                summary = summaries.get((u.qualname, u.start_line), "")
+                if summary:
+                    out.append(f"{'  ' * level}  summary: {summary.strip().splitlines()[0][:300]}")
+        return "\n".join(out)
 
-    def repo_map(self, max_tokens: int = 1024) -> str:
-        raise ToolFailure("the repo map is not available through a server yet; use search_codebase")

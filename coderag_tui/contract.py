@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from coderag_tui.answering.answerer import StoredMessage
     from coderag_tui.answering.describe import FileDescription
     from coderag_tui.answering.discovery import ServedModel
-    from coderag_tui.answering.summarize import SummarizeResult
+    from coderag_tui.answering.summarize import SummarizeResult, SummaryEstimate
     from coderag_tui.config import Settings
     from coderag_tui.indexing.embedder import EmbedSummary
     from coderag_tui.models import (
@@ -198,6 +198,12 @@ class Service(Protocol):
         """Review context for a change. Raises Unsupported without REVIEW."""
         ...
 
+    def summary_estimate(self, paths: Sequence[str] | None = None, *, everything: bool = False,
+                         model: str | None = None) -> SummaryEstimate:
+        """What `summarize` would take (its model, whether it is local, requests and tokens),
+        before anything is asked of a model."""
+        ...
+
     def summarize(self, paths: Sequence[str] | None = None, *, everything: bool = False, model: str | None = None,
                   progress: ProgressFn | None = None,
                   should_stop: Callable[[], bool] | None = None) -> SummarizeResult:
@@ -215,8 +221,9 @@ class Service(Protocol):
 
 
 if TYPE_CHECKING:
+    from coderag_tui.client import RemoteCodeRag
     from coderag_tui.service import CodeRag
 
-    def conforms(local: CodeRag) -> list[Service]:
+    def conforms(local: CodeRag, remote: RemoteCodeRag) -> list[Service]:
         """(Never called: mypy checks here that each service implements the contract.)"""
-        return [local]
+        return [local, remote]

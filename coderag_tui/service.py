@@ -174,10 +174,11 @@ class CodeRag(ServiceCore):
 
         return conversations.owner_of(self.db, conversation_id)
 
-    def conversations(self, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
+    def conversations(self, limit: int = 100, *, owner: str | None = None) -> list[tuple[int, str, float, int, str]]:
         """Stored conversations, newest first: (id, title, updated, questions asked, the last
-        question), so that a list tells apart two that began with the same question."""
-        return read.conversation_list(self.db, limit)
+        question), so that a list tells apart two that began with the same question. `owner` (a
+        server's caller): only the conversations they started."""
+        return read.conversation_list(self.db, limit, owner)
 
     def load_conversation(self, conversation_id: int) -> list[_StoredMessage]:
         """A stored conversation's messages, each answer with its sources and how it ended."""
@@ -261,6 +262,20 @@ class CodeRag(ServiceCore):
 
         return Summarizer(self.db, provider, name, read_code, self.settings.summaries,
                           local=info.provider == "llama")
+
+    def summary_estimate(self, paths: Sequence[str] | None = None, *, everything: bool = False,
+                         model: str | None = None) -> _SummaryEstimate:
+        """What `summarize` would take, before it runs: the model, whether it is local, how many
+        requests and tokens (`coderag summarize --estimate`, and its question before a remote
+        model is paid)."""
+        from coderag_tui.answering.summarize import SummaryEstimate
+        from coderag_tui.answering.summary_due import due
+
+        summarizer = self.summarizer(model)
+        # the summaries the run makes: missing or out of date, and those above them (one count
+        # with the run's progress and the app's background summaries)
+        targets = due(summarizer, summarizer.plan(paths, everything=everything))
+        return SummaryEstimate(summarizer.model, summarizer.local, summarizer.estimate(targets))
 
     def summarize(self, paths: Sequence[str] | None = None, *, everything: bool = False,
                   model: str | None = None, progress: ProgressFn | None = None,
@@ -371,5 +386,6 @@ class CodeRag(ServiceCore):
         from coderag_tui.answering.model_gate import ModelGate as _ModelGate
         from coderag_tui.answering.summarize import Summarizer as _Summarizer
         from coderag_tui.answering.summarize import SummarizeResult as _SummarizeResult
+        from coderag_tui.answering.summarize import SummaryEstimate as _SummaryEstimate
         from coderag_tui.answering.summary_runner import BackgroundSummaries as _BackgroundSummaries
         from coderag_tui.models import ComposedContext as _ComposedContext

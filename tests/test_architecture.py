@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "coderag_tui"
 LAYERS = {
     "models": 0, "progress_text": 0, "errors": 0, "config": 0, "trust": 0, "paths": 0, "textsafe": 0, "tokens": 0, "wire": 0, "__init__": 0,
     "sources": 1, "parsing": 2, "store": 3, "indexing": 4, "retrieval": 5,
-    "answering": 6, "review": 6, "service": 7, "service_ask": 7, "service_core": 7, "contract": 7, "workspace": 7, "client": 7, "client_tools": 7, "client_tree": 7,
+    "answering": 6, "review": 6, "service": 7, "service_ask": 7, "service_core": 7, "contract": 7, "workspace": 7, "client": 7, "client_http": 7, "client_parts": 7, "client_tools": 7, "client_tree": 7,
     "cli": 8, "mcp_server": 8, "tui": 8, "server": 8, "__main__": 9,
 }
 

@@ -1,8 +1,9 @@
 """One product on every store: the same CLI commands, run in-process against a real git repository
 indexed into an SQLite file, into a real PostgreSQL database (`--store URL`), and through a
-`coderag serve` of each (`--server URL`), each giving the same kind of answer. Answers come from a
-scripted OpenAI-compatible model on loopback, so follow-ups and the answer cache are checked
-exactly; summaries from the same model."""
+`coderag serve` process of each (`--server URL`, with the server's token), each giving the same
+kind of answer. Answers come from a scripted OpenAI-compatible model on loopback, so follow-ups
+and the answer cache are checked exactly; summaries from the same model (through a server: the
+server's summaries job). `watch` through a server prints the server's updates."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +41,8 @@ SHOP = {
     "README.md": "# Shop\n\nA cart that adds the sales tax to its total.\n",
 }
 ANSWER = ["The total ", "adds the tax ", "(shop/cart.py:15-18)."]
-BACKENDS = ["sqlite", "postgresql"]
+BACKENDS = ["sqlite", "postgresql", "server-sqlite", "server-postgresql"]
+TOKEN = "admin-" + "c0ffee42" * 4  # the served repositories' admin token (summaries are an admin's job)
 
 
 def _model(h: _Handler, n: int) -> None:
@@ -60,7 +63,10 @@ def model() -> Iterator[Loopback]:
 def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
          model: Loopback) -> Iterator[dict[str, Any]]:
     """The shop repository (a git repository with one commit) indexed by `coderag index` into the
-    backend; `args`: what every command is given to use that index."""
+    backend; `args`: what every command is given to use that index. `server-*`: that index then
+    served by `coderag serve` (a process of its own), every command given `--server URL` and
+    the server's token in $CODERAG_TOKEN."""
+    backend = request.param.removeprefix("server-")
     base = tmp_path_factory.mktemp(request.param)
     root = write_tree(base / "shop", SHOP)
     git_init(root)
@@ -70,13 +76,27 @@ def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
                       '[summaries]\nbackground = false\n')
     args = ["--repo", str(root), "--config", str(config)]
     databases: Iterator[str] | None = None
-    if request.param == "postgresql":
+    if backend == "postgresql":
         databases = fresh_database(request.getfixturevalue("pg_server"), "coderag_contract")
-        args += ["--store", next(databases)]
+        where = ["--store", next(databases)]
     else:
-        args += ["--db", str(base / "index.db")]
+        where = ["--db", str(base / "index.db")]
+    args += where
     assert main(["index", *args]) == 0
-    yield {"backend": request.param, "root": root, "args": args, "base": base, "config": config}
+    server, env = None, pytest.MonkeyPatch()
+    if request.param.startswith("server-"):
+        from tests.test_server import Server
+
+        server = Server(["--config", str(config), *where, str(root)],
+                        {**os.environ, "PYTHONPATH": str(ROOT), "CODERAG_ADMIN_TOKENS": TOKEN}, base / "server.log")
+        args = ["--server", server.url, "--config", str(config)]
+        env.setenv("CODERAG_TOKEN", TOKEN)
+    yield {"backend": backend, "server": server is not None, "root": root, "args": args, "base": base,
+           "config": config}
+    env.undo()
+    if server is not None:
+        log = server.close()
+        assert "Traceback" not in log and TOKEN not in log, log
     if databases is not None:
         next(databases, None)  # drops the database
 
@@ -167,18 +187,28 @@ def test_review_a_change(repo: dict[str, Any], capsys: pytest.CaptureFixture[str
 
 
 def test_watch_keeps_the_index_current(repo: dict[str, Any]) -> None:
-    """`coderag watch` in a process of its own: a new function is found by `symbol` after it."""
+    """`coderag watch` in a process of its own: a new function is found by `symbol` after it.
+    Through a server, the server keeps its index current (it watches the folder it serves):
+    `watch --server` follows it and prints its update as it happens."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "coderag_tui", "watch", *repo["args"]], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: list[str] = []
+    watching = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if "watching" in line.lower():
+                watching.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     extra = repo["root"] / "shop" / "discount.py"
     try:
-        assert proc.stdout is not None
         deadline = time.time() + 120
-        while time.time() < deadline:  # watching: its first line
-            line = proc.stdout.readline()
-            if "watching" in line.lower():
-                break
+        assert watching.wait(120), lines  # its first line
         extra.write_text("def holiday_discount(amount):\n    return amount * 0.9\n")
         found = []
         while time.time() < deadline and not found:
@@ -187,9 +217,15 @@ def test_watch_keeps_the_index_current(repo: dict[str, Any]) -> None:
                                   *repo["args"]], env=env, capture_output=True, text=True)
             found = json.loads(out.stdout or "[]") if out.returncode == 0 else []
         assert found and found[0]["path"] == "shop/discount.py"
+        while time.time() < deadline and not any("updated 1 file" in line for line in lines):
+            time.sleep(0.2)
+        assert any("updated 1 file" in line for line in lines), lines  # the update, as it was made
+        if repo["server"]:
+            assert any(line.startswith("shop: updated 1 file") for line in lines), lines  # the server's
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=60)
+        reader.join(10)
         extra.unlink(missing_ok=True)
 
 

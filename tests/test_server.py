@@ -283,8 +283,9 @@ def test_the_cli_through_the_server_prints_what_the_local_index_does(
     assert main(["search", "tax", *remote]) == 2
     err = capsys.readouterr().err
     assert "refused the request: the token is not accepted here" in err and "not-the-token" not in err
-    assert main(["map", "--server", served["url"]]) == 2
-    assert "does not work through --server" in capsys.readouterr().err
+    monkeypatch.setenv("CODERAG_TOKEN", READ)
+    code, out = run("map", "--server", served["url"], "--repo", "shop")  # the rest of the contract too
+    assert code == 0 and "def tax_for" in out
 
 
 def _without_repo(doc: Any) -> Any:
@@ -323,7 +324,7 @@ def test_the_mcp_tools_through_the_server(served: dict[str, Any]) -> None:
         ("lookup_symbol", {"name": "tax_for"}), ("find_callers", {"name": "tax_for"}),
         ("search_codebase", {"query": "sales tax"}), ("read_lines", {"path": "./shop/cart.py", "start": 8}),
         ("read_lines", {"path": "shop/secret.env"}), ("get_context", {"task": "how is the cart's tax computed"}),
-        ("repo_map", {})]
+        ("repo_map", {}), ("get_file_summary", {"path": "shop/cart.py"})]
     out = anyio.run(_mcp_calls, served, calls)
     assert "shop/tax.py:1-3  function tax_for" in out["0:lookup_symbol"]
     assert "    3      return amount * 0.2" in out["0:lookup_symbol"]  # its code, read through the server
@@ -334,7 +335,9 @@ def test_the_mcp_tools_through_the_server(served: dict[str, Any]) -> None:
                                    "   10          return subtotal + tax_for(subtotal)")
     assert out["4:read_lines"].startswith("error: ") and "no file 'shop/secret.env' in the index" in out["4:read_lines"]
     assert "return amount * 0.2" in out["5:get_context"]
-    assert out["6:repo_map"].startswith("error: ") and "not available through a server" in out["6:repo_map"]
+    assert "class Cart" in out["6:repo_map"] and "def tax_for" in out["6:repo_map"]  # the server's map
+    assert out["7:get_file_summary"].startswith("shop/cart.py:1-10  (python, 10 lines)")
+    assert "- shop/cart.py:8-10  def total(self)" in out["7:get_file_summary"]
 
 
 def test_a_server_in_the_config_leaves_local_folders_local(

@@ -120,6 +120,13 @@ class Estimate:
                 f"{self.max_output_tokens} output tokens")
 
 
+@dataclass(frozen=True)
+class SummaryEstimate:
+    model: str  # what a summarize run would use (`provider:name`)
+    local: bool  # on the machine that summarizes (no money spent)
+    estimate: Estimate
+
+
 @dataclass
 class _Tree:
     """The units of the index, with their children, for one run."""

@@ -37,25 +37,20 @@ def _summarize_args(p: argparse.ArgumentParser) -> None:
 def cmd_summarize(args: argparse.Namespace) -> int:
     service = open_service(args)
     paths = [p.rstrip("/") for p in args.paths] or None
-    if not service.db.get_meta("last_update"):
+    if not service.has_index():
         raise IndexError_("the repository is not indexed", "run `coderag index` first")
     if args.show:
         return _print(service.descriptions(paths), "json" if args.json else "markdown")
-    from coderag_tui.answering.summary_due import due
-
-    summarizer = service.summarizer(args.model)
-    # the summaries the run makes: missing or out of date, and those above them (one count
-    # with the run's progress and the app's background summaries)
-    targets = due(summarizer, summarizer.plan(paths, everything=args.all))
-    estimate = summarizer.estimate(targets)
+    planned = service.summary_estimate(paths, everything=args.all, model=args.model)
+    estimate = planned.estimate
     if args.estimate:
         if args.json:
             print_json(dataclasses.asdict(estimate))
         else:
-            print(f"{summarizer.model}: {estimate.text()}")
+            print(f"{planned.model}: {estimate.text()}")
         return 0
-    if not summarizer.local:  # a remote model costs money: say what it will take, then ask
-        print(f"{safe_text(summarizer.model)}: {estimate.text()}", file=sys.stderr)
+    if not planned.local:  # a remote model costs money: say what it will take, then ask
+        print(f"{safe_text(planned.model)}: {estimate.text()}", file=sys.stderr)
         if not args.yes and not _confirmed():
             raise CoderagError("not summarized: the estimate was not confirmed", "add --yes to go ahead")
     bar = progress_printer("summarize")
@@ -90,7 +85,7 @@ def _export_args(p: argparse.ArgumentParser) -> None:
 @arguments(_export_args)
 def cmd_export(args: argparse.Namespace) -> int:
     service = open_service(args)
-    if not service.db.get_meta("last_update"):
+    if not service.has_index():
         raise IndexError_("the repository is not indexed", "run `coderag index` first")
     files = service.descriptions([p.rstrip("/") for p in args.paths] or None)
     if args.output:

@@ -16,6 +16,7 @@ from coderag_tui.cli.base import (
     progress_printer,
 )
 from coderag_tui.cli.progress import progress_text
+from coderag_tui.contract import INDEX
 from coderag_tui.models import Progress, WatchEvent, to_dict
 from coderag_tui.textsafe import safe_text
 
@@ -61,9 +62,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
     debounce = args.debounce_ms if args.debounce_ms is not None else service.settings.watch.debounce_ms
     watcher = service.watch(show, initial_index=not args.no_initial, debounce_ms=debounce, progress=bar,
                             embed=not args.no_embed)
-    save = min(service.settings.watch.save_debounce_ms, debounce)
-    print(f"watching {service.root} (debounce {save} ms for a save, {debounce} ms for a burst); Ctrl+C to stop",
-          file=sys.stderr, flush=True)
+    if INDEX in service.capabilities:
+        save = min(service.settings.watch.save_debounce_ms, debounce)
+        print(f"watching {service.root} (debounce {save} ms for a save, {debounce} ms for a burst); Ctrl+C to stop",
+              file=sys.stderr, flush=True)
+    else:  # a server's: it keeps its repositories current, and says so here as it does
+        print(f"watching {service.display_name}: the server's index updates as they happen; Ctrl+C to stop",
+              file=sys.stderr, flush=True)
     try:
         while watcher.running:
             time.sleep(0.2)

@@ -9,8 +9,8 @@ from typing import Any
 from coderag_tui.errors import CoderagError
 
 # the commands a server answers; with `[server] url` set the others keep using local indexes
-THROUGH_SERVER = frozenset({"search", "context", "symbol", "callers", "callees", "ask", "status", "index",
-                            "mcp", "tui"})
+THROUGH_SERVER = frozenset({"search", "context", "symbol", "callers", "callees", "similar", "map", "ask", "status",
+                            "index", "embed", "watch", "review", "summarize", "export", "models", "mcp", "tui"})
 
 
 def server_client(args: argparse.Namespace, repo: str | None) -> Any:

@@ -29,6 +29,9 @@ class ReviewOptions:
     update_index: bool = True  # bring the index up to date with the working tree first
     similar: int = 3  # similar units per change (when the index has vectors)
     count_tokens: Callable[[str], int] | None = None  # the model's own count (default: an estimate)
+    # a server's review: only files discovery would read (no secret, excluded or ignored one, none
+    # outside the repository or through a link), whatever paths the diff names
+    readable_only: bool = False
 
 
 @dataclass
@@ -276,14 +279,19 @@ def build_review(service: Any, options: ReviewOptions) -> Review:
     """Build a review of the working tree against `options.base` (or of `options.diff_text`)."""
     notes: list[str] = []
     count = options.count_tokens or estimate_tokens
+    rules = service.settings.index if options.readable_only else None
+    left_out: list[str] = []
     if options.diff_text is not None:
-        files = sources.from_diff_text(service.root, options.diff_text, service.settings)
+        files = sources.from_diff_text(service.root, options.diff_text, service.settings, rules, left_out)
         label = f"diff from {options.diff_label or 'input'}"
         base: str | None = None
     else:
-        files = sources.from_git(service.root, options.base, service.settings)
+        files = sources.from_git(service.root, options.base, service.settings, rules, left_out)
         label = f"working tree vs {options.base}"
         base = options.base
+    if left_out:
+        noun = "file" if len(left_out) == 1 else "files"
+        notes.append(f"Note: {len(left_out)} changed {noun} left out: secret, excluded or outside the repository.")
     if options.update_index:
         try:
             service.index()

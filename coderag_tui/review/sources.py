@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from coderag_tui.config import Settings
+from coderag_tui.config import IndexSettings, Settings
+from coderag_tui.errors import RepoError
 from coderag_tui.parsing.extract import parse_source
 from coderag_tui.parsing.languages import detect_language
 from coderag_tui.review import gitio
@@ -18,15 +19,23 @@ from coderag_tui.review.diff import (
     reverse_apply,
     sparse_side,
 )
+from coderag_tui.sources.safe_read import check_rules, read_repo_file
 
 
 def _decode(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def _read(root: Path, rel: str | None) -> bytes | None:
+def _read(root: Path, rel: str | None, rules: IndexSettings | None = None) -> bytes | None:
+    """A working-tree file's bytes (None when there is none). With `rules` (a server's review),
+    only a file discovery would read, reached through no symbolic link (sources/safe_read.py)."""
     if not rel:
         return None
+    if rules is not None:
+        try:
+            return read_repo_file(root, rel, rules)
+        except RepoError:
+            return None
     path = (root / rel).resolve()
     if root not in path.parents or not path.is_file():
         return None
@@ -63,8 +72,26 @@ def _whole_file_hunk(data: bytes) -> tuple[Hunk, ...]:
     return (Hunk(0, 0, 1, len(lines), tuple("+" + s for s in lines)),) if lines else ()
 
 
-def from_git(root: Path, base: str, settings: Settings) -> list[FileSides]:
-    """The working tree (and its untracked files) against BASE."""
+def readable(root: Path, d: FileDiff, rules: IndexSettings) -> bool:
+    """Whether discovery would read every path of a file's diff: inside the repository, not a
+    secret's name, not excluded or ignored (what a server's review keeps)."""
+    for path in (d.old_path, d.new_path):
+        if not path:
+            continue
+        pure = PurePosixPath(path)
+        if pure.is_absolute() or ".." in pure.parts or "\\" in path:
+            return False
+        try:
+            check_rules(root, path, rules)
+        except RepoError:
+            return False
+    return True
+
+
+def from_git(root: Path, base: str, settings: Settings, rules: IndexSettings | None = None,
+             left_out: list[str] | None = None) -> list[FileSides]:
+    """The working tree (and its untracked files) against BASE. With `rules` (a server's
+    review), a file discovery would not read is left out (its path added to `left_out`)."""
     if not gitio.is_git_repo(root):
         raise _not_git(root)
     commit = gitio.verify_rev(root, base)
@@ -72,17 +99,28 @@ def from_git(root: Path, base: str, settings: Settings) -> list[FileSides]:
     diffs = parse_unified_diff(gitio.diff_text(root, commit))
     seen = {d.path for d in diffs}
     for d in diffs:
+        if rules is not None and not readable(root, d, rules):
+            _leave_out(left_out, d)
+            continue
         old = gitio.show(root, commit, d.old_path) if d.old_path else None
-        new = _read(root, d.new_path)
+        new = _read(root, d.new_path, rules)
         out.append(make_sides(d, old, new, settings))
     for rel in gitio.untracked(root):
         if rel in seen:
             continue
-        data = _read(root, rel)
+        if rules is not None and not readable(root, FileDiff(None, rel), rules):
+            _leave_out(left_out, FileDiff(None, rel))
+            continue
+        data = _read(root, rel, rules)
         if data is None:
             continue
         out.append(make_sides(FileDiff(None, rel, _whole_file_hunk(data)), None, data, settings))
     return out
+
+
+def _leave_out(left_out: list[str] | None, d: FileDiff) -> None:
+    if left_out is not None:
+        left_out.append(d.path)
 
 
 def _not_git(root: Path) -> Exception:
@@ -108,10 +146,16 @@ def _resolve_prefix(root: Path, d: FileDiff) -> int:
     return 0
 
 
-def from_diff_text(root: Path, text: str, settings: Settings) -> list[FileSides]:
-    """The files of a unified diff; each one's other side is rebuilt from the disk or hunks."""
+def from_diff_text(root: Path, text: str, settings: Settings, rules: IndexSettings | None = None,
+                   left_out: list[str] | None = None) -> list[FileSides]:
+    """The files of a unified diff; each one's other side is rebuilt from the disk or hunks.
+    With `rules` (a server's review), a file discovery would not read is left out (its path
+    added to `left_out`), and no path of the diff reaches outside the repository."""
     out: list[FileSides] = []
     for d in parse_unified_diff(text):
+        if rules is not None and not _inside(d):  # not even looked for on the disk
+            _leave_out(left_out, d)
+            continue
         n = _resolve_prefix(root, d)
         old_path = _strip(d.old_path, n) if d.old_path else None
         new_path = _strip(d.new_path, n) if d.new_path else None
@@ -122,15 +166,23 @@ def from_diff_text(root: Path, text: str, settings: Settings) -> list[FileSides]
             if (root / common).exists():
                 old_path = new_path = common
         d = FileDiff(old_path, new_path, d.hunks, d.binary)
-        out.append(_rebuild(root, d, settings))
+        if rules is not None and not readable(root, d, rules):
+            _leave_out(left_out, d)
+            continue
+        out.append(_rebuild(root, d, settings, rules))
     return out
 
 
-def _rebuild(root: Path, d: FileDiff, settings: Settings) -> FileSides:
+def _inside(d: FileDiff) -> bool:
+    return all(not PurePosixPath(p).is_absolute() and ".." not in PurePosixPath(p).parts and "\\" not in p
+               for p in (d.old_path, d.new_path) if p)
+
+
+def _rebuild(root: Path, d: FileDiff, settings: Settings, rules: IndexSettings | None = None) -> FileSides:
     if d.binary:
         return make_sides(d, None, None, settings)
-    new_disk = _read(root, d.new_path)
-    old_disk = _read(root, d.old_path) if d.old_path != d.new_path else new_disk
+    new_disk = _read(root, d.new_path, rules)
+    old_disk = _read(root, d.old_path, rules) if d.old_path != d.new_path else new_disk
     if d.status == "added":
         if new_disk is not None and (forward_apply("", d.hunks) or "") == _norm_text(new_disk):
             return make_sides(d, None, new_disk, settings)

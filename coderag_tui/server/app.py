@@ -31,11 +31,12 @@ from coderag_tui.server.bodies import (
     SearchBody,
     StructuralBody,
 )
-from coderag_tui.server.guard import Caller, Guard, Policy
+from coderag_tui.server.guard import NOT_ADMIN, Caller, Guard, Policy
 from coderag_tui.server.hooks import add_hooks
+from coderag_tui.server.routes import add_service_routes
 from coderag_tui.textsafe import safe_line
 from coderag_tui.wire import encode
-from coderag_tui.workspace import Workspace
+from coderag_tui.workspace import Workspace, served
 
 log = logging.getLogger("coderag.server")
 bearer = HTTPBearer(auto_error=False, description="a read token (search, ask) or an admin token (also indexing)")
@@ -47,7 +48,7 @@ def _guard(scope: str) -> Any:
 
     def check(request: Request, cred: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if scope == "admin" and request.app.state.policy.tokens.required and caller(request).scope != "admin":
-            raise HTTPException(403, "this token may search and ask, not index: use an admin token")
+            raise HTTPException(403, NOT_ADMIN)
 
     return Depends(check)
 
@@ -111,22 +112,27 @@ def create_app(workspace: Workspace, policy: Policy, hook_secret: str = "") -> F
         job = ws.build(body.repos, rebuild=body.rebuild, embed=body.embed)
         return {"job_id": job.id, "status": job.state}
 
-    @app.get("/index/jobs/{job_id}", dependencies=[READ], summary="an index job's state and progress")
+    @app.get("/index/jobs/{job_id}", dependencies=[READ], summary="a job's state and progress (an index "
+             "build, an embedding, summaries), and its results")
     def job(job_id: str) -> dict[str, Any]:
-        found = ws.jobs.get(job_id)
+        found = served.job(ws, job_id)
         if found is None:
             raise HTTPException(404, "no such job")
         return found.to_json()
 
     @app.get("/index/status", dependencies=[READ], summary="what each repository's index holds")
-    def status() -> dict[str, Any]:
+    def status(pending: bool = False) -> dict[str, Any]:
         repos = ws.status()
         languages: dict[str, int] = {}
         for _, st in repos:
             for lang in st.languages:
                 languages[lang.language] = languages.get(lang.language, 0) + lang.files
         return {
-            "repositories": [{"name": name, "status": encode(st), **ws.freshness(name)} for name, st in repos],
+            # (`pending`: whether each has vectors to add, a few queries more per repository)
+            "repositories": [{"name": name, "status": encode(st), **ws.freshness(name),
+                              "capabilities": sorted(ws.services[name].capabilities),
+                              **({"vectors_pending": ws.services[name].vectors_pending()} if pending else {})}
+                             for name, st in repos],
             "code_units_count": sum(st.units for _, st in repos),
             "files_count": sum(st.files for _, st in repos),
             "chunks_count": sum(st.chunks for _, st in repos),
@@ -211,13 +217,20 @@ def create_app(workspace: Workspace, policy: Policy, hook_secret: str = "") -> F
               "each `data` is an AnswerEvent as JSON, with `repository`")
     async def ask(body: AskBody, request: Request) -> EventSourceResponse:
         stop = threading.Event()
-        # (a conversation that is not the caller's is refused here, before the stream: 404)
-        name, answer = await run_in_threadpool(
-            lambda: ws.ask(body.question, body.conversation_id, repo=body.repo, repos=body.repos,
-                           fresh=body.fresh, attachment=body.attachment, should_stop=stop.is_set,
-                           owner=caller(request).owner))
+
+        def start() -> tuple[str, Iterator[AnswerEvent]]:
+            if body.model:  # one of the server's own models, never a path a client names
+                served.check_model(ws.one(body.repo, body.question)[1] if not body.repos else
+                                   ws.chosen(None if body.repos == ["*"] else body.repos)[0][1], body.model)
+            # (a conversation that is not the caller's is refused here, before the stream: 404)
+            return ws.ask(body.question, body.conversation_id, repo=body.repo, repos=body.repos,
+                          fresh=body.fresh, attachment=body.attachment, should_stop=stop.is_set,
+                          owner=caller(request).owner, model=body.model or None)
+
+        name, answer = await run_in_threadpool(start)
         return EventSourceResponse(_answer_stream(name, answer, stop), ping=15)
 
+    add_service_routes(app, ws, READ, ADMIN)
     add_hooks(app, ws, hook_secret)
     return app
 

@@ -67,3 +67,45 @@ class AskBody(BaseModel):
     fresh: bool = Field(default=False, description="ask the model even when the answer cache has an answer")
     attachment: str = Field(default="", max_length=4 * 1024 * 1024,
                             description="text given with the question (a log, a traceback)")
+    model: str | None = Field(default=None, max_length=1_000, description="one of the server's models "
+                              "(`choice` in GET /models); none: the configured one")
+
+
+Paths = Field(default=None, max_length=1_000, description="repository paths (files or folders); none: all")
+ModelName = Field(default=None, max_length=1_000, description="one of the server's models (`choice` in GET "
+                  "/models); none: the configured one")
+
+
+class EmbedBody(BaseModel):
+    repos: list[str] | None = Repos
+
+
+class SummariesBody(BaseModel):
+    """Summaries of one repository's units and files, made by the server's model."""
+
+    repo: str | None = Field(default=None, description="none: the only one served")
+    paths: list[str] | None = Paths
+    everything: bool = Field(default=False, description="every unit, not only the budget's share with a "
+                             "local model")
+    model: str | None = ModelName
+
+
+class DescriptionsBody(BaseModel):
+    repo: str | None = Field(default=None, description="none: the only one served")
+    paths: list[str] | None = Paths
+
+
+# a revision as git names one (a branch, a tag, a commit, HEAD~2, main@{1}); never an option
+REVISION = r"^[A-Za-z0-9_][A-Za-z0-9_./~^@{}+-]{0,199}$"
+
+
+class ReviewBody(BaseModel):
+    """A review of the served repository: its working tree against `base`, or a unified diff."""
+
+    repo: str | None = Field(default=None, description="none: the only one served")
+    base: str = Field(default="HEAD", pattern=REVISION, description="a revision of the server's git folder")
+    diff: str | None = Field(default=None, max_length=4 * 1024 * 1024,
+                             description="a unified diff to review instead (its paths in the repository)")
+    diff_label: str = Field(default="", max_length=200)
+    max_tokens: int | None = Field(default=None, ge=64, le=1_000_000)
+    similar: int = Field(default=3, ge=0, le=20)

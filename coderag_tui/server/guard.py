@@ -28,6 +28,9 @@ log = logging.getLogger("coderag.server")
 Scope = dict[str, Any]
 OPEN_PATHS = ("/health", "/openapi.json")  # no token: a load balancer's check, the API's description
 HOOKS = "/hooks/"  # push webhooks: signed by their platform instead (hooks.py)
+# what writes the index or spends the model's time on everyone's behalf: admin tokens only
+ADMIN_ONLY = frozenset({("POST", "/index/build"), ("POST", "/index/embed"), ("POST", "/summaries")})
+NOT_ADMIN = "this token may search and ask, not index or summarize: use an admin token"
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Policy:
 def _needs(method: str, path: str) -> str:
     if path in OPEN_PATHS or path.startswith(HOOKS):
         return ""
-    return "admin" if (method, path) == ("POST", "/index/build") else "read"
+    return "admin" if (method, path) in ADMIN_ONLY else "read"
 
 
 class Guard:
@@ -95,7 +98,7 @@ class Guard:
                              [(b"www-authenticate", b"Bearer")])
                 return
             if needs == "admin" and have != "admin":
-                await refuse(403, "this token may search and ask, not index: use an admin token")
+                await refuse(403, NOT_ADMIN)
                 return
             caller = Caller(have, owner_of(given))
         scope.setdefault("state", {})["caller"] = caller

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 KIB, MIB = 1024, 1024 * 1024
 MAX_BODY = 64 * KIB  # every JSON body but an answer's: a question, a query, a few names
 ASK_BODY = 8 * MIB  # a question with a 4 MiB attachment (a log), JSON-escaped
+REVIEW_BODY = 8 * MIB  # a diff of up to 4 MiB, JSON-escaped
 HOOK_BODY = 1 * MIB  # a push webhook's payload (only the repository's URLs are read from it)
 WAITING_FACTOR = 8  # requests a client may have waiting for a slot, per slot
 
@@ -16,6 +17,8 @@ WAITING_FACTOR = 8  # requests a client may have waiting for a slot, per slot
 def body_limit(path: str) -> int:
     if path == "/ask":
         return ASK_BODY
+    if path == "/review":
+        return REVIEW_BODY
     if path.startswith("/hooks/"):
         return HOOK_BODY
     return MAX_BODY

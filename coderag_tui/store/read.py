@@ -362,14 +362,18 @@ def skip_reasons(db: StoreBackend) -> dict[str, str]:
     return {str(p): str(r) for p, r in db.rows("SELECT path, reason FROM skips")}
 
 
-def conversation_list(db: StoreBackend, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
-    """Stored conversations, newest first: (id, title, updated, questions asked, the last one)."""
+def conversation_list(db: StoreBackend, limit: int = 100,
+                      owner: str | None = None) -> list[tuple[int, str, float, int, str]]:
+    """Stored conversations, newest first: (id, title, updated, questions asked, the last one);
+    with `owner`, only theirs."""
+    mine = "WHERE c.owner = ? " if owner is not None else ""
     rows = db.rows(
         "SELECT c.id, c.title, c.updated, "
         "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'), "
         "coalesce((SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
         "ORDER BY m.id DESC LIMIT 1), '') "
-        "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,))
+        f"FROM conversations c {mine}ORDER BY c.updated DESC, c.id DESC LIMIT ?",
+        (*((owner,) if owner is not None else ()), limit))
     return [(int(i), str(t), float(u), int(n), str(last)) for i, t, u, n, last in rows]
 
 

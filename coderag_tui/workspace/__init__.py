@@ -15,10 +15,20 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.errors import CoderagError, NotFoundError, RepoError
-from coderag_tui.models import EdgeRef, FileState, IndexStatus, SearchFilters, SearchHit, UnitRef
+from coderag_tui.models import (
+    EdgeRef,
+    FileState,
+    IndexStatus,
+    IndexSummary,
+    SearchFilters,
+    SearchHit,
+    UnitRef,
+    WatchEvent,
+)
 from coderag_tui.retrieval.filters import FilterError
 from coderag_tui.service import CodeRag
 from coderag_tui.store import read
+from coderag_tui.workspace.events import UpdateEvents
 from coderag_tui.workspace.jobs import Job, Jobs
 from coderag_tui.workspace.links import Links
 
@@ -29,6 +39,14 @@ if TYPE_CHECKING:
 __all__ = ["Job", "Jobs", "Workspace", "repo_name"]
 
 STRUCTURAL = ("calls", "called_by", "tested_by", "methods_of", "files_importing")
+
+
+def built_event(summary: IndexSummary, what: str = "built") -> WatchEvent:
+    """A build's or an update's summary as the event its followers get."""
+    noun = "file" if summary.files_indexed == 1 else "files"
+    text = (f"{what}: {summary.files_indexed} {noun} indexed ({summary.files_unchanged} unchanged, "
+            f"{summary.files_deleted} deleted) in {summary.seconds:.2f}s")
+    return WatchEvent("indexed", summary=summary, message=text, seconds=summary.seconds, full=True)
 
 
 def repo_name(service: CodeRag) -> str:
@@ -65,6 +83,9 @@ class Workspace:
                 name = f"{base}-{n}"
             self.services[name] = service
         self.jobs = Jobs()
+        # model work (summaries) queues apart: hours of it must not hold up the index's updates
+        self.model_jobs = Jobs()
+        self.events = UpdateEvents()  # every index update as it happens (GET /index/events)
         self._links: dict[tuple[tuple[str, str], ...], Links] = {}
         self._links_lock = threading.Lock()
         self.refresher: Refresher | None = None
@@ -100,6 +121,7 @@ class Workspace:
         if self.refresher is not None:
             self.refresher.stop()
         self.jobs.close()
+        self.model_jobs.close()
         for service in self.services.values():
             service.close()
 
@@ -313,6 +335,7 @@ class Workspace:
                 job.note(name, "index")
                 summary = service.index(rebuild=rebuild, progress=job.progress)
                 job.summaries[name] = dataclasses.asdict(summary)
+                self.events.publish(name, built_event(summary))
                 if embed and service.settings.embed.enabled:
                     job.note(name, "embed")
                     service.embed(progress=job.progress, should_stop=job.stopping)

@@ -17,10 +17,12 @@ KEEP = 100  # finished jobs remembered for `status`
 
 
 class Job:
-    """One build: queued, running, done, failed or stopped; its progress and summaries."""
+    """One build (or embedding, or summaries: `kind`): queued, running, done, failed or
+    stopped; its progress, its index summaries and the other kinds' results, by repository."""
 
-    def __init__(self, repos: Sequence[str]) -> None:
+    def __init__(self, repos: Sequence[str], kind: str = "index") -> None:
         self.id = uuid.uuid4().hex[:12]
+        self.kind = kind
         self.repos = list(repos)
         self.state = "queued"
         self.repo = ""  # the repository being worked on
@@ -31,6 +33,8 @@ class Job:
         self.created = time.time()
         self.finished = 0.0
         self.summaries: dict[str, Any] = {}
+        self.results: dict[str, Any] = {}  # an embedding's or summaries' result, by repository
+        self.message = ""  # the last progress event's (the file or unit being worked on)
         self._stop = threading.Event()
 
     def note(self, repo: str, phase: str) -> None:
@@ -38,14 +42,16 @@ class Job:
 
     def progress(self, event: Progress) -> None:
         self.phase, self.done, self.total = event.phase, event.done, event.total
+        self.message = event.message
 
     def stopping(self) -> bool:
         return self._stop.is_set()
 
     def to_json(self) -> dict[str, Any]:
-        return {"job_id": self.id, "status": self.state, "repositories": self.repos, "repository": self.repo,
-                "phase": self.phase, "done": self.done, "total": self.total, "error": self.error,
-                "created": self.created, "finished": self.finished, "summaries": self.summaries}
+        return {"job_id": self.id, "kind": self.kind, "status": self.state, "repositories": self.repos,
+                "repository": self.repo, "phase": self.phase, "done": self.done, "total": self.total,
+                "message": self.message, "error": self.error, "created": self.created, "finished": self.finished,
+                "summaries": self.summaries, "results": self.results}
 
 
 class Jobs:
@@ -57,8 +63,8 @@ class Jobs:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def submit(self, repos: Sequence[str], work: Callable[[Job], None]) -> Job:
-        job = Job(repos)
+    def submit(self, repos: Sequence[str], work: Callable[[Job], None], kind: str = "index") -> Job:
+        job = Job(repos, kind)
         with self._lock:
             self._jobs[job.id] = job
             for old in [j for j in self._jobs.values() if j.finished][:-KEEP]:

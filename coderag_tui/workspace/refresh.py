@@ -21,10 +21,11 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.errors import CoderagError
+from coderag_tui.models import WatchEvent
 from coderag_tui.service import CodeRag
+from coderag_tui.workspace import built_event
 
 if TYPE_CHECKING:
-    from coderag_tui.models import WatchEvent
     from coderag_tui.workspace import Workspace
     from coderag_tui.workspace.jobs import Job
 
@@ -55,6 +56,7 @@ class Refresher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._watchers: list[Any] = []
+        self._watching: dict[str, Any] = {}  # each watched folder's watcher, by repository
         for name, service in workspace.services.items():
             watched = watch and _watchable(service)
             kind = "git" if _is_clone(service) else "folder" if watched else "database"
@@ -67,7 +69,9 @@ class Refresher:
             state = self.states[name]
             if state.kind == "folder":
                 # (first brings the index up to date with what changed while nobody watched)
-                self._watchers.append(service.watch(self._watched(name), initial_index=True))
+                watcher = service.watch(self._watched(name), initial_index=True)
+                self._watchers.append(watcher)
+                self._watching[name] = watcher
                 state.watching, state.checked = True, time.time()
         polled = self.polled()
         if polled:
@@ -113,9 +117,11 @@ class Refresher:
                     del self._waiting[name]
             job.note(name, "update")
             state.running = "update"
+            events = self.workspace.events
             try:
                 summary = service.update(progress=job.progress)
                 job.summaries[name] = asdict(summary)
+                events.publish(name, built_event(summary, "updated"))
                 state.commit, state.checked, state.error = _indexed_commit(service), time.time(), ""
                 if service.settings.embed.enabled and service.vectors_pending():
                     job.note(name, "embed")
@@ -124,6 +130,7 @@ class Refresher:
                 state.updated = time.time()
             except CoderagError as exc:
                 state.checked, state.error = time.time(), exc.one_line()
+                events.publish(name, WatchEvent("error", message=f"update failed: {state.error}"))
                 raise
             finally:
                 state.running = ""
@@ -135,6 +142,7 @@ class Refresher:
         service = self.workspace.services[name]
 
         def on_event(event: WatchEvent) -> None:
+            self.workspace.events.publish(name, event)
             state.checked = time.time()
             if event.phase in ("queued", "indexing"):
                 state.running = event.phase
@@ -147,6 +155,12 @@ class Refresher:
                 state.error = event.message
 
         return on_event
+
+    def wait_current(self, name: str, timeout: float = 30.0) -> bool:
+        """Wait until a watched folder's watcher has indexed every change it has seen (True;
+        False after `timeout`); at once for a repository nothing watches."""
+        watcher = self._watching.get(name)
+        return watcher.wait_idle(timeout) if watcher is not None else True
 
     # ------------------------------------------------------------------ reading
     def state_json(self, name: str) -> dict[str, Any]:
