@@ -39,6 +39,7 @@ from coderag_tui.retrieval.evaluate import (  # noqa: E402
     SHOWN,
     Case,
     CaseResult,
+    Hunk,
     accuracy,
     evaluate_case,
     load_cases,
@@ -158,10 +159,13 @@ def main() -> int:
     p.add_argument("--every", type=int, default=1,
                    help="only every N-th case of each set (in the set's order): a stated, deterministic subsample")
     p.add_argument("--results", help="write per-case ranks as JSON here")
+    p.add_argument("--hunks", help="JSON {instance_id: [{file, old_start, old_lines}]}: gold hunks for cases "
+                   "whose set has none (bench/swebench_hunks.py)")
     p.add_argument("--checkouts", help="JSON {instance_id: {checkout: DIR}}: shared checkouts (not at base_commit; "
                    "file level only) for these cases")
     args = p.parse_args()
     checkouts = load_checkouts(Path(args.checkouts)) if args.checkouts else {}
+    hunks = json.loads(Path(args.hunks).read_text()) if args.hunks else {}
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     set_of: dict[str, str] = {}
@@ -169,6 +173,9 @@ def main() -> int:
     for jsonl in args.jsonl:
         name = Path(jsonl).name.removesuffix(".jsonl")
         for c in load_cases(Path(jsonl))[:: max(args.every, 1)]:
+            if not c.gold_hunks and c.id in hunks:
+                c = dataclasses.replace(c, gold_hunks=tuple(Hunk(h["file"], int(h["old_start"]), int(h["old_lines"]))
+                                                            for h in hunks[c.id]))
             set_of[c.id] = name
             cases.append(c)
     if args.only:
