@@ -3,13 +3,18 @@
 
     .venv/bin/python bench/swebench_sdists.py unpack --repos /work/evalrepos --dl DOWNLOADS \
         Django==3.0 matplotlib==3.7.0 scikit-learn==0.21.3 ...
+    .venv/bin/python bench/swebench_sdists.py index --repos /work/evalrepos --work WORK Django-3.0 Django-3.1 ...
     .venv/bin/python bench/swebench_sdists.py map --jsonl ../shared/eval/swebench-train.jsonl \
         --records VERIFIED.json [--versions KNOWN.json] --repos /work/evalrepos \
         --out bench/data/swebench-train-sdists.json
 
 `unpack` downloads each sdist with pip (`--no-deps --no-binary NAME`) into DOWNLOADS and unpacks it
 as REPOS/<Name>-<version>/, less what a git checkout lacks: egg-info, PKG-INFO, Cython outputs (a
-.c or .cpp beside a .pyx of the same stem), a shipped doc build (`doc/_build`, `doc/build`).
+.c or .cpp beside a .pyx of the same stem), a shipped doc build (`doc/_build`, `doc/build`, the
+generated gallery `doc/auto_examples` and `doc/modules/generated`), `__pycache__` folders.
+
+`index` indexes unpacked sdists (keywords, symbols, graph) as WORK/<name>.db, each seeded from the
+index of the same project's release before it in the list (only the files that differ are parsed).
 
 `map` gives each case the release that closes its SWE-bench version series, as
 bench/data/swebench-lite-dev2-sdists.json does (django X.Y -> Django-X.Y, matplotlib 3.N ->
@@ -31,8 +36,11 @@ import sys
 import tarfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 PROJECTS = {"django/django": "Django", "matplotlib/matplotlib": "matplotlib",
             "scikit-learn/scikit-learn": "scikit-learn"}
+MIN_LINE = 8  # shorter added lines (`return None`, `)`) are in every release
 _TEST = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$")
 
 
@@ -53,7 +61,8 @@ def unpack(spec: str, repos: Path, dl: Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         tar.extractall(tmp, filter="data")
     root = tmp / top
-    for junk in [*root.glob("*.egg-info"), root / "PKG-INFO", root / "doc" / "_build", root / "doc" / "build"]:
+    for junk in [*root.glob("*.egg-info"), root / "PKG-INFO", root / "doc" / "_build", root / "doc" / "build",
+                 root / "doc" / "auto_examples", root / "doc" / "modules" / "generated", *root.rglob("__pycache__")]:
         if junk.is_dir():
             shutil.rmtree(junk)
         elif junk.exists():
@@ -67,7 +76,7 @@ def unpack(spec: str, repos: Path, dl: Path) -> Path:
 
 
 def added_lines(patch: str) -> dict[str, list[str]]:
-    """Per changed non-test file, the stripped lines the patch adds (blank ones left out)."""
+    """Per changed non-test file, the stripped lines the patch adds (short ones left out)."""
     out: dict[str, list[str]] = {}
     current = None
     for line in patch.splitlines():
@@ -76,7 +85,7 @@ def added_lines(patch: str) -> dict[str, list[str]]:
             current = path[2:] if path.startswith("b/") else None
             if current and _TEST.search(current):
                 current = None
-        elif current and line.startswith("+") and line[1:].strip():
+        elif current and line.startswith("+") and len(line[1:].strip()) >= MIN_LINE:
             out.setdefault(current, []).append(line[1:].strip())
     return out
 
@@ -126,6 +135,10 @@ def main() -> int:
     u.add_argument("--repos", required=True)
     u.add_argument("--dl", required=True)
     u.add_argument("specs", nargs="+")
+    x = sub.add_parser("index")
+    x.add_argument("--repos", required=True)
+    x.add_argument("--work", required=True)
+    x.add_argument("names", nargs="+", help="unpacked sdists (REPOS/NAME), indexed in this order")
     m = sub.add_parser("map")
     m.add_argument("--jsonl", required=True)
     m.add_argument("--records", required=True)
@@ -138,6 +151,20 @@ def main() -> int:
         Path(args.dl).mkdir(parents=True, exist_ok=True)
         for spec in args.specs:
             print(unpack(spec, repos, Path(args.dl)))
+        return 0
+    if args.cmd == "index":  # each seeded from the index of the same project's release before it
+        from bench.swebench_checkouts import index
+
+        work = Path(args.work)
+        work.mkdir(parents=True, exist_ok=True)
+        done: dict[str, Path] = {}
+        for name in args.names:
+            project = name.rsplit("-", 1)[0]
+            db = work / f"{name}.db"
+            if not db.exists() and project in done:
+                shutil.copyfile(done[project], db)
+            index(repos / name, db)
+            done[project] = db
         return 0
     records = json.loads(Path(args.records).read_text())
     patches = {r["instance_id"]: r.get("patch") or r.get("golden_patch") or "" for r in records}
@@ -152,7 +179,11 @@ def main() -> int:
         releases = sorted((d.name for d in repos.glob(f"{project}-*") if d.is_dir() and not d.name.endswith("partial")),
                           key=release_key)
         lines = added_lines(patches.get(case["instance_id"], ""))
-        first = next((r for r in releases if lines and has_fix(repos / r, lines)), None)
+        # the earliest release holding the fix whose next release holds it too (a fix may restore
+        # lines an old release had; code moves on later, so not every later release need hold them)
+        held = [bool(lines) and has_fix(repos / r, lines) for r in releases]
+        first = next((r for i, r in enumerate(releases) if held[i] and (i + 1 == len(releases) or held[i + 1])),
+                     None)
         inferred = version_of(project, first) if first else None
         version = known.get(case["instance_id"])
         if version and inferred:

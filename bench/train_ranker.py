@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.retrieval import rank_features  # noqa: E402
+from coderag_tui.retrieval import rank_features, unit_features  # noqa: E402
 from coderag_tui.retrieval.ranker import FORMAT  # noqa: E402
 from coderag_tui.retrieval.search import Searcher  # noqa: E402
 from coderag_tui.store.db import Database, open_database  # noqa: E402
@@ -54,21 +54,56 @@ class Example:
     id: str
     set: str
     project: str
-    paths: list[str]
+    paths: list[str]  # the candidates: file paths, or for units "path::qualname#id"
     x: np.ndarray
-    y: np.ndarray  # 1 for a gold file
-    gold: tuple[str, ...]
+    y: np.ndarray  # 1 for a gold file (a unit that shows a gold unit)
+    gold: tuple[str, ...]  # files: every one must rank; units: any positive candidate counts
     fused: int  # how many leading candidates are the fusion's own order
+    level: str = "files"
 
 
 def project_of(case_id: str) -> str:
     return case_id.split("__")[0]
 
 
+def file_model_for(case_id: str, spec: str) -> Any:
+    """The file model the unit candidates of a case are found with: a file, or a folder of
+    leave-one-repository-out models (<project>.json, the one trained without the case's project)."""
+    from coderag_tui.retrieval.ranker import load_model
+
+    if not spec:
+        return None
+    path = Path(spec)
+    if path.is_dir():
+        path = path / f"{project_of(case_id)}.json"
+    return load_model(str(path))
+
+
+def unit_labels(db: Database, case: dict[str, Any], hunks: dict[str, Any], shared: bool,
+                hits: Sequence[Any]) -> np.ndarray | None:
+    """1 for a candidate hit that shows a gold unit: by the gold hunks on a checkout at
+    `base_commit` (as the eval scores it), by the gold functions' names on a release checkout."""
+    from coderag_tui.retrieval.evaluate import Case, Hunk, gold_units, shows
+
+    rows = case.get("gold_hunks") or hunks.get(case["instance_id"])
+    if rows and not shared:
+        golds = gold_units(db, Case(case["instance_id"], case["query"], tuple(case["gold_files"]),
+                                    tuple(Hunk(h["file"], int(h["old_start"]), int(h["old_lines"])) for h in rows)))
+        if not golds:
+            return None
+        return np.array([any(shows(h, g) for g in golds) for h in hits], dtype=np.float32)
+    names = {tuple(f.split("::", 1)) for f in case.get("gold_functions", []) if "::" in f}
+    if not names:
+        return None
+    return np.array([(h.unit.path, h.unit.name) in names for h in hits], dtype=np.float32)
+
+
 def extract(args: argparse.Namespace) -> int:
     work = Path(args.work)
     out: list[Example] = []
     settings = replace(Settings().search, ranker="fusion")
+    hunks = json.loads(Path(args.hunks).read_text()) if args.hunks else {}
+    features = unit_features.UNIT_FEATURES if args.units else rank_features.FILE_FEATURES
     for spec in args.set:
         name, _, rest = spec.partition("=")
         jsonl, _, mapping = rest.partition(":")
@@ -93,36 +128,53 @@ def extract(args: argparse.Namespace) -> int:
                 db, db_name = open_database(path, readonly=True), where
             assert db is not None
             searcher = Searcher(db, settings, None)
-            paths, x = searcher.file_features(case["query"])
-            # the fusion's own files lead the candidates (ranks 1..MAX_CANDIDATES); the graph's follow
-            fused = int(np.sum(x[:, rank_features.FILE_FEATURES.index("fused_rank")]
-                               <= np.log2(1 + rank_features.MAX_CANDIDATES) + 1e-6))
-            gold = tuple(case["gold_files"])
-            y = np.array([p in gold for p in paths], dtype=np.float32)
-            out.append(Example(case["instance_id"], name, project_of(case["instance_id"]), paths, x, y, gold,
-                               fused))
+            project = project_of(case["instance_id"])
+            if args.units:
+                hits, x = searcher.unit_features(case["query"], model=file_model_for(case["instance_id"],
+                                                                                     args.file_model))
+                y = unit_labels(db, case, hunks, case["instance_id"] in checkouts, hits)
+                if y is None:
+                    continue
+                keys = [f"{h.unit.path}::{h.unit.qualname or h.unit.name}#{h.unit.id}" for h in hits]
+                fused = int(np.sum(x[:, unit_features.UNIT_FEATURES.index("from_file")] == 0))
+                out.append(Example(case["instance_id"], name, project, keys, x, y, (), fused, "units"))
+            else:
+                paths, x = searcher.file_features(case["query"])
+                # the fusion's own files lead the candidates (ranks 1..MAX_CANDIDATES); the graph's follow
+                fused = int(np.sum(x[:, rank_features.FILE_FEATURES.index("fused_rank")]
+                                   <= np.log2(1 + rank_features.MAX_CANDIDATES) + 1e-6))
+                gold = tuple(case["gold_files"])
+                y = np.array([p in gold for p in paths], dtype=np.float32)
+                out.append(Example(case["instance_id"], name, project, paths, x, y, gold, fused))
             if n % 20 == 0:
                 print(f"{name}: {n}/{len(cases)} ({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
         if db is not None:
             db.close()
-    Path(args.out).write_bytes(pickle.dumps({"features": rank_features.FILE_FEATURES, "examples": out}))
+    Path(args.out).write_bytes(pickle.dumps({"features": features, "examples": out}))
     print(f"{len(out)} cases, features of {sum(len(e.paths) for e in out)} candidates -> {args.out}")
     return 0
 
 
-def rank_of_gold(order: Sequence[str], gold: Sequence[str]) -> int:
-    """The rank of the last gold file in the order (0: one is missing), as the eval scores files."""
-    at = {p: i + 1 for i, p in enumerate(order)}
-    ranks = [at.get(g, 0) for g in gold]
+def rank_of(e: Example, order: Sequence[int]) -> int:
+    """Files: the rank of the last gold file (0: one is missing), as the eval scores files.
+    Units: the rank of the first candidate that shows a gold unit."""
+    if e.level == "units":
+        return next((i + 1 for i, c in enumerate(order) if e.y[c] > 0), 0)
+    at = {e.paths[c]: i + 1 for i, c in enumerate(order)}
+    ranks = [at.get(g, 0) for g in e.gold]
     return 0 if not ranks or 0 in ranks else max(ranks)
 
 
-def fusion_order(e: Example) -> list[str]:
-    return e.paths[: e.fused]
+def fusion_rank(e: Example) -> int:
+    return rank_of(e, range(e.fused))
 
 
-def model_order(e: Example, scores: np.ndarray) -> list[str]:
-    return [e.paths[i] for i in sorted(range(len(e.paths)), key=lambda i: -scores[i])]
+def model_rank(e: Example, scores: np.ndarray) -> int:
+    return rank_of(e, sorted(range(len(e.paths)), key=lambda i: -scores[i]))
+
+
+def reachable(e: Example) -> int:
+    return int(e.y.sum() >= len(e.gold)) if e.level == "files" else int(e.y.any())
 
 
 def acc(ranks: Sequence[int], k: int) -> float:
@@ -190,69 +242,69 @@ def export(booster: Any, features: Sequence[str]) -> dict[str, Any]:
                       "right": right, "value": [round(v, 9) for v in value]}}
 
 
-def write_model(path: Path, files: dict[str, Any], note: str) -> None:
+def write_model(path: Path, level: str, trees: dict[str, Any], note: str) -> None:
+    """Write one level's trees into the model file at `path`, keeping the other level's."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"format": FORMAT, "note": note, "files": files}, separators=(",", ":")) + "\n")
+    data = json.loads(path.read_text()) if path.exists() else {}
+    if data.get("format") != FORMAT:
+        data = {"format": FORMAT}
+    data[level] = trees
+    data.setdefault("notes", {})[level] = note
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
 
 def train(args: argparse.Namespace) -> int:
     from coderag_tui.retrieval.ranker import Trees
 
     data = pickle.loads(Path(args.features).read_bytes())
-    if tuple(data["features"]) != rank_features.FILE_FEATURES:
-        raise SystemExit("the features file was extracted with other features: extract again")
     examples: list[Example] = data["examples"]
+    level = examples[0].level if examples else "files"
+    features = unit_features.UNIT_FEATURES if level == "units" else rank_features.FILE_FEATURES
+    if tuple(data["features"]) != features:
+        raise SystemExit("the features file was extracted with other features: extract again")
     fit_sets = set(args.fit.split(","))
     fitted = [e for e in examples if e.set in fit_sets]
     rounds = args.rounds
     booster = fit(fitted, rounds)
-    model = export(booster, rank_features.FILE_FEATURES)
+    model = export(booster, features)
     trees = Trees.from_json(model)
-    check = [e for e in examples if e.set not in fit_sets][:3] or fitted[:3]
-    for e in check:  # the exported arrays score as LightGBM does
+    for e in examples[:5]:  # the exported arrays score as LightGBM does
         if not np.allclose(trees.score(e.x), booster.predict(e.x), atol=1e-5):
             raise SystemExit("exported trees disagree with LightGBM")
     sets = list(dict.fromkeys(e.set for e in examples))
-    print(f"file Acc@1/5/10{'':19}" + "".join(f"{'@' + str(k):>7}" for k in KS))
-    loro_scores: dict[str, np.ndarray] = {}
-    projects = sorted({e.project for e in fitted})
+    what = "function" if level == "units" else "file"
+    print(f"{what} Acc@1/5/10{'':23}" + "".join(f"{'@' + str(k):>7}" for k in KS))
+    loro: dict[str, np.ndarray] = {}
     loro_dir = Path(args.loro_dir) if args.loro_dir else None
-    for project in projects:
+    for project in sorted({e.project for e in examples}):
         others = [e for e in fitted if e.project != project]
         b = fit(others, rounds)
         if loro_dir is not None:
-            write_model(loro_dir / f"{project}.json", export(b, rank_features.FILE_FEATURES),
+            write_model(loro_dir / f"{project}.json", level, export(b, features),
                         f"trained on {args.fit} without {project}")
         for e in examples:
             if e.project == project:
-                loro_scores[e.id + "/" + e.set] = b.predict(e.x)
+                loro[e.id + "/" + e.set] = b.predict(e.x)
+    full = {e.id + "/" + e.set: booster.predict(e.x) for e in examples}
     for name in sets:
         part = [e for e in examples if e.set == name]
         print(f"-- {name}" + (" (fitted: leave-one-repository-out)" if name in fit_sets else " (held out)"))
-        print(row("  fusion", [rank_of_gold(fusion_order(e), e.gold) for e in part]))
+        print(row("  fusion", [fusion_rank(e) for e in part]))
+        if name not in fit_sets:
+            print(row("  learned", [model_rank(e, full[e.id + "/" + e.set]) for e in part]))
+        print(row("  learned, leave-one-repository-out", [model_rank(e, loro[e.id + "/" + e.set]) for e in part]))
         if name in fit_sets:
-            print(row("  learned, leave-one-repository-out",
-                      [rank_of_gold(model_order(e, loro_scores[e.id + "/" + e.set]), e.gold) for e in part]))
-            print(row("  learned, all fitted (optimistic)",
-                      [rank_of_gold(model_order(e, booster.predict(e.x)), e.gold) for e in part]))
-        else:
-            print(row("  learned", [rank_of_gold(model_order(e, booster.predict(e.x)), e.gold) for e in part]))
-            print(row("  learned, leave-one-repository-out",
-                      [rank_of_gold(model_order(e, loro_scores.get(e.id + "/" + e.set, booster.predict(e.x))),
-                                    e.gold) for e in part]))
-        print(row("  candidates hold the gold", [1 if e.y.sum() >= len(e.gold) else 0 for e in part]))
+            print(row("  learned, all fitted (optimistic)", [model_rank(e, full[e.id + "/" + e.set]) for e in part]))
+        print(row("  candidates hold the gold", [reachable(e) for e in part]))
         for project in sorted({e.project for e in part}):
             pp = [e for e in part if e.project == project]
-            scores = [loro_scores.get(e.id + "/" + e.set) for e in pp]
-            print(row(f"    {project}: fusion", [rank_of_gold(fusion_order(e), e.gold) for e in pp]))
-            print(row(f"    {project}: learned (LORO)",
-                      [rank_of_gold(model_order(e, s if s is not None else booster.predict(e.x)), e.gold)
-                       for e, s in zip(pp, scores, strict=True)]))
+            print(row(f"    {project}: fusion", [fusion_rank(e) for e in pp]))
+            print(row(f"    {project}: learned (LORO)", [model_rank(e, loro[e.id + "/" + e.set]) for e in pp]))
     gain = booster.feature_importance("gain")
-    top = sorted(range(len(gain)), key=lambda i: -gain[i])[:20]
-    print("features by gain: " + ", ".join(f"{rank_features.FILE_FEATURES[i]} {gain[i]:.0f}" for i in top))
+    top = sorted(range(len(gain)), key=lambda i: -gain[i])[:25]
+    print("features by gain: " + ", ".join(f"{features[i]} {gain[i]:.0f}" for i in top))
     if args.model:
-        write_model(Path(args.model), model, f"trained on {args.fit} ({len(fitted)} cases)")
+        write_model(Path(args.model), level, model, f"trained on {args.fit} ({len(fitted)} cases)")
         print(f"model -> {args.model} ({Path(args.model).stat().st_size} bytes)")
     return 0
 
@@ -265,6 +317,10 @@ def main() -> int:
     e.add_argument("--repos", required=True)
     e.add_argument("--set", action="append", required=True, help="NAME=JSONL[:CHECKOUTS.json]")
     e.add_argument("--out", required=True)
+    e.add_argument("--units", action="store_true", help="unit candidates (needs labels: gold hunks or functions)")
+    e.add_argument("--file-model", default="", help="units: the file model (a file, or a folder of "
+                   "leave-one-repository-out models <project>.json)")
+    e.add_argument("--hunks", help="JSON {instance_id: [hunks]} for sets without gold hunks")
     e.add_argument("--only", help="only cases whose id contains this text (comma-separated: any of them)")
     t = sub.add_parser("train")
     t.add_argument("--features", required=True)

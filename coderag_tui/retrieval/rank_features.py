@@ -37,7 +37,7 @@ FILE_FEATURES = (
     *(f"inv_{name}" for name in LISTS), *(f"n_{name}" for name in LISTS),
     "chunk_max", "chunk_sum", "chunk_n",
     "test", "prose", "init", "depth", "docs_dir", "examples_dir",
-    "path_hits", "path_frac", "stem_hit", "stem_title",
+    "path_hits", "path_frac", "stem_hit", "stem_title", "pkg_match", "pkg_full",
     "g_seed", "g1", "g2",
     "lines", "units",
 )
@@ -57,6 +57,7 @@ class QueryFacts:
     words: frozenset[str]  # every search word of the query (stop words out), lower case
     title_words: frozenset[str]
     values: tuple[float, ...]  # QUERY_FEATURES
+    modules: tuple[tuple[str, ...], ...] = ()  # dotted names the query writes (`sklearn.linear_model`), as parts
 
 
 def query_facts(query: str, sig: report.ReportSignals | None, mentions: int, tests: bool, docs: bool) -> QueryFacts:
@@ -67,7 +68,24 @@ def query_facts(query: str, sig: report.ReportSignals | None, mentions: int, tes
     values = (float(is_report), math.log1p(len(query.split())), float(tests), float(docs),
               float(min(len(sig.frames), 5)) if sig is not None else 0.0, float(min(mentions, 10)),
               float(bool(_CODE.search(query))))
-    return QueryFacts(is_report, title, words, frozenset(lexical.query_terms(title, 100)), values)
+    modules = tuple(tuple(m.split(".")) for m in (sig.modules if sig is not None else ()))
+    return QueryFacts(is_report, title, words, frozenset(lexical.query_terms(title, 100)), values, modules)
+
+
+def package_match(path: str, modules: Sequence[tuple[str, ...]]) -> tuple[int, bool]:
+    """How many leading folders (and the file's stem) of the path a dotted name the query writes
+    spells (`sklearn.linear_model.X` and `sklearn/linear_model/_logistic.py`: 2), and whether it
+    spells all of the file's folders (the file lies in the package the report imports from)."""
+    parts = PurePosixPath(path).with_suffix("").parts
+    best = 0
+    for mod in modules:
+        n = 0
+        for a, b in zip(parts, mod, strict=False):
+            if a != b:
+                break
+            n += 1
+        best = max(best, n)
+    return best, best >= len(parts) - 1 > 0
 
 
 def path_words(path: str) -> set[str]:
@@ -207,6 +225,8 @@ def file_candidates(
                 float(pure.name == "__init__.py"), float(len(pure.parts) - 1), float(bool(folders & _DOC_DIRS)),
                 float(bool(folders & _EXAMPLE_DIRS)), float(hits), hits / max(len(words), 1),
                 float(stem in facts.words), float(stem in facts.title_words)]
+        matched, full = package_match(path, facts.modules)
+        row += [float(matched), float(full)]
         row += [float(seed_count.get(path, 0)), hop1.get(path, 0.0), hop2.get(path, 0.0)]
         row += [math.log1p(lines), math.log1p(n_units)]
         rows[i] = row
