@@ -79,8 +79,8 @@ def file_model_for(case_id: str, spec: str) -> Any:
     return load_model(str(path))
 
 
-def unit_labels(db: Database, case: dict[str, Any], hunks: dict[str, Any], shared: bool,
-                hits: Sequence[Any]) -> np.ndarray | None:
+def unit_labels(db: Database, case: dict[str, Any], hunks: dict[str, Any], functions: dict[str, Any],
+                shared: bool, hits: Sequence[Any]) -> np.ndarray | None:
     """1 for a candidate hit that shows a gold unit: by the gold hunks on a checkout at
     `base_commit` (as the eval scores it), by the gold functions' names on a release checkout."""
     from coderag_tui.retrieval.evaluate import Case, Hunk, gold_units, shows
@@ -92,7 +92,8 @@ def unit_labels(db: Database, case: dict[str, Any], hunks: dict[str, Any], share
         if not golds:
             return None
         return np.array([any(shows(h, g) for g in golds) for h in hits], dtype=np.float32)
-    names = {tuple(f.split("::", 1)) for f in case.get("gold_functions", []) if "::" in f}
+    named = case.get("gold_functions") or functions.get(case["instance_id"], [])
+    names = {tuple(f.split("::", 1)) for f in named if "::" in f}
     if not names:
         return None
     return np.array([(h.unit.path, h.unit.name) in names for h in hits], dtype=np.float32)
@@ -103,6 +104,7 @@ def extract(args: argparse.Namespace) -> int:
     out: list[Example] = []
     settings = replace(Settings().search, ranker="fusion")
     hunks = json.loads(Path(args.hunks).read_text()) if args.hunks else {}
+    functions = {k: v for path in args.functions or [] for k, v in json.loads(Path(path).read_text()).items()}
     features = unit_features.UNIT_FEATURES if args.units else rank_features.FILE_FEATURES
     for spec in args.set:
         name, _, rest = spec.partition("=")
@@ -132,7 +134,7 @@ def extract(args: argparse.Namespace) -> int:
             if args.units:
                 hits, x = searcher.unit_features(case["query"], model=file_model_for(case["instance_id"],
                                                                                      args.file_model))
-                y = unit_labels(db, case, hunks, case["instance_id"] in checkouts, hits)
+                y = unit_labels(db, case, hunks, functions, case["instance_id"] in checkouts, hits)
                 if y is None:
                     continue
                 keys = [f"{h.unit.path}::{h.unit.qualname or h.unit.name}#{h.unit.id}" for h in hits]
@@ -194,14 +196,14 @@ PARAMS: dict[str, Any] = {
 ROUNDS = 200
 
 
-def fit(examples: Sequence[Example], rounds: int = ROUNDS) -> Any:
+def fit(examples: Sequence[Example], rounds: int = ROUNDS, params: dict[str, Any] | None = None) -> Any:
     import lightgbm as lgb
 
     used = [e for e in examples if e.y.any()]  # a case whose gold no candidate holds teaches nothing
     x = np.concatenate([e.x for e in used])
     y = np.concatenate([e.y for e in used])
     data = lgb.Dataset(x, y, group=[len(e.paths) for e in used], free_raw_data=False)
-    return lgb.train(PARAMS, data, num_boost_round=rounds)
+    return lgb.train({**PARAMS, **(params or {})}, data, num_boost_round=rounds)
 
 
 def export(booster: Any, features: Sequence[str]) -> dict[str, Any]:
@@ -256,8 +258,11 @@ def write_model(path: Path, level: str, trees: dict[str, Any], note: str) -> Non
 def train(args: argparse.Namespace) -> int:
     from coderag_tui.retrieval.ranker import Trees
 
-    data = pickle.loads(Path(args.features).read_bytes())
-    examples: list[Example] = data["examples"]
+    parts = [pickle.loads(Path(path).read_bytes()) for path in args.features]
+    examples: list[Example] = [e for part in parts for e in part["examples"]]
+    data = parts[0]
+    if any(tuple(part["features"]) != tuple(data["features"]) for part in parts):
+        raise SystemExit("the features files were extracted with different features")
     level = examples[0].level if examples else "files"
     features = unit_features.UNIT_FEATURES if level == "units" else rank_features.FILE_FEATURES
     if tuple(data["features"]) != features:
@@ -265,7 +270,9 @@ def train(args: argparse.Namespace) -> int:
     fit_sets = set(args.fit.split(","))
     fitted = [e for e in examples if e.set in fit_sets]
     rounds = args.rounds
-    booster = fit(fitted, rounds)
+    params = {k: v for k, v in (("num_leaves", args.leaves), ("min_data_in_leaf", args.min_data),
+                                ("learning_rate", args.lr)) if v is not None}
+    booster = fit(fitted, rounds, params)
     model = export(booster, features)
     trees = Trees.from_json(model)
     for e in examples[:5]:  # the exported arrays score as LightGBM does
@@ -278,7 +285,7 @@ def train(args: argparse.Namespace) -> int:
     loro_dir = Path(args.loro_dir) if args.loro_dir else None
     for project in sorted({e.project for e in examples}):
         others = [e for e in fitted if e.project != project]
-        b = fit(others, rounds)
+        b = fit(others, rounds, params)
         if loro_dir is not None:
             write_model(loro_dir / f"{project}.json", level, export(b, features),
                         f"trained on {args.fit} without {project}")
@@ -321,11 +328,16 @@ def main() -> int:
     e.add_argument("--file-model", default="", help="units: the file model (a file, or a folder of "
                    "leave-one-repository-out models <project>.json)")
     e.add_argument("--hunks", help="JSON {instance_id: [hunks]} for sets without gold hunks")
+    e.add_argument("--functions", action="append", help="JSON {instance_id: [path::name]} for sets without "
+                   "gold functions (units on release checkouts; bench/swebench_hunks.py --functions)")
     e.add_argument("--only", help="only cases whose id contains this text (comma-separated: any of them)")
     t = sub.add_parser("train")
-    t.add_argument("--features", required=True)
+    t.add_argument("--features", required=True, action="append", help="features from `extract` (repeatable)")
     t.add_argument("--fit", default="train,dev2")
     t.add_argument("--rounds", type=int, default=ROUNDS)
+    t.add_argument("--leaves", type=int)
+    t.add_argument("--min-data", type=int)
+    t.add_argument("--lr", type=float)
     t.add_argument("--model", help="write the model fitted on --fit here")
     t.add_argument("--loro-dir", help="write each leave-one-repository-out model here as <project>.json")
     args = p.parse_args()

@@ -39,10 +39,11 @@ FILE_FEATURES = (
     "test", "prose", "init", "depth", "docs_dir", "examples_dir",
     "path_hits", "path_frac", "stem_hit", "stem_title", "pkg_match", "pkg_full",
     "g_seed", "g1", "g2",
-    "lines", "units",
+    "lines", "units", "lang_share", "structured", "cover", "cover_title", "covered", "inbound", "tested",
 )
 MAX_CANDIDATES = 120  # of the fusion's files; the graph's and the title's best come on top
 GRAPH_CANDIDATES = 20
+COVER = 20  # candidates (in the fusion's order) whose text is read for the query words it holds
 SEEDS = 12  # definitions the query names, followed into the graph
 HOP2 = 40  # first-hop callees followed one step further
 _CODE = re.compile(r"```|^\s*>>> |^ {4}\S", re.M)
@@ -161,6 +162,27 @@ def graph_reach(db: Database, lists: Mapping[str, Sequence[int]], units: Mapping
     return GraphReach(tuple(seeds), hop1, hop2, first, second)
 
 
+def coverage(db: Database, facts: QueryFacts, paths: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Per file, the share of the query's words (each weighted by its rarity) and of its title's
+    words the file's text holds anywhere, not only in its best chunks."""
+    df, total = lexical.doc_freqs(db, sorted(facts.words))
+    idf = {w: math.log((1 + total) / (1 + n)) for w, n in df.items()}
+    if not idf:
+        return {}
+    texts: dict[str, list[str]] = {}
+    for path, _start, _end, text in rank_reads.chunks_of_files(db, paths):
+        texts.setdefault(str(path), []).append(str(text))
+    whole = sum(idf.values())
+    title = [w for w in facts.title_words if w in idf]
+    out: dict[str, tuple[float, float]] = {}
+    for path, parts in texts.items():
+        low = "\n".join(parts).lower()  # a substring test: cheap, and sub-words of names count
+        held = {w for w in idf if w in low}
+        out[path] = (sum(idf[w] for w in held) / whole,
+                     sum(1 for w in title if w in held) / len(title) if title else 0.0)
+    return out
+
+
 def file_candidates(
     db: Database,
     facts: QueryFacts,
@@ -207,6 +229,9 @@ def file_candidates(
     symbol_files = {units[uid].path for uid in seeds if uid in units}
     seed_count = {p: sum(1 for uid in seeds if uid in units and units[uid].path == p) for p in symbol_files}
     sizes = rank_reads.file_sizes(db, candidates)
+    lead = [sizes[p][2] for p in candidates[:30] if p in sizes]
+    cover = coverage(db, facts, candidates[:COVER])
+    inbound = rank_reads.inbound_files(db, candidates)
     rows = np.zeros((len(candidates), len(FILE_FEATURES)), dtype=np.float32)
     qvals = facts.values
     for i, path in enumerate(candidates):
@@ -215,7 +240,7 @@ def file_candidates(
         row += [1.0 / ranks[name][0][path] if path in ranks[name][0] else 0.0 for name in LISTS]
         row += [math.log1p(ranks[name][1].get(path, 0)) for name in LISTS]
         row += [best.get(path, 0.0) / top, decayed.get(path, 0.0) / top_decayed, math.log1p(n_chunks.get(path, 0))]
-        lines, n_units, language = sizes.get(path, (0, 0, "text"))
+        lines, n_units, language, structured = sizes.get(path, (0, 0, "text", False))
         pure = PurePosixPath(path)
         folders = {part.lower() for part in pure.parts[:-1]}
         words = path_words(path)
@@ -228,6 +253,8 @@ def file_candidates(
         matched, full = package_match(path, facts.modules)
         row += [float(matched), float(full)]
         row += [float(seed_count.get(path, 0)), hop1.get(path, 0.0), hop2.get(path, 0.0)]
-        row += [math.log1p(lines), math.log1p(n_units)]
+        row += [math.log1p(lines), math.log1p(n_units), lead.count(language) / max(len(lead), 1),
+                float(structured), *cover.get(path, (0.0, 0.0)), float(path in cover),
+                *(math.log1p(n) for n in inbound.get(path, (0, 0)))]
         rows[i] = row
     return candidates, rows

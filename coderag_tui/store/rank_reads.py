@@ -29,11 +29,11 @@ def callees_of(db: Database, unit_ids: Sequence[int], limit: int = 400) -> list[
     return [(int(s), int(d), str(p), fan.get(int(d), 1)) for s, d, p in rows]
 
 
-def file_sizes(db: Database, paths: Sequence[str]) -> dict[str, tuple[int, int, str]]:
-    """path -> (lines, units, language) of these files."""
-    return {str(p): (int(n), int(u), str(lang)) for p, n, u, lang in db.rows_in(
-        "SELECT f.path, f.lines, (SELECT count(*) FROM units u WHERE u.file_id = f.id), f.language FROM files f "
-        "WHERE f.path IN ({marks})", list(paths))}
+def file_sizes(db: Database, paths: Sequence[str]) -> dict[str, tuple[int, int, str, bool]]:
+    """path -> (lines, units, language, parsed into units by a grammar) of these files."""
+    return {str(p): (int(n), int(u), str(lang), bool(st)) for p, n, u, lang, st in db.rows_in(
+        "SELECT f.path, f.lines, (SELECT count(*) FROM units u WHERE u.file_id = f.id), f.language, f.structured "
+        "FROM files f WHERE f.path IN ({marks})", list(paths))}
 
 
 def units_of_files(db: Database, paths: Sequence[str]) -> list[UnitRef]:
@@ -52,3 +52,15 @@ def chunks_of_files(db: Database, paths: Sequence[str]) -> list[tuple[Any, ...]]
 def file_paths(db: Database, file_ids: Sequence[int]) -> dict[int, str]:
     """file id -> path."""
     return {int(i): str(p) for i, p in db.rows_in("SELECT id, path FROM files WHERE id IN ({marks})", list(file_ids))}
+
+
+def inbound_files(db: Database, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """path -> (how many other files call, import or subclass its units; how many test files test them)."""
+    out: dict[str, tuple[int, int]] = {}
+    for path, refs, tests in db.rows_in(
+            "SELECT f.path, count(DISTINCT CASE WHEN e.kind IN ('CALLS', 'IMPORTS', 'INHERITS') THEN e.src_file END), "
+            "count(DISTINCT CASE WHEN e.kind = 'TESTS' THEN e.src_file END) "
+            "FROM files f JOIN units u ON u.file_id = f.id JOIN edges e ON e.dst = u.id "
+            "WHERE f.path IN ({marks}) AND e.src_file <> f.id GROUP BY f.path", list(paths)):
+        out[str(path)] = (int(refs), int(tests))
+    return out
