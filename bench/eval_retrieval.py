@@ -36,6 +36,7 @@ from coderag_tui.retrieval.evaluate import (
     SHOWN,
     Case,
     CaseResult,
+    Hunk,
     accuracy,
     evaluate_case,
     load_cases,
@@ -46,6 +47,7 @@ from coderag_tui.service import CodeRag
 
 # the table's rows; "rerank" (hybrid + rerank) is a mode of the search only where a reranker exists
 SHOWN_ORDER = ("bm25", "vector", "hybrid", "rerank")
+LEARNED = "learned"  # hybrid ordered by the learned ranker ([search] ranker = "learned"); hybrid is the fusion
 
 
 class VectorCache:
@@ -150,14 +152,20 @@ def main() -> int:
     p.add_argument("--require-vectors", action="store_true",
                    help="evaluate only checkouts whose every chunk has a vector")
     p.add_argument("--modes", default=",".join(m for m in SHOWN_ORDER if m in MODES),
-                   help="bm25, vector, hybrid and, when the search has a reranker, rerank (hybrid + rerank)")
+                   help="bm25, vector, hybrid (the fusion's order), learned (hybrid ordered by the learned ranker) "
+                   "and, when the search has a reranker, rerank (hybrid + rerank)")
     p.add_argument("--every", type=int, default=1,
                    help="only every N-th case of each set (in the set's order): a stated, deterministic subsample")
     p.add_argument("--results", help="write per-case ranks as JSON here")
+    p.add_argument("--ranker-model", help="with the mode 'learned': a model file, or a folder of leave-one-repository-"
+                   "out models <project>.json (bench/train_ranker.py); default: the shipped model")
+    p.add_argument("--hunks", help="JSON {instance_id: [{file, old_start, old_lines}]}: gold hunks for cases "
+                   "whose set has none (bench/swebench_hunks.py)")
     p.add_argument("--checkouts", help="JSON {instance_id: {checkout: DIR}}: shared checkouts (not at base_commit; "
                    "file level only) for these cases")
     args = p.parse_args()
     checkouts = load_checkouts(Path(args.checkouts)) if args.checkouts else {}
+    hunks = json.loads(Path(args.hunks).read_text()) if args.hunks else {}
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     set_of: dict[str, str] = {}
@@ -165,6 +173,9 @@ def main() -> int:
     for jsonl in args.jsonl:
         name = Path(jsonl).name.removesuffix(".jsonl")
         for c in load_cases(Path(jsonl))[:: max(args.every, 1)]:
+            if not c.gold_hunks and c.id in hunks:
+                c = dataclasses.replace(c, gold_hunks=tuple(Hunk(h["file"], int(h["old_start"]), int(h["old_lines"]))
+                                                            for h in hunks[c.id]))
             set_of[c.id] = name
             cases.append(c)
     if args.only:
@@ -206,9 +217,18 @@ def main() -> int:
         elif args.phase in ("all", "eval"):
             t = time.perf_counter()
             searcher = service.searcher()
-            if args.no_embed:  # keywords, symbols and the graph only, even where vectors exist
-                searcher = Searcher(service.db, service.settings.search, None)
-            r = evaluate_case(searcher, case, modes)
+            fusion = dataclasses.replace(service.settings.search, ranker="fusion")
+            embed = None if args.no_embed else searcher.embed_query  # --no-embed: even where vectors exist
+            searcher = Searcher(service.db, fusion, embed, searcher.matrix, searcher.reranker, searcher.default_mode)
+            r = evaluate_case(searcher, case, [m for m in modes if m != LEARNED])
+            if LEARNED in modes:  # hybrid with the learned ranker (per repository: the model trained without it)
+                model = Path(args.ranker_model or "")
+                model = model / f"{case.id.split('__')[0]}.json" if model.is_dir() else model
+                learned = dataclasses.replace(fusion, ranker="learned",
+                                              ranker_model=str(model) if args.ranker_model else "")
+                other = evaluate_case(Searcher(service.db, learned, embed, searcher.matrix), case, ["hybrid"])
+                r.file_rank[LEARNED] = other.file_rank["hybrid"]
+                r.unit_rank[LEARNED] = other.unit_rank["hybrid"]
             if baseline is None or baseline_of != checkout_of(case, checkouts):
                 if baseline is not None:
                     baseline.close()

@@ -90,6 +90,8 @@ class SearchSettings:
     weight_symbol: float = 1.5
     rerank: str = "off"  # off, or llm: the configured chat model re-orders the top hits
     rerank_top: int = 10  # hits the reranker judges
+    ranker: str = "learned"  # learned (trees over per-candidate features, for pasted reports) or fusion
+    ranker_model: str = ""  # a model file instead of the shipped one (bench/train_ranker.py writes them)
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,11 @@ import numpy as np
 
 from coderag_tui.config import EmbedSettings
 from coderag_tui.errors import ModelError
+from coderag_tui.indexing import embed_order
 from coderag_tui.indexing.windows import Windows, pool
 from coderag_tui.models import Progress
 from coderag_tui.paths import cache_dir
-from coderag_tui.store import embed_docs
+from coderag_tui.store import embed_docs, usage_reads
 from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.embeddings import (
     all_embedded,
@@ -319,6 +320,9 @@ def embed_index(
     total_chunks = chunk_count(db, paths)
     changed = embed_docs.sync(db)
     chunks_todo, without = pending_chunks(db, paths)
+    if len(chunks_todo) > embed_order.BLOCK:  # a long run: what searches use first is embedded first
+        chunks_todo = embed_order.expected_use_order(
+            chunks_todo, usage_reads.chunk_facts(db, [cid for cid, _ in chunks_todo]), usage_reads.file_references(db))
     docs_todo = embed_docs.pending_docs(db, paths)  # chunks whose summary joins their document
     pending: list[tuple[int | str, str]] = [*chunks_todo, *((k, k) for k in docs_todo)]
     todo = len(pending)

@@ -25,10 +25,12 @@ from coderag_tui.retrieval import (
     lexical,
     names,
     prose,
+    ranker,
     report,
     router,
     structural,
     symbols,
+    unit_features,
     vector,
 )
 from coderag_tui.retrieval.common import ChunkMatch, keep_kind, unit_ranking
@@ -187,9 +189,25 @@ class Searcher:
                 return SearchResult(route, graph_hits)
         files = (filerank.UNIT_SHARE > 0 and mode == "hybrid" and route.kind == router.SEMANTIC
                  and filerank.is_report(query))
+        model = self.learned(mode, query) if route.kind == router.SEMANTIC else None
+        if model is not None and model.units is not None:
+            return self._learned_units(query, route, k, filters, model)
         ranked = self._rank(query, route, n, filters, mode, files=files)
         if mode == "hybrid" and ranked.only_weak_vectors():
             return SearchResult(route, (), ranked.vectors_used)
+        fused, units = self._fused_units(query, ranked, files, k * 3)
+        hits = []
+        for f in fused[:k]:
+            u = units.get(f.key)
+            if u is None:
+                continue
+            m = ranked.best.get(f.key)
+            hits.append(SearchHit(u, f.score, f.reasons, m.start_line if m else 0, m.end_line if m else 0))
+        return SearchResult(route, tuple(hits), ranked.vectors_used)
+
+    def _fused_units(self, query: str, ranked: Ranked, files: bool, depth: int
+                     ) -> tuple[list[Fused[int]], dict[int, UnitRef]]:
+        """The retrievers' units fused (the first `depth`, tests and prose demoted) and those units."""
         if ranked.lists.get("summary"):  # a file's profile ranks files, not the file's head as a unit
             described = read.get_units(self.db, ranked.lists["summary"])
             ranked.lists["summary"] = [uid for uid in ranked.lists["summary"]
@@ -200,18 +218,36 @@ class Searcher:
                 (chunk_units[m.unit_id].path, m.score) for m in ranked.chunks if m.unit_id in chunk_units])
             ranked.weights["filed"] = self.settings.weight_bm25 * filerank.UNIT_SHARE
         fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
-        units = read.get_units(self.db, [f.key for f in fused[: k * 3]])
-        fused = demote_tests(fused[: k * 3], lambda key: units[key].path if key in units else "", query)
+        units = read.get_units(self.db, [f.key for f in fused[:depth]])
+        fused = demote_tests(fused[:depth], lambda key: units[key].path if key in units else "", query)
         fused = demote_prose(fused, lambda key: key in units and prose.is_prose_unit(units[key].path,
                                                                                   units[key].language), query)
+        return fused, units
+
+    def _learned_units(self, query: str, route: Route, k: int, filters: SearchFilters | None,
+                       model: ranker.Model) -> SearchResult:
+        """A report's units ordered by the learned ranker: the fusion's units and the functions
+        of the best files by the learned file order, scored by the unit model."""
+        prep, ranked, units, fused, files = self._learned_candidates(query, filters, model)
+        out = ranker.rank_units(self.db, model, prep, ranked.lists, units, fused, files)
         hits = []
-        for f in fused[:k]:
-            u = units.get(f.key)
-            if u is None:
-                continue
-            m = ranked.best.get(f.key)
-            hits.append(SearchHit(u, f.score, f.reasons, m.start_line if m else 0, m.end_line if m else 0))
+        for u, f in out[:k]:
+            m = ranked.best.get(u.id)
+            hits.append(SearchHit(u, f.score, f.reasons, m.start_line if m else u.start_line,
+                                  m.end_line if m else u.end_line))
         return SearchResult(route, tuple(hits), ranked.vectors_used)
+
+    def _learned_candidates(self, query: str, filters: SearchFilters | None, model: ranker.Model | None
+                            ) -> tuple[ranker.Prepared, Ranked, dict[int, UnitRef], list[Fused[int]],
+                                       list[Fused[str]]]:
+        """One run of the retrievers for a report, and what the learned unit ranking needs of it:
+        the learned file order (the fusion's without a model) and the fused units."""
+        ranked, units, file_fused, _ = self._fused_files(query, self.settings.k, filters, "hybrid")
+        prep = ranker.prepare(self.db, query, ranked.lists, units, about_tests(query), prose.about_docs(query))
+        files = (ranker.rank_files(self.db, model, prep, ranked.lists, units, ranked.chunks, file_fused, filters)
+                 if model is not None else file_fused)
+        fused, unit_map = self._fused_units(query, ranked, True, unit_features.MAX_FUSED)
+        return prep, ranked, unit_map, fused, files
 
     def _rank(self, query: str, route: Route, n: int, filters: SearchFilters | None, mode: str,
               files: bool = False) -> Ranked:
@@ -283,6 +319,25 @@ class Searcher:
         mode = mode or self.default_mode
         mode = "hybrid" if mode == RERANK else mode
         k = k or self.settings.k
+        ranked, units, fused, top_unit = self._fused_files(query, k, filters, mode)
+        model = self.learned(mode, query)
+        if model is not None:
+            prep = ranker.prepare(self.db, query, ranked.lists, units, about_tests(query), prose.about_docs(query))
+            fused = ranker.rank_files(self.db, model, prep, ranked.lists, units, ranked.chunks, fused, filters)
+        out: list[SearchHit] = []
+        for f in fused[:k]:
+            fu = read.file_unit(self.db, f.key)
+            if fu is None:
+                continue
+            top = top_unit.get(f.key, fu)  # a file only the graph reached has no unit hit
+            out.append(SearchHit(fu, f.score, (*f.reasons, f"best {top.qualname or top.name}"),
+                                 top.start_line, top.end_line))
+        return out
+
+    def _fused_files(self, query: str, k: int, filters: SearchFilters | None, mode: str
+                     ) -> tuple[Ranked, dict[int, UnitRef], list[Fused[str]], dict[str, UnitRef]]:
+        """The retrievers' units, the files fused from them (tests and prose demoted), and each
+        file's best unit."""
         n = max(self.settings.candidates * 2, k * 4)
         ranked = self._rank(query, router.classify(query), n, filters, mode, files=True)
         units = read.get_units(self.db, [uid for ids in ranked.lists.values() for uid in ids]
@@ -309,15 +364,32 @@ class Searcher:
         fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS),
                              lambda path: path, query)
         fused = demote_prose(fused, lambda path: prose.is_prose_unit(path, top_unit[path].language), query)
-        out: list[SearchHit] = []
-        for f in fused[:k]:
-            fu = read.file_unit(self.db, f.key)
-            if fu is None:
-                continue
-            top = top_unit[f.key]
-            out.append(SearchHit(fu, f.score, (*f.reasons, f"best {top.qualname or top.name}"),
-                                 top.start_line, top.end_line))
-        return out
+        return ranked, units, fused, top_unit
+
+    def file_features(self, query: str, filters: SearchFilters | None = None) -> tuple[list[str], np.ndarray]:
+        """The learned ranker's candidate files for a query and their features (for training)."""
+        ranked, units, fused, _ = self._fused_files(query, self.settings.k, filters, "hybrid")
+        prep = ranker.prepare(self.db, query, ranked.lists, units, about_tests(query), prose.about_docs(query))
+        return ranker.file_matrix(self.db, prep, ranked.lists, units, ranked.chunks, fused, filters)
+
+    def unit_features(self, query: str, filters: SearchFilters | None = None, model: ranker.Model | None = None
+                      ) -> tuple[list[SearchHit], np.ndarray]:
+        """The learned ranker's candidate units for a report and their features (for training):
+        each candidate as the hit it would be (its best chunk's lines, else its own)."""
+        prep, ranked, units, fused, files = self._learned_candidates(query, filters, model)
+        cands, x = ranker.unit_matrix(self.db, prep, ranked.lists, units, fused, files)
+        hits = []
+        for u in cands:
+            m = ranked.best.get(u.id)
+            hits.append(SearchHit(u, 0.0, (), m.start_line if m else u.start_line, m.end_line if m else u.end_line))
+        return hits, x
+
+    def learned(self, mode: str, query: str) -> ranker.Model | None:
+        """The learned ranker's model when it orders this query's results (`[search] ranker`)."""
+        ranker.check_ranker(self.settings.ranker)
+        if mode != "hybrid" or self.settings.ranker != "learned" or not ranker.applies(query):
+            return None
+        return ranker.load_model(self.settings.ranker_model)
 
     def similar(self, unit_id: int, k: int | None = None, filters: SearchFilters | None = None) -> list[SearchHit]:
         """Units like the given one: nearest vectors of its chunks, else its words (BM25)."""

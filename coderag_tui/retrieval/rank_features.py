@@ -1,0 +1,260 @@
+"""What the learned ranker sees of each candidate file: the retrievers' ranks and scores, how the
+path and its name meet the query's words, where the graph leads from the names the query uses,
+the file's size and kind, and a few facts about the query itself.
+
+Candidates are the files the retrievers found (the fusion's list) and the files the graph reaches
+from the definitions a query names (the functions its example calls, and what those call,
+weighted by how specific each callee is: a helper called from everywhere says little). Every
+feature is a number computed the same way at training time (bench/train_ranker.py) and at run
+time (ranker.py); a retriever that did not run (vectors, on an index without them) gives zeros.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import numpy as np
+
+from coderag_tui.models import UnitRef
+from coderag_tui.parsing.extract import is_test_path
+from coderag_tui.parsing.identifiers import split_identifier
+from coderag_tui.retrieval import filerank, lexical, prose, report
+from coderag_tui.retrieval.common import ChunkMatch
+from coderag_tui.retrieval.fusion import Fused
+from coderag_tui.store import rank_reads
+from coderag_tui.store.backend import StoreBackend
+
+# the retrievers' lists, as search_files fuses them, plus the title's own BM25 list
+LISTS = ("bm25", "files", "symbol", "fuzzy", "name", "trace", "summary", "vector", "filed", "title")
+QUERY_FEATURES = ("q_report", "q_words", "q_tests", "q_docs", "q_frames", "q_mentions", "q_code")
+FILE_FEATURES = (
+    *QUERY_FEATURES,
+    "fused_rel", "fused_rank",
+    *(f"inv_{name}" for name in LISTS), *(f"n_{name}" for name in LISTS),
+    "chunk_max", "chunk_sum", "chunk_n",
+    "test", "prose", "init", "depth", "docs_dir", "examples_dir",
+    "path_hits", "path_frac", "stem_hit", "stem_title", "pkg_match", "pkg_full",
+    "g_seed", "g1", "g2",
+    "lines", "units", "lang_share", "structured", "cover", "cover_title", "covered", "inbound", "tested",
+)
+MAX_CANDIDATES = 120  # of the fusion's files; the graph's and the title's best come on top
+GRAPH_CANDIDATES = 20
+COVER = 20  # candidates (in the fusion's order) whose text is read for the query words it holds
+SEEDS = 12  # definitions the query names, followed into the graph
+HOP2 = 40  # first-hop callees followed one step further
+_CODE = re.compile(r"```|^\s*>>> |^ {4}\S", re.M)
+_DOC_DIRS = frozenset({"doc", "docs", "documentation"})
+_EXAMPLE_DIRS = frozenset({"example", "examples", "benchmarks", "benchmark", "asv_bench", "tutorials", "galleries"})
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    report: bool
+    title: str  # a report's first line (the whole query otherwise)
+    words: frozenset[str]  # every search word of the query (stop words out), lower case
+    title_words: frozenset[str]
+    values: tuple[float, ...]  # QUERY_FEATURES
+    modules: tuple[tuple[str, ...], ...] = ()  # dotted names the query writes (`sklearn.linear_model`), as parts
+
+
+def query_facts(query: str, sig: report.ReportSignals | None, mentions: int, tests: bool, docs: bool) -> QueryFacts:
+    text = sig.text if sig is not None else query
+    is_report = filerank.is_report(query)
+    title = query.strip().split("\n", 1)[0] if is_report else query
+    words = frozenset(lexical.query_terms(text, 400))
+    values = (float(is_report), math.log1p(len(query.split())), float(tests), float(docs),
+              float(min(len(sig.frames), 5)) if sig is not None else 0.0, float(min(mentions, 10)),
+              float(bool(_CODE.search(query))))
+    modules = tuple(tuple(m.split(".")) for m in (sig.modules if sig is not None else ()))
+    return QueryFacts(is_report, title, words, frozenset(lexical.query_terms(title, 100)), values, modules)
+
+
+def package_match(path: str, modules: Sequence[tuple[str, ...]]) -> tuple[int, bool]:
+    """How many leading folders (and the file's stem) of the path a dotted name the query writes
+    spells (`sklearn.linear_model.X` and `sklearn/linear_model/_logistic.py`: 2), and whether it
+    spells all of the file's folders (the file lies in the package the report imports from)."""
+    parts = PurePosixPath(path).with_suffix("").parts
+    best = 0
+    for mod in modules:
+        n = 0
+        for a, b in zip(parts, mod, strict=False):
+            if a != b:
+                break
+            n += 1
+        best = max(best, n)
+    return best, best >= len(parts) - 1 > 0
+
+
+def path_words(path: str) -> set[str]:
+    """The words of a path's folders and file name (`db/models/query_utils.py` -> db, models,
+    query, utils, query_utils), extension aside."""
+    p = PurePosixPath(path)
+    parts = [*p.parts[:-1], p.stem]
+    out: set[str] = set()
+    for part in parts:
+        out.add(part.lower())
+        out.update(w.lower() for w in split_identifier(part))
+    return {w for w in out if len(w) >= 2}
+
+
+def list_ranks(ids: Sequence[int], units: Mapping[int, UnitRef]) -> tuple[dict[str, int], dict[str, int]]:
+    """A unit list as files: each file's rank (1-based, at its best unit) and its number of units."""
+    rank: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for uid in ids:
+        u = units.get(uid)
+        if u is None:
+            continue
+        if u.path not in rank:
+            rank[u.path] = len(rank) + 1
+        count[u.path] = count.get(u.path, 0) + 1
+    return rank, count
+
+
+def path_ranks(paths: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
+    rank: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for p in paths:
+        rank.setdefault(p, len(rank) + 1)
+        count[p] = count.get(p, 0) + 1
+    return rank, count
+
+
+@dataclass(frozen=True)
+class GraphReach:
+    """What the graph reaches from the units a query names, per file and per unit: their callees
+    (first hop) and the callees' callees (second), each counting 1 / log2(1 + its callers), so
+    specific code the example reaches counts, helpers called from everywhere little."""
+
+    seeds: tuple[int, ...]
+    hop1: dict[str, float]
+    hop2: dict[str, float]
+    unit_hop1: dict[int, float]
+    unit_hop2: dict[int, float]
+
+
+def graph_reach(db: StoreBackend, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef]) -> GraphReach:
+    seeds = list(lists.get("symbol", [])[:SEEDS])
+    seeds += [uid for uid in lists.get("trace", []) if uid in units and units[uid].kind != "file"][:SEEDS]
+    seeds = list(dict.fromkeys(seeds))
+    hop1: dict[str, float] = {}
+    hop2: dict[str, float] = {}
+    first: dict[int, float] = {}
+    second: dict[int, float] = {}
+    if seeds:
+        for _src, dst, path, fan in rank_reads.callees_of(db, seeds):
+            if dst in seeds:
+                continue
+            w = 1.0 / math.log2(1 + fan)
+            first[dst] = max(first.get(dst, 0.0), w)
+            hop1[path] = hop1.get(path, 0.0) + w
+        follow = sorted(first, key=lambda d: -first[d])[:HOP2]
+        for src, dst, path, fan in rank_reads.callees_of(db, follow):
+            if dst in first or dst in seeds:
+                continue
+            w = first.get(src, 0.0) / math.log2(1 + fan)
+            second[dst] = max(second.get(dst, 0.0), w)
+            hop2[path] = hop2.get(path, 0.0) + w
+    return GraphReach(tuple(seeds), hop1, hop2, first, second)
+
+
+def coverage(db: StoreBackend, facts: QueryFacts, paths: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Per file, the share of the query's words (each weighted by its rarity) and of its title's
+    words the file's text holds anywhere, not only in its best chunks."""
+    df, total = lexical.doc_freqs(db, sorted(facts.words))
+    idf = {w: math.log((1 + total) / (1 + n)) for w, n in df.items()}
+    if not idf:
+        return {}
+    texts: dict[str, list[str]] = {}
+    for path, _start, _end, text in rank_reads.chunks_of_files(db, paths):
+        texts.setdefault(str(path), []).append(str(text))
+    whole = sum(idf.values())
+    title = [w for w in facts.title_words if w in idf]
+    out: dict[str, tuple[float, float]] = {}
+    for path, parts in texts.items():
+        low = "\n".join(parts).lower()  # a substring test: cheap, and sub-words of names count
+        held = {w for w in idf if w in low}
+        out[path] = (sum(idf[w] for w in held) / whole,
+                     sum(1 for w in title if w in held) / len(title) if title else 0.0)
+    return out
+
+
+def file_candidates(
+    db: StoreBackend,
+    facts: QueryFacts,
+    lists: Mapping[str, Sequence[int]],
+    units: Mapping[int, UnitRef],
+    chunks: Sequence[ChunkMatch],
+    fused: Sequence[Fused[str]],
+    title_paths: Sequence[str],
+    graph: GraphReach,
+) -> tuple[list[str], np.ndarray]:
+    """The candidate files (the fusion's order first) and their FILE_FEATURES rows."""
+    seeds, hop1, hop2 = graph.seeds, graph.hop1, graph.hop2
+    candidates = [f.key for f in fused[:MAX_CANDIDATES]]
+    seen = set(candidates)
+    graph_best = sorted(set(hop1) | set(hop2), key=lambda p: -(hop1.get(p, 0.0) + hop2.get(p, 0.0)))
+    for p in [*graph_best[:GRAPH_CANDIDATES], *title_paths[:GRAPH_CANDIDATES]]:
+        if p not in seen:
+            seen.add(p)
+            candidates.append(p)
+    ranks: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for name in LISTS:
+        if name == "files":
+            ranks[name] = path_ranks(filerank.aggregate([(units[m.unit_id].path, m.score) for m in chunks
+                                                         if m.unit_id in units]))
+        elif name == "title":
+            ranks[name] = path_ranks(title_paths)
+        else:
+            ranks[name] = list_ranks(lists.get(name, ()), units)
+    top = max((m.score for m in chunks), default=0.0) or 1.0
+    best: dict[str, float] = {}
+    decayed: dict[str, float] = {}
+    n_chunks: dict[str, int] = {}
+    for m in chunks:
+        u = units.get(m.unit_id)
+        if u is None:
+            continue
+        j = n_chunks.get(u.path, 0)
+        n_chunks[u.path] = j + 1
+        best[u.path] = max(best.get(u.path, 0.0), m.score)
+        decayed[u.path] = decayed.get(u.path, 0.0) + max(m.score, 0.0) * filerank.DECAY**j
+    top_decayed = max(decayed.values(), default=0.0) or 1.0
+    fused_at = {f.key: (i + 1, f.score) for i, f in enumerate(fused)}
+    top_fused = fused[0].score if fused and fused[0].score > 0 else 1.0
+    symbol_files = {units[uid].path for uid in seeds if uid in units}
+    seed_count = {p: sum(1 for uid in seeds if uid in units and units[uid].path == p) for p in symbol_files}
+    sizes = rank_reads.file_sizes(db, candidates)
+    lead = [sizes[p][2] for p in candidates[:30] if p in sizes]
+    cover = coverage(db, facts, candidates[:COVER])
+    inbound = rank_reads.inbound_files(db, candidates)
+    rows = np.zeros((len(candidates), len(FILE_FEATURES)), dtype=np.float32)
+    qvals = facts.values
+    for i, path in enumerate(candidates):
+        at, score = fused_at.get(path, (max(len(fused), MAX_CANDIDATES) + 1, 0.0))
+        row: list[float] = [*qvals, score / top_fused, math.log2(1 + at)]
+        row += [1.0 / ranks[name][0][path] if path in ranks[name][0] else 0.0 for name in LISTS]
+        row += [math.log1p(ranks[name][1].get(path, 0)) for name in LISTS]
+        row += [best.get(path, 0.0) / top, decayed.get(path, 0.0) / top_decayed, math.log1p(n_chunks.get(path, 0))]
+        lines, n_units, language, structured = sizes.get(path, (0, 0, "text", False))
+        pure = PurePosixPath(path)
+        folders = {part.lower() for part in pure.parts[:-1]}
+        words = path_words(path)
+        hits = len(words & facts.words)
+        stem = pure.stem.lower()
+        row += [float(is_test_path(path)), float(prose.is_prose_unit(path, language)),
+                float(pure.name == "__init__.py"), float(len(pure.parts) - 1), float(bool(folders & _DOC_DIRS)),
+                float(bool(folders & _EXAMPLE_DIRS)), float(hits), hits / max(len(words), 1),
+                float(stem in facts.words), float(stem in facts.title_words)]
+        matched, full = package_match(path, facts.modules)
+        row += [float(matched), float(full)]
+        row += [float(seed_count.get(path, 0)), hop1.get(path, 0.0), hop2.get(path, 0.0)]
+        row += [math.log1p(lines), math.log1p(n_units), lead.count(language) / max(len(lead), 1),
+                float(structured), *cover.get(path, (0.0, 0.0)), float(path in cover),
+                *(math.log1p(n) for n in inbound.get(path, (0, 0)))]
+        rows[i] = row
+    return candidates, rows

@@ -1,0 +1,192 @@
+"""The learned ranker: gradient-boosted trees over per-candidate features give the final order
+of a pasted report's files (and of its units), where the hand-tuned fusion gave it before.
+
+The trees were trained offline (bench/train_ranker.py, LightGBM's LambdaMART on real issues
+and the files their fixes changed) and ship as a small JSON file read here with numpy alone:
+no training library at run time. `[search] ranker = "fusion"` keeps the fusion's order; so does
+a query the model was not trained for (a one-line question), a missing model file and a mode
+other than hybrid.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from coderag_tui.errors import ConfigError
+from coderag_tui.models import SearchFilters, UnitRef
+from coderag_tui.retrieval import filerank, lexical, rank_features, report, symbols, unit_features
+from coderag_tui.retrieval.common import ChunkMatch
+from coderag_tui.retrieval.fusion import Fused
+from coderag_tui.store import rank_reads
+from coderag_tui.store.backend import StoreBackend
+
+FORMAT = "coderag-ranker/1"
+RANKERS = ("learned", "fusion")
+TITLE_CHUNKS = 60
+
+
+@dataclass(frozen=True)
+class Trees:
+    """An additive tree ensemble in flat arrays: node i tests `x[feature[i]] <= threshold[i]`
+    and goes to left[i] or right[i]; a leaf (feature -1) adds value[i]."""
+
+    features: tuple[str, ...]
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+    depth: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Trees:
+        nodes = data["nodes"]
+        assert isinstance(nodes, Mapping)
+        return cls(tuple(data["features"]),  # type: ignore[arg-type]
+                   np.asarray(nodes["feature"], dtype=np.int32),
+                   np.asarray(nodes["threshold"], dtype=np.float64),
+                   np.asarray(nodes["left"], dtype=np.int32),
+                   np.asarray(nodes["right"], dtype=np.int32),
+                   np.asarray(nodes["value"], dtype=np.float64),
+                   np.asarray(data["roots"], dtype=np.int32), int(data["depth"]))  # type: ignore[call-overload]
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """One score per row of x (rows: candidates, columns: `features` in order)."""
+        if not len(x) or not len(self.roots):
+            return np.zeros(len(x))
+        rows = np.arange(len(x))[:, None]
+        node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
+        for _ in range(self.depth):
+            f = self.feature[node]
+            inner = f >= 0
+            if not inner.any():
+                break
+            go_left = x[rows, np.where(inner, f, 0)] <= self.threshold[node]
+            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+        return self.value[node].sum(axis=1)
+
+
+@dataclass(frozen=True)
+class Model:
+    files: Trees
+    units: Trees | None
+    source: str
+
+
+def default_model_path() -> Path:
+    return Path(str(resources.files("coderag_tui") / "data" / "ranker" / "model.json"))
+
+
+@functools.lru_cache(maxsize=8)
+def load_model(path: str = "") -> Model | None:
+    """The model at `path` (default: the one shipped with the package); None when there is none.
+    A file that is not a model of this format is a ConfigError."""
+    p = Path(path) if path else default_model_path()
+    if not p.is_file():
+        if path:
+            raise ConfigError(f"config: search.ranker_model: no such file: {path}")
+        return None
+    try:
+        data = json.loads(p.read_text())
+        if data.get("format") != FORMAT:
+            raise ValueError(f"format {data.get('format')!r}, expected {FORMAT!r}")
+        files = Trees.from_json(data["files"])
+        if files.features != rank_features.FILE_FEATURES:
+            raise ValueError("its file features are not this version's")
+        units = Trees.from_json(data["units"]) if data.get("units") else None
+        if units is not None and units.features != unit_features.UNIT_FEATURES:
+            raise ValueError("its unit features are not this version's")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"config: ranker model {p}: {exc}") from exc
+    return Model(files, units, str(p))
+
+
+def check_ranker(setting: str) -> None:
+    if setting not in RANKERS:
+        raise ConfigError(f"config: search.ranker must be learned or fusion, got {setting!r}")
+
+
+def applies(query: str) -> bool:
+    """The model learned from pasted issue reports: other queries keep the fusion's order."""
+    return filerank.is_report(query)
+
+
+def title_paths(db: StoreBackend, facts: rank_features.QueryFacts, filters: SearchFilters | None) -> list[str]:
+    """Files by BM25 over the report's title alone (a title names the problem; the body adds
+    environment, logs and the reporter's guesses)."""
+    if not facts.report:
+        return []
+    terms = lexical.informative_terms(db, lexical.query_terms(facts.title, 60))
+    if not terms:
+        return []
+    matches = lexical.bm25_chunks(db, "", limit=TITLE_CHUNKS, filters=filters, terms=terms)
+    paths = rank_reads.file_paths(db, sorted({m.file_id for m in matches}))
+    return list(dict.fromkeys(paths[m.file_id] for m in matches if m.file_id in paths))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the file and unit features share for one query."""
+
+    sig: report.ReportSignals
+    facts: rank_features.QueryFacts
+    graph: rank_features.GraphReach
+
+
+def prepare(db: StoreBackend, query: str, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],
+            tests: bool, docs: bool) -> Prepared:
+    sig = report.signals(query)
+    facts = rank_features.query_facts(query, sig, len(symbols.mentioned_names(sig.text)), tests, docs)
+    return Prepared(sig, facts, rank_features.graph_reach(db, lists, units))
+
+
+def file_matrix(db: StoreBackend, prep: Prepared, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],
+                chunks: Sequence[ChunkMatch], fused: Sequence[Fused[str]],
+                filters: SearchFilters | None) -> tuple[list[str], np.ndarray]:
+    """The candidate files and their features (what the model scores, and what it was trained on)."""
+    return rank_features.file_candidates(db, prep.facts, lists, units, chunks, fused,
+                                         title_paths(db, prep.facts, filters), prep.graph)
+
+
+def rank_files(db: StoreBackend, model: Model, prep: Prepared, lists: Mapping[str, Sequence[int]],
+               units: Mapping[int, UnitRef], chunks: Sequence[ChunkMatch], fused: Sequence[Fused[str]],
+               filters: SearchFilters | None) -> list[Fused[str]]:
+    """The fusion's files (and the graph's and the title's) re-ordered by the model's scores."""
+    paths, x = file_matrix(db, prep, lists, units, chunks, fused, filters)
+    return ordered(paths, model.files.score(x), {f.key: f.reasons for f in fused})
+
+
+def unit_matrix(db: StoreBackend, prep: Prepared, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],
+                fused: Sequence[Fused[int]], files: Sequence[Fused[str]]) -> tuple[list[UnitRef], np.ndarray]:
+    rt = unit_features.report_text(db, prep.sig.text, prep.sig)
+    return unit_features.unit_candidates(db, prep.facts, rt, lists, units, fused, files,
+                                         (prep.graph.unit_hop1, prep.graph.unit_hop2))
+
+
+def rank_units(db: StoreBackend, model: Model, prep: Prepared, lists: Mapping[str, Sequence[int]],
+               units: Mapping[int, UnitRef], fused: Sequence[Fused[int]],
+               files: Sequence[Fused[str]]) -> list[tuple[UnitRef, Fused[int]]]:
+    """The fusion's units and the best files' functions, re-ordered by the model's unit scores."""
+    assert model.units is not None
+    cands, x = unit_matrix(db, prep, lists, units, fused, files)
+    by_id = {u.id: u for u in cands}
+    out = ordered([u.id for u in cands], model.units.score(x), {f.key: f.reasons for f in fused})
+    return [(by_id[f.key], f) for f in out]
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def ordered(keys: Sequence[K], scores: np.ndarray, reasons: Mapping[K, tuple[str, ...]]) -> list[Fused[K]]:
+    """Keys by score, best first (stable: ties keep the fusion's order)."""
+    order = sorted(range(len(keys)), key=lambda i: -scores[i])
+    return [Fused(keys[i], float(scores[i]), (*reasons.get(keys[i], ("graph",)), "learned")) for i in order]

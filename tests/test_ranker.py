@@ -1,0 +1,174 @@
+"""The learned ranker: trees read from JSON score as built, candidates come from the retrievers and
+the graph, the model orders a report's files and units, and the fusion stays the fallback."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from coderag_tui.config import Settings
+from coderag_tui.errors import ConfigError
+from coderag_tui.retrieval import rank_features, ranker, unit_features
+from coderag_tui.service import CodeRag
+
+
+def _leaf(value: float) -> dict[str, Any]:
+    return {"leaf_value": value}
+
+
+def _split(feature: int, threshold: float, left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
+    return {"split_feature": feature, "threshold": threshold, "decision_type": "<=", "left_child": left,
+            "right_child": right}
+
+
+def trees_json(features: tuple[str, ...], trees: list[dict[str, Any]]) -> dict[str, Any]:
+    """LightGBM's dump shape flattened as bench/train_ranker.py exports it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.train_ranker import export
+
+    class Dump:
+        def dump_model(self) -> dict[str, Any]:
+            return {"tree_info": [{"tree_structure": t} for t in trees]}
+
+    return export(Dump(), features)
+
+
+def write_model(path: Path, files: dict[str, Any], units: dict[str, Any] | None = None) -> Path:
+    data: dict[str, Any] = {"format": ranker.FORMAT, "files": files}
+    if units is not None:
+        data["units"] = units
+    path.write_text(json.dumps(data))
+    ranker.load_model.cache_clear()
+    return path
+
+
+def test_trees_score_each_row_as_the_trees_say() -> None:
+    features = ("a", "b")
+    model = ranker.Trees.from_json(trees_json(features, [
+        _split(0, 0.5, _leaf(1.0), _split(1, 2.0, _leaf(2.0), _leaf(3.0))),
+        _leaf(0.25),
+    ]))
+    x = np.array([[0.0, 9.0], [1.0, 1.0], [1.0, 5.0], [0.5, 5.0]])
+    assert model.score(x).tolist() == [1.25, 2.25, 3.25, 1.25]
+    assert model.score(np.zeros((0, 2))).tolist() == []
+
+
+def test_a_model_file_of_another_format_or_features_is_a_config_error(tmp_path: Path) -> None:
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps({"format": "other/1"}))
+    ranker.load_model.cache_clear()
+    with pytest.raises(ConfigError, match="format"):
+        ranker.load_model(str(bad))
+    write_model(bad, trees_json(("x",), [_leaf(0.0)]))
+    with pytest.raises(ConfigError, match="features"):
+        ranker.load_model(str(bad))
+    with pytest.raises(ConfigError, match="no such file"):
+        ranker.load_model(str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError, match="learned or fusion"):
+        ranker.check_ranker("lerned")
+
+
+REPO: dict[str, str | bytes] = {
+    # the report names `Plotter.draw`; the bug is in `_layout.compute_span`, which draw calls
+    # through `arrange`: no word of the report is in that file
+    "pkg/plot.py": '''from pkg.arrange import arrange
+
+
+class Plotter:
+    """Draw a figure of series with a legend and labels on both axes."""
+
+    def draw(self, series, legend=True):
+        """Draw the series, with their legend and labels."""
+        boxes = arrange(series)
+        return [self.label(b) for b in boxes] if legend else boxes
+
+    def label(self, box):
+        return f"label {box}"
+''',
+    "pkg/arrange.py": '''from pkg._layout import compute_span
+
+
+def arrange(series):
+    return [compute_span(s) for s in series]
+''',
+    "pkg/_layout.py": '''def compute_span(item):
+    lo, hi = min(item), max(item)
+    return hi - lo
+
+
+def unrelated(x):
+    return x
+''',
+    **{f"pkg/legend_{i}.py": f'''def legend_{i}(series, legend, labels):
+    """Draw a legend for the series with labels, like draw does for a figure of series."""
+    return [legend, labels, series]
+''' for i in range(6)},
+}
+REPORT = '''Plotter.draw gives the wrong width for a figure of series with a legend
+When I draw a figure with two series and the legend on, the labels are too far apart:
+
+```python
+p = Plotter()
+p.draw([[1, 5], [2, 3]], legend=True)
+```
+
+I expected the labels to follow the series, but each label is as wide as the figure.
+'''
+
+
+def test_the_graph_brings_in_files_the_named_code_calls(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
+    service = open_service(make_repo(REPO))
+    searcher = service.searcher()
+    paths, x = searcher.file_features(REPORT)
+    assert "pkg/_layout.py" in paths  # reached in two hops from Plotter.draw: draw -> arrange -> compute_span
+    row = x[paths.index("pkg/_layout.py")]
+    names = rank_features.FILE_FEATURES
+    assert row[names.index("g2")] > 0 and row[names.index("fused_rank")] > np.log2(1 + rank_features.MAX_CANDIDATES)
+    assert x[paths.index("pkg/arrange.py"), names.index("g1")] > 0
+
+
+def test_the_learned_order_replaces_the_fusion_for_reports_only(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag], tmp_path: Path) -> None:
+    # a hand-made model: the second hop of the graph is what counts
+    g2 = rank_features.FILE_FEATURES.index("g2")
+    model = write_model(tmp_path / "model.json", trees_json(rank_features.FILE_FEATURES, [
+        _split(g2, 0.0, _leaf(0.0), _leaf(5.0))]))
+    settings = Settings()
+    settings = dataclasses.replace(settings, search=dataclasses.replace(settings.search, ranker_model=str(model)))
+    service = open_service(make_repo(REPO), settings)
+    files = [h.unit.path for h in service.search_files(REPORT, k=5)]
+    assert files[0] == "pkg/_layout.py", files
+    assert "learned" in service.search_files(REPORT, k=5)[0].reasons
+    fusion = dataclasses.replace(settings, search=dataclasses.replace(settings.search, ranker="fusion"))
+    service2 = open_service(make_repo(REPO, name="repo2"), fusion)
+    assert "pkg/_layout.py" not in [h.unit.path for h in service2.search_files(REPORT, k=5)]
+    # a one-line question keeps the fusion's order
+    question = "where does the plotter draw the legend"
+    assert ([h.unit.path for h in service.search_files(question, k=5)]
+            == [h.unit.path for h in service2.search_files(question, k=5)])
+
+
+def test_units_of_the_best_files_join_the_candidates(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag], tmp_path: Path) -> None:
+    g2 = rank_features.FILE_FEATURES.index("g2")
+    from_file = unit_features.UNIT_FEATURES.index("from_file")
+    ug2 = unit_features.UNIT_FEATURES.index("g2")
+    model = write_model(tmp_path / "model.json",
+                        trees_json(rank_features.FILE_FEATURES, [_split(g2, 0.0, _leaf(0.0), _leaf(5.0))]),
+                        trees_json(unit_features.UNIT_FEATURES, [
+                            _split(from_file, 0.5, _leaf(0.0), _split(ug2, 0.0, _leaf(1.0), _leaf(5.0)))]))
+    settings = Settings()
+    settings = dataclasses.replace(settings, search=dataclasses.replace(settings.search, ranker_model=str(model)))
+    service = open_service(make_repo(REPO), settings)
+    hits = service.search(REPORT, k=5)
+    assert hits[0].unit.name == "compute_span", [h.unit.qualname for h in hits]
+    assert (hits[0].chunk_start, hits[0].chunk_end) == (hits[0].unit.start_line, hits[0].unit.end_line)
