@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +10,20 @@ import pytest
 
 from coderag_tui.config import Settings
 from coderag_tui.service import CodeRag
-from tests.helpers.loopback import HAVE_LLAMA_SERVER, LlamaServer, start_llama_server
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.loopback import (
+    HAVE_LLAMA_SERVER,
+    LlamaServer,
+    Loopback,
+    Responder,
+    start_llama_server,
+)
+
+# Fixtures shared by several modules; a module-scoped one is still started once per module that uses it.
+from tests.helpers.pg import pg_server, pg_url  # noqa: F401 (one PostgreSQL for the session)
+from tests.helpers.server import served  # noqa: F401
+from tests.helpers.store_service import pg_indexed, pg_module, pg_served  # noqa: F401
+from tests.helpers.workspace import repos  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -26,17 +37,6 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.delenv("CODERAG_CONFIG", raising=False)
 
 
-def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    return root
-
-
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[..., Path]:
     """make_repo({"a.py": "..."}, name="repo", git=False) -> the repository folder."""
@@ -48,14 +48,6 @@ def make_repo(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return make
-
-
-def git_init(root: Path) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", "init"], check=True, env=env)
 
 
 @pytest.fixture
@@ -84,8 +76,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     model = bundled_model_path()
     if not HAVE_LLAMA_SERVER or model is None:
         pytest.skip("needs llama-cpp-python[server] and the bundled GGUF")
-    with start_llama_server(model, tmp_path_factory.mktemp("llama-server")) as served:
-        yield served
+    with start_llama_server(model, tmp_path_factory.mktemp("llama-server")) as running:
+        yield running
 
 
 @pytest.fixture
@@ -117,13 +109,11 @@ def smollm() -> Any:
 
 
 @pytest.fixture
-def servers() -> Iterator[Callable[[Callable[[Any, int], None]], Any]]:
-    """Start scripted loopback model servers (`servers(respond)`); all are closed afterwards."""
-    from tests.test_providers_remote import Loopback
-
+def loopback() -> Iterator[Callable[[Responder], Loopback]]:
+    """Start scripted loopback model servers (`loopback(respond)`); all are closed afterwards."""
     started: list[Loopback] = []
 
-    def start(respond: Callable[[Any, int], None]) -> Loopback:
+    def start(respond: Responder) -> Loopback:
         started.append(Loopback(respond))
         return started[-1]
 

@@ -38,10 +38,7 @@ from coderag_tui.retrieval.followup import continues
 from coderag_tui.service import CodeRag
 from coderag_tui.store import open_database
 from coderag_tui.tui import adapters, chatlog
-
-from .conftest import write_tree
-
-# --------------------------------------------------------------------------- helpers
+from tests.helpers.files import write_tree
 
 
 class Scripted:

@@ -21,8 +21,7 @@ import pytest
 
 from coderag_tui.cli.main import main
 from coderag_tui.store.db import open_database
-
-from .conftest import write_tree
+from tests.helpers.files import write_tree
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 FILES: dict[str, str | bytes] = {

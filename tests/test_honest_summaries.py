@@ -21,7 +21,7 @@ from coderag_tui.errors import NoSummariesError
 from coderag_tui.service import CodeRag
 from coderag_tui.store import descriptions as store
 from coderag_tui.tui.widgets.viewer import notes
-from tests.test_summaries import FILES
+from tests.helpers.summaries import FILES
 
 TINY = "llama:SmolLM2-135M-Instruct.Q4_1.gguf"
 OTHER = "llama:qwen2.5-coder-7b-instruct-q4_k_m.gguf"

@@ -278,8 +278,7 @@ def test_mcp_tools_on_the_hostile_repository(corpus: tuple[Path, dict[str, str]]
     pytest.importorskip("mcp")
     import anyio
 
-    from .test_mcp import _session_calls, _text
-
+    from tests.helpers.mcp import _session_calls, _text
     root, _ = corpus
     service = CodeRag(root, _settings(), tmp_path / "mcp.db")
     service.index()
@@ -301,8 +300,7 @@ def test_mcp_tools_on_the_hostile_repository(corpus: tuple[Path, dict[str, str]]
 
 
 def test_watch_keeps_working_on_the_hostile_repository(corpus: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    from .test_watcher import Recorder, wait_for
-
+    from tests.helpers.watch import Recorder, wait_for
     root, _ = corpus
     service = CodeRag(root, _settings(), tmp_path / "watch.db")
     service.index()

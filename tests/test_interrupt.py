@@ -22,8 +22,7 @@ import pytest
 from coderag_tui.cli.main import main
 from coderag_tui.store.db import open_database
 from coderag_tui.store.embeddings import VEC_TABLE
-
-from .conftest import write_tree
+from tests.helpers.files import write_tree
 
 V1: dict[str, str | bytes] = {
     "pkg/__init__.py": "",

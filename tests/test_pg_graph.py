@@ -17,8 +17,6 @@ from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.store import read, tracked
 from coderag_tui.store.backend import StoreBackend, open_store
 
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
-
 KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS", "TESTS", "DEFINES", "CONTAINS")
 
 REPO = {

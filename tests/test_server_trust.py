@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import git_init, write_tree
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
-from tests.test_server import ROOT, Server, sse_events
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.server import ROOT, Server, sse_events
 
 ADMIN = "admin-" + "0a1b2c3d" * 4
 ALICE = "alice-" + "4e5f6a7b" * 4
@@ -30,7 +30,7 @@ FILES = {
 }
 
 
-def _answer(h: _Handler, n: int) -> None:
+def _answer(h: Handler, n: int) -> None:
     if h.command == "POST":
         openai_sse(h, ["The tax is 20% ", "(shop/tax.py:1-3)."])
     else:

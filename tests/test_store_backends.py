@@ -15,12 +15,10 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from coderag_tui.config import ChunkSettings, EmbedSettings, IndexSettings, Settings
+from coderag_tui.config import EmbedSettings, IndexSettings, Settings
 from coderag_tui.errors import StoreError
 from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.models import SearchFilters, UnitRef
-from coderag_tui.parsing.extract import content_hash, parse_source
-from coderag_tui.parsing.languages import detect_language
 from coderag_tui.store import (
     answer_cache,
     conversations,
@@ -38,10 +36,9 @@ from coderag_tui.store import (
 )
 from coderag_tui.store.backend import StoreBackend, open_store
 from coderag_tui.store.retrieval_reads import StoreReads
-from coderag_tui.store.write import FileMeta, FileRows, file_rows, write_file
-
-from .conftest import write_tree
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from coderag_tui.store.write import write_file
+from tests.helpers.files import write_tree
+from tests.helpers.store import rows_of
 
 FILES: dict[str, str | bytes] = {
     "shop/__init__.py": "from shop.money import Wallet\n",
@@ -116,11 +113,6 @@ def unit(store: StoreBackend, name: str) -> UnitRef:
     return found[0]
 
 
-def rows_of(path: str, text: str) -> tuple[FileRows, FileMeta]:
-    """A file's rows as the parse workers make them (for text the indexer would not read)."""
-    data = text.encode()
-    parsed = parse_source(path, data, detect_language(path, data[:256]), ChunkSettings())
-    return file_rows(parsed), FileMeta(path, content_hash(data), len(data), 0)
 
 
 # --------------------------------------------------------------------------- the same rows, the same answers

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
-from tests.conftest import write_tree
-from tests.small_shop import FILES
-
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from tests.helpers.files import write_tree
+from tests.helpers.shop import FILES
 
 pytestmark = pytest.mark.slow
 

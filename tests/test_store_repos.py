@@ -26,11 +26,9 @@ from coderag_tui.service import CodeRag
 from coderag_tui.store import embeddings, read, tracked
 from coderag_tui.store.backend import open_store
 from coderag_tui.workspace import Workspace
-from tests.conftest import git_init, write_tree
-from tests.test_store_backends import rows_of
-from tests.test_workspace import BACKEND, FRONTEND, QUESTION, SHARED
-
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.store import rows_of
+from tests.helpers.workspace import BACKEND, FRONTEND, QUESTION, SHARED
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import write_tree
+from tests.helpers.files import write_tree
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 

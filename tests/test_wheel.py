@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.small_shop import FILES
+from tests.helpers.shop import FILES
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
