@@ -18,12 +18,26 @@ from tests.helpers.loopback import (
     Responder,
     start_llama_server,
 )
+from tests.helpers.marks import MARKS, needs, needs_of
 
 # Fixtures shared by several modules; a module-scoped one is still started once per module that uses it.
 from tests.helpers.pg import pg_server, pg_url  # noqa: F401 (one PostgreSQL for the session)
 from tests.helpers.server import served  # noqa: F401
 from tests.helpers.store_service import pg_indexed, pg_module, pg_served  # noqa: F401
 from tests.helpers.workspace import repos  # noqa: F401
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in MARKS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with what its fixtures need (tests/helpers/marks.py), so that
+    `make test-fast` can select the unit and in-process tests by marker."""
+    for item in items:
+        for mark in sorted(needs_of(item) - {m.name for m in item.iter_markers()}):
+            item.add_marker(mark)
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +83,7 @@ def open_service(tmp_path: Path) -> Iterator[Callable[..., CodeRag]]:
 
 
 @pytest.fixture(scope="session")
+@needs("model")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """The real llama_cpp.server with the bundled GGUF, one for the whole run."""
     from coderag_tui.answering.providers.local import bundled_model_path
@@ -86,6 +101,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
+@needs("app")
 def tui_quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """For the app's tests: no local clipboard, and the current folder a fresh tmp one."""
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
@@ -93,6 +109,7 @@ def tui_quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("model")
 def smollm() -> Any:
     """The bundled SmolLM2 GGUF loaded by llama.cpp (skips where either is missing)."""
     import importlib.util

@@ -84,6 +84,7 @@ def test_cli_model_flag_answers_with_the_served_model(
 
 @pytest.mark.slow
 @pytest.mark.anyio
+@pytest.mark.usefixtures("tui_quiet")
 async def test_picker_switches_to_the_served_model_and_it_answers(
     llama_server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -328,6 +329,7 @@ def test_select_model_keeps_the_model_in_use_when_the_name_is_unknown(tmp_path: 
 
 
 @pytest.mark.anyio
+@pytest.mark.usefixtures("tui_quiet")
 async def test_picker_shows_a_served_name_as_text_not_markup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.widgets import OptionList
 

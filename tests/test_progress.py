@@ -164,6 +164,7 @@ def test_status_counts_skips_apart_from_errors(make_repo: Callable[..., Path],
 
 
 @pytest.mark.anyio
+@pytest.mark.usefixtures("tui_quiet")
 async def test_tree_status_bar_and_status_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from coderag_tui.tui.widgets.file_tree import FilesPane, FileTree
     from coderag_tui.tui.widgets.status_bar import StatusBar

@@ -23,6 +23,8 @@ from tests.helpers.files import write_tree
 from tests.helpers.git_server import defined, git, origin_with, push, status_of, wait_for
 from tests.helpers.server import ROOT, Server
 
+pytestmark = pytest.mark.server  # tests here start `coderag serve` themselves, not only through a fixture
+
 TOKEN = "reader-" + "5a6b7c8d" * 4
 SECRET = "hook-secret-" + "9e8f7a6b" * 3
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",

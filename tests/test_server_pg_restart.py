@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.helpers.files import git_init, write_tree
+from tests.helpers.marks import needs
 from tests.helpers.pg import Restartable
 from tests.helpers.server import ROOT, Server
 
@@ -23,6 +24,7 @@ FILES = {"shop/tax.py": 'def tax_for(amount):\n    """The sales tax."""\n    ret
 
 
 @pytest.fixture(scope="module")
+@needs("postgres")
 def pg() -> Iterator[Restartable]:
     server = Restartable(Path(tempfile.mkdtemp(prefix="coderag-pg-restart-")))
     yield server
@@ -30,6 +32,7 @@ def pg() -> Iterator[Restartable]:
 
 
 @pytest.fixture
+@needs("server")
 def served(pg: Restartable, tmp_path: Path) -> Iterator[dict[str, Any]]:
     repo = write_tree(tmp_path / "shop", FILES)
     git_init(repo)

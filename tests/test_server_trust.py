@@ -18,7 +18,10 @@ import pytest
 
 from tests.helpers.files import git_init, write_tree
 from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.marks import needs
 from tests.helpers.server import ROOT, Server, sse_events
+
+pytestmark = pytest.mark.server  # tests here start `coderag serve` themselves, not only through a fixture
 
 ADMIN = "admin-" + "0a1b2c3d" * 4
 ALICE = "alice-" + "4e5f6a7b" * 4
@@ -48,6 +51,7 @@ def _env(base: Path, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
+@needs("server")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("trust")
     repo = write_tree(base / "shop", FILES)

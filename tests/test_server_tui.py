@@ -10,7 +10,7 @@ import pytest
 from coderag_tui.client import RemoteCodeRag
 from tests.helpers.server import ANSWER, READ
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture

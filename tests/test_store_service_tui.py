@@ -12,7 +12,7 @@ from coderag_tui.client import RemoteCodeRag
 from tests.helpers.server import READ
 from tests.helpers.store_service import ANSWER
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture

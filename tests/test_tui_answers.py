@@ -21,7 +21,7 @@ from tests.helpers.app import app_for, main, settle, type_text, until
 from tests.helpers.loopback import openai_sse
 from tests.helpers.tool_use import FILES, openai_script
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from coderag_tui.workspace import Workspace
 from coderag_tui.workspace.local import WorkspaceService
 from tests.helpers.workspace import QUESTION
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import pytest
 
 from tests.helpers.files import git_init, write_tree
 from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.marks import needs
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 
@@ -72,6 +73,7 @@ class Server:
 
 
 @pytest.fixture(scope="module")
+@needs("server")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("served")
     shop, billing = write_tree(base / "shop", SHOP), write_tree(base / "billing", BILLING)

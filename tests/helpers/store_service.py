@@ -13,6 +13,7 @@ import pytest
 from coderag_tui.cli import main
 from tests.helpers.files import git_init, write_tree
 from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.marks import needs
 from tests.helpers.pg import fresh_database
 from tests.helpers.server import ADMIN, READ, ROOT, SHOP, Server
 
@@ -54,6 +55,7 @@ def pg_indexed(pg_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @pytest.fixture(scope="module")
+@needs("server")
 def pg_served(pg_indexed: dict[str, Any]) -> Iterator[dict[str, Any]]:
     base: Path = pg_indexed["base"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(base / "cache"),
