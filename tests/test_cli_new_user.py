@@ -396,7 +396,7 @@ def test_the_summaries_count_is_one_count_and_one_format(
     root = service.root
     (root / "shop/cart.py").write_text(SMALL["shop/cart.py"].replace("price + 1", "price + 2"))
     service.index()
-    monkeypatch.setattr("coderag_tui.cli.commands_summaries.open_service", lambda args: service)
+    monkeypatch.setattr("coderag_tui.cli.commands_summarize.open_service", lambda args: service)
     capsys.readouterr()
     assert main(["summarize", "--estimate", "--json"]) == 0
     estimated = json.loads(capsys.readouterr().out)["requests"]

@@ -15,7 +15,7 @@ from coderag_tui.answering.describe import describe_files
 from coderag_tui.answering.providers.local import bundled_model_path
 from coderag_tui.answering.summary_runner import local_summarizer
 from coderag_tui.answering.toolbox import CodeRagTools
-from coderag_tui.cli.commands_summaries import render
+from coderag_tui.cli.commands_export import render
 from coderag_tui.cli.main import main
 from coderag_tui.errors import NoSummariesError
 from coderag_tui.service import CodeRag

@@ -149,7 +149,7 @@ def test_coderag_a_b_opens_them_together() -> None:
     import importlib
 
     cli = importlib.import_module("coderag_tui.cli.main")
-    cli._load_commands()
+    cli.load_commands()
     parser = cli.build_parser()
     arranged = cli._arrange(["./a", "../b", "--config", "c.toml"], parser)
     assert arranged == ["tui", "--config", "c.toml", "--", "./a", "../b"]
