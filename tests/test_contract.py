@@ -23,7 +23,6 @@ import pytest
 from coderag_tui.cli import main
 from tests.helpers.files import git_init, write_tree
 from tests.helpers.loopback import Handler, Loopback, openai_sse
-from tests.helpers.marks import needs
 from tests.helpers.pg import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +59,6 @@ def model() -> Iterator[Loopback]:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-@needs("postgres", "server")  # every backend, PostgreSQL and served ones included
 def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
          model: Loopback) -> Iterator[dict[str, Any]]:
     """The shop repository (a git repository with one commit) indexed by `coderag index` into the

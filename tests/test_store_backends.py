@@ -92,7 +92,7 @@ def indexed(store: StoreBackend, tmp_path: Path) -> StoreBackend:
 
 
 @pytest.fixture
-def pair(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[StoreBackend, StoreBackend]]:
+def pair(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[StoreBackend, StoreBackend]]:
     """The same repository indexed into SQLite and into PostgreSQL."""
     root = write_tree(tmp_path / "repo", FILES)
     both = (open_target("sqlite", tmp_path, request, str(root)),
@@ -559,7 +559,7 @@ def test_conversations_and_the_answer_cache(indexed: StoreBackend) -> None:
 
 
 # --------------------------------------------------------------------------- PostgreSQL: its own ways
-def test_postgres_refuses_a_foreign_database_and_hides_the_password(request: pytest.FixtureRequest) -> None:
+def test_postgres_refuses_a_foreign_database_and_hides_the_password(pg_url: str, request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue("pg_url")  # (skips where no server starts)
     import psycopg
 
@@ -590,7 +590,7 @@ def test_a_bad_store_url_is_one_line_without_the_password(bad: str, capsys: pyte
     assert "s3cret" not in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) -> None:
+def test_a_lost_postgres_connection_is_one_line(pg_url: str, request: pytest.FixtureRequest) -> None:
     """Outside a transaction a dropped connection is opened again and the read run again; inside
     one, the transaction is lost with its connection: one line, and the next read works."""
     url = request.getfixturevalue("pg_url")
@@ -615,7 +615,7 @@ def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) 
         store.close()
 
 
-def test_postgres_keyword_search_weighs_rare_words_over_common_ones(request: pytest.FixtureRequest,
+def test_postgres_keyword_search_weighs_rare_words_over_common_ones(pg_url: str, request: pytest.FixtureRequest,
                                                                     tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {f"m{n}.py": f"def handler_{n}(request):\n    return request.word{n}\n"
                                           for n in range(60)})
@@ -664,7 +664,7 @@ def test_postgres_ranks_real_code_as_sqlite_fts5_does(pair: tuple[StoreBackend, 
     assert sum(overlaps) / len(overlaps) >= 0.85 and sum(firsts) / len(firsts) >= 0.85, (overlaps, firsts)
 
 
-def test_postgres_vectors_are_searched_through_hnsw(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_postgres_vectors_are_searched_through_hnsw(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {f"v{n}.py": f"def f{n}():\n    return {n}\n" for n in range(40)})
     store = open_store(request.getfixturevalue("pg_url"), source=str(root), create=True)
     try:
@@ -689,7 +689,7 @@ def test_postgres_vectors_are_searched_through_hnsw(request: pytest.FixtureReque
         store.close()
 
 
-def test_the_cli_indexes_embeds_and_searches_a_postgres_store(request: pytest.FixtureRequest, tmp_path: Path,
+def test_the_cli_indexes_embeds_and_searches_a_postgres_store(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     from coderag_tui.cli.main import main
 

@@ -15,7 +15,7 @@ from tests.helpers.shop import FILES
 pytestmark = pytest.mark.slow
 
 
-def test_the_bundled_model_answers_from_postgres(request: pytest.FixtureRequest, tmp_path: Path,
+def test_the_bundled_model_answers_from_postgres(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     import importlib.util
 

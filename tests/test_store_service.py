@@ -110,7 +110,7 @@ def test_ask_on_a_store_answers_with_citations(pg_indexed: dict[str, Any], capsy
     assert "return amount * 0.2" in prompt  # the model was given the code from PostgreSQL
 
 
-def test_one_composition_on_both_backends(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_one_composition_on_both_backends(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """The same hits composed on SQLite and on PostgreSQL give the same context."""
     repo = write_tree(tmp_path / "shop", {**SHOP, **TESTS})
     from coderag_tui.config import load_settings
@@ -282,7 +282,7 @@ def test_serve_store_beyond_loopback_needs_tokens(pg_indexed: dict[str, Any], mo
     assert "refusing to listen on 0.0.0.0 without tokens" in capsys.readouterr().err
 
 
-def test_serve_store_alone_serves_every_repository_of_the_database(
+def test_serve_store_alone_serves_every_repository_of_the_database(pg_url: str,
         request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`coderag serve --store URL` with no folder: every repository the database holds, read from
     the database alone (their folders gone), each result naming its repository."""

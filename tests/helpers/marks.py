@@ -40,11 +40,19 @@ def needs(*marks: str) -> Callable[[F], F]:
 
 
 def needs_of(item: pytest.Item) -> set[str]:
-    """The marks of every fixture `item` uses, through the fixtures it uses in turn."""
+    """The marks of every fixture `item` uses, through the fixtures it uses in turn, and of the
+    backend it is parametrized with ("postgresql", "server-sqlite", ...: such a fixture asks for
+    PostgreSQL or a server only for those parameters)."""
+    found: set[str] = set()
+    callspec = getattr(item, "callspec", None)
+    for value in (callspec.params.values() if callspec is not None else ()):
+        if isinstance(value, str) and value.endswith("postgresql"):
+            found.add("postgres")
+        if isinstance(value, str) and value.startswith("server-"):
+            found.add("server")
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
-        return set()
-    found: set[str] = set()
+        return found
     for name in info.names_closure:
         found |= _PLUGIN_FIXTURES.get(name, frozenset())
         for fixturedef in info.name2fixturedefs.get(name, ()):
