@@ -83,12 +83,6 @@ class EdgeRef:
 
 
 @dataclass(frozen=True)
-class Skip:
-    path: str
-    reason: str  # binary, too-large, minified, generated, symlink-outside, unreadable, ...
-
-
-@dataclass(frozen=True)
 class LanguageCount:
     language: str
     files: int

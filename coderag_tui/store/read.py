@@ -375,11 +375,3 @@ def conversation_list(db: StoreBackend, limit: int = 100,
         f"FROM conversations c {mine}ORDER BY c.updated DESC, c.id DESC LIMIT ?",
         (*((owner,) if owner is not None else ()), limit))
     return [(int(i), str(t), float(u), int(n), str(last)) for i, t, u, n, last in rows]
-
-
-def conversation_messages(db: StoreBackend, conversation_id: int) -> list[tuple[str, str]]:
-    """(role, content) of each message of a conversation, oldest first."""
-    rows = db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
-                   (conversation_id,))
-    return [(str(r), str(c)) for r, c in rows]
-
