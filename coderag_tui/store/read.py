@@ -195,7 +195,7 @@ def importers(db: StoreBackend, path: str) -> list[UnitRef]:
 
 
 def orphans(db: StoreBackend, limit: int = 200) -> list[EdgeRef]:
-    """Calls whose target was removed or renamed (seed 003's breaking-change signal)."""
+    """Calls whose target was removed or renamed (a breaking change: code still calls what is gone)."""
     # the partial index holds just the orphans, but without statistics SQLite prefers
     # edges_dst (every unresolved call: a scan of ~45 ms on Django, twice per watcher batch);
     # a fresh build that was stopped before its indexes came back has neither
