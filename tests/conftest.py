@@ -108,6 +108,21 @@ def tui_quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(scope="session")
+@needs("model")
+def bundled_gguf() -> Path:
+    """The bundled GGUF, for a test that has llama.cpp load it (directly, through the service or
+    a `coderag` process); skips where llama-cpp-python or the GGUF is missing."""
+    import importlib.util
+
+    from coderag_tui.answering.providers.local import bundled_model_path
+
+    model = bundled_model_path()
+    if importlib.util.find_spec("llama_cpp") is None or model is None:
+        pytest.skip("needs llama-cpp-python and the bundled GGUF")
+    return model
+
+
 @pytest.fixture(scope="module")
 @needs("model")
 def smollm() -> Any:

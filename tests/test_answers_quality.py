@@ -29,7 +29,7 @@ from coderag_tui.answering.guard import (
 from coderag_tui.answering.opening import build_opening, is_flow_question
 from coderag_tui.answering.prompts import fit_prompt
 from coderag_tui.answering.providers.base import window_from_error
-from coderag_tui.answering.providers.local import TINY_NOTE, LlamaProvider, bundled_model_path
+from coderag_tui.answering.providers.local import TINY_NOTE, LlamaProvider
 from coderag_tui.config import ContextSettings, ProviderSettings, Settings
 from coderag_tui.models import (
     CALL_PATH_HEAD,
@@ -44,8 +44,7 @@ from tests.helpers.loopback import LlamaServer
 from tests.helpers.terminal import run_on_a_terminal
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-real = pytest.mark.skipif(not HAVE_LLAMA or bundled_model_path() is None,
-                          reason="needs llama-cpp-python and the bundled SmolLM2 GGUF")
+real = pytest.mark.usefixtures("bundled_gguf")  # loads the bundled GGUF
 
 LOOP = "When a custom function that you want to handle occurs in any of these scenarios, "
 

@@ -123,6 +123,7 @@ def _one_clear_line(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # a `coderag` process and a rebuild for each of the damages
 @pytest.mark.parametrize(("kind", "damage", "readable"), DAMAGE, ids=[d[0] for d in DAMAGE])
 def test_damage_is_one_clear_line_and_rebuild_recovers(
         good: tuple[Path, Path], tmp_path: Path, kind: str, damage: Callable[[Path], None],

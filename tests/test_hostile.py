@@ -359,6 +359,7 @@ def _big_python(n: int) -> str:
     return "".join(f"def big_{i}(x):\n    return helper_{i}(x) + {i}\n\n" for i in range(n))
 
 
+@pytest.mark.slow  # waits out the worker's time limit
 def test_a_file_past_the_worker_time_limit_costs_its_file_only(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's alarm, made tiny (forked workers inherit it): the big file cannot finish."""
