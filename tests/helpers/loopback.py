@@ -133,6 +133,9 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         if self.command == "GET" and self.path.rstrip("/").endswith(("/props", "/models")):
             # the provider's look for the server's context window: this server announces none
+            # (kept apart, so that `requests` numbers the scripted answers only)
+            with self.server.loopback.lock:
+                self.server.loopback.probes.append(self.path)
             self.send_json(404, {"error": "not found"})
             return
         length = int(self.headers.get("content-length") or 0)
@@ -197,6 +200,7 @@ class Loopback:
     def __init__(self, respond: Responder) -> None:
         self.respond = respond
         self.requests: list[dict[str, Any]] = []
+        self.probes: list[str] = []  # paths of the context-window look-ups (GET /props, /models)
         self.lock = threading.Lock()
         self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.loopback = self
