@@ -179,7 +179,7 @@ def test_the_api_over_postgres(pg_served: dict[str, Any]) -> None:
         assert [r["name"] for r in status["repositories"]] == ["shop"]
         assert status["files_count"] == 3 and status["index_health"] == "ok"
         files = {f["path"]: f["state"] for f in c.get("/files").json()["files"]}  # the app's tree
-        assert files["shop/tax.py"] == "pg_indexed" and files["tests/test_tax.py"] == "pg_indexed", files
+        assert files["shop/tax.py"] == "indexed" and files["tests/test_tax.py"] == "indexed", files
         outline = c.get("/outline", params={"path": "shop/cart.py"}).json()
         assert [u["qualname"] for u in outline["units"]] == ["shop/cart.py", "Cart", "Cart.__init__", "Cart.total"]
         filtered = c.post("/search", json={"query": "tax", "filters": {"language": "python", "path_prefix": "shop/"}})
@@ -260,7 +260,7 @@ def test_tokens_and_a_build_job_on_postgres(pg_served: dict[str, Any]) -> None:
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
     with http(pg_served, READ) as reader:
         assert reader.post("/index/build", json={}).status_code == 403
-    # a new file, pg_indexed into PostgreSQL by a job of the server's
+    # a new file, indexed into PostgreSQL by a job of the server's
     (pg_served["repo"] / "shop" / "ship.py").write_text("def shipping_cost(weight):\n    return weight * 3\n")
     with http(pg_served, ADMIN) as admin:
         state = admin.post("/index/build", json={}).json()
@@ -268,7 +268,7 @@ def test_tokens_and_a_build_job_on_postgres(pg_served: dict[str, Any]) -> None:
             time.sleep(0.2)
             state = admin.get(f"/index/jobs/{state['job_id']}").json()
         assert state["status"] == "done", state
-        # (the server watches its folder: the file may be pg_indexed before the job looks)
+        # (the server watches its folder: the file may be indexed before the job looks)
         assert state["summaries"]["shop"]["files_indexed"] in (0, 1)
         found = admin.get("/symbol/shipping_cost").json()["exact_matches"]
         assert [u["path"] for u in found] == ["shop/ship.py"]

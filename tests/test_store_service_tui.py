@@ -32,7 +32,7 @@ async def test_the_app_through_a_postgres_backed_server(pg_served: dict[str, Any
         await settle(pilot)
         files = app.screen.query_one(FilesPane)
         assert files.visible_paths == ["shop/cart.py", "shop/tax.py", "tests/test_tax.py"]
-        assert {f.state for f in files.files} == {"pg_indexed"}
+        assert {f.state for f in files.files} == {"indexed"}
 
         await ask(pilot, "how is the tax of a cart computed")
         screen = main(app)

@@ -41,7 +41,7 @@ def pg_module(pg_server: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def pg_indexed(pg_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The shop repository pg_indexed into PostgreSQL by `coderag index --store`."""
+    """The shop repository indexed into PostgreSQL by `coderag index --store`."""
     base = tmp_path_factory.mktemp("pgsvc")
     repo = write_tree(base / "shop", {**SHOP, **TESTS})
     git_init(repo)
