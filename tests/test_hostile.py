@@ -207,6 +207,7 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 # ---------------------------------------------------------------------------- the acceptance test
 
 
+@pytest.mark.slow  # every command, as processes, over the whole hostile corpus
 def test_hostile_repository_end_to_end(corpus: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     root, expect = corpus
     db = tmp_path / "index.db"

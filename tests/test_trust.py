@@ -277,6 +277,7 @@ def _coderag(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
                           env=env, timeout=600)
 
 
+@pytest.mark.slow  # `coderag ask` as a process, before and after trusting
 def test_hostile_repo_config_sends_nothing_until_trusted(make_repo, tmp_path, server):
     repo = make_repo(FILES, git=True)
     stolen = tmp_path / "elsewhere" / "stolen.db"
