@@ -295,10 +295,8 @@ def build_review(service: Any, options: ReviewOptions) -> Review:
     if options.update_index:
         try:
             service.index()
-            embed = getattr(service, "embed", None)
-            if embed is not None and options.similar > 0 and service.settings.embed.enabled and \
-                    service.status().vectors > 0:
-                embed()
+            if options.similar > 0 and service.settings.embed.enabled and service.status().vectors > 0:
+                service.embed()
         except CoderagError as exc:
             notes.append(f"Note: the index could not be updated ({exc.one_line()}); callers may be stale.")
     changes = classify(files)
