@@ -295,9 +295,17 @@ class WorkspaceService:
             service.stop_summaries(timeout)
 
     def descriptions(self, paths: Sequence[str] | None = None) -> list[FileDescription]:
-        """Every chosen repository's file descriptions, paths as `repo/path`."""
-        return [dataclasses.replace(d, path=f"{name}/{d.path}") for name, s in self.chosen
-                for d in s.descriptions(paths)]
+        """The file descriptions of the chosen repositories (`paths`: `repo/path` or `repo:path`,
+        each routed to its repository; none: every file), paths named as `paths` name them
+        (`repo/path` in the app's tree, else `repo:path`)."""
+        groups: dict[str, list[str]] = {}
+        for path in paths or ():
+            name, _, rest = self._split(path)
+            groups.setdefault(name, []).append(rest)
+        sep = "/" if self.tree_paths else ":"
+        return [dataclasses.replace(d, path=f"{name}{sep}{d.path}") for name, s in self.chosen
+                if paths is None or name in groups
+                for d in s.descriptions(groups[name] if paths is not None else None)]
 
     def tools(self) -> CodeRagTools:
         """The tools over every chosen repository (paths as `repo/path`)."""
