@@ -82,7 +82,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     review = service.review(options.base, diff_text=options.diff_text, diff_label=options.diff_label,
                             max_tokens=options.max_tokens, update_index=options.update_index,
                             similar=options.similar, count_tokens=options.count_tokens)
-    if not review.files and not args.diff:
+    if not review.file_count() and not args.diff:
         # a clean working tree against HEAD (the default): say how to compare with something else
         hint = (f"nothing to review: the working tree is the same as {args.base}; compare with an earlier "
                 "revision (--base main, --base HEAD~1) or give a diff (--diff FILE, or - for stdin)")

@@ -62,6 +62,10 @@ class Review:
 
         return to_json(self)
 
+    def file_count(self) -> int:
+        """How many changed files the review covers (0: nothing to review)."""
+        return len(self.files)
+
     def composed(self) -> ComposedContext:
         """The review's code context as a ComposedContext (for the answering layer; the
         overview goes with the question, as it cites no single range)."""
