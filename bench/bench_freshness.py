@@ -227,11 +227,10 @@ def main() -> int:
         warm = service.searcher().search("warm up the model and the in-memory vectors", 10, mode="vector")
         print(f"warmed    vector search ({len(warm.hits)} hits; query model + in-memory copy of the vectors) "
               f"in {time.perf_counter() - t:.2f}s")
-    has_search = hasattr(service, "search")
     watch_embed = args.watcher_embed == "on"
     print(f"watching  debounce {quiet}; vectors {'on' if use_embed else 'off'}"
           f"{'' if watch_embed or not use_embed else ' (CONTROL: the watcher does not embed)'}; keywords via "
-          f"{'service.search' if has_search else 'FTS5 (no service.search yet)'}")
+          "service.search")
 
     done: dict[str, float] = {}
     batches_of: dict[str, int] = {}  # how many finished batches included the path
@@ -307,13 +306,9 @@ def main() -> int:
                     and any(u.name == name for u in service.symbols(name, 5))):
                 got["symbols"] = time.perf_counter()
             if "keywords" not in got and db.one("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1",
-                                                (f'"{name}"',)):
-                if has_search:
-                    hits = service.search(name)
-                    if any(h.unit.path == rel for h in hits):
-                        got["keywords"] = time.perf_counter()
-                else:
-                    got["keywords"] = time.perf_counter()
+                                                (f'"{name}"',)) and any(h.unit.path == rel
+                                                                         for h in service.search(name)):
+                got["keywords"] = time.perf_counter()
             if use_embed and "vec-db" not in got and db.one(
                     "SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id JOIN vectors v ON v.hash = c.hash "
                     "WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? LIMIT 1", (rel, last, first)):

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from coderag_tui.answering.answerer import StoredMessage
     from coderag_tui.answering.discovery import ServedModel
     from coderag_tui.answering.summarize import SummarizeResult, SummaryEstimate
+    from coderag_tui.answering.toolbox import CodeRagTools
     from coderag_tui.client_parts import RemoteWatcher
     from coderag_tui.indexing.embedder import EmbedSummary
     from coderag_tui.review.build import Review
@@ -139,6 +140,11 @@ class RemoteCodeRag:
 
     def counts(self) -> IndexCounts:
         return self.status().counts
+
+    @property
+    def name(self) -> str:
+        """The repository chosen, or how many the server's tree holds."""
+        return self.repos[0] if len(self.repos) == 1 else f"{len(self.repos) or 'all'} repositories"
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -446,6 +452,15 @@ class RemoteCodeRag:
         """The server runs its own background summaries (when it is configured to): none here."""
         return False
 
+    def stop_summaries(self, timeout: float = 5.0) -> None:
+        """(None run here.)"""
+
     def descriptions(self, paths: Sequence[str] | None = None) -> list[FileDescription]:
         doc = self._send("POST", "/descriptions", json={"repo": self._one(), "paths": list(paths) if paths else None})
         return [decode(FileDescription, f) for f in doc["files"]]
+
+    def tools(self) -> CodeRagTools:
+        """The same tools as a local index's, asking the server what the index holds."""
+        from coderag_tui.client_tools import RemoteTools
+
+        return RemoteTools(self)

@@ -42,6 +42,9 @@ class ServedReview(Review):
     def markdown(self) -> str:
         return self.text
 
+    def file_count(self) -> int:
+        return len(self.doc.get("files") or ())
+
     def to_json(self) -> dict[str, Any]:
         return dict(self.doc)
 

@@ -31,7 +31,6 @@ def for_the_app(client: RemoteCodeRag) -> RemoteCodeRag:
 class ServedTree(RemoteCodeRag):
     def __init__(self, url: str, token: str, repos: list[str], settings: Any) -> None:
         super().__init__(url, token, repos, settings)
-        self.workspace_name = f"{len(self.repos)} repositories"  # the app's title
         self.root = Path(self.display_name)
 
     def _split(self, path: str) -> tuple[str, str]:

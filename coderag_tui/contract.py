@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from coderag_tui.answering.describe import FileDescription
     from coderag_tui.answering.discovery import ServedModel
     from coderag_tui.answering.summarize import SummarizeResult, SummaryEstimate
+    from coderag_tui.answering.toolbox import CodeRagTools
     from coderag_tui.config import Settings
     from coderag_tui.indexing.embedder import EmbedSummary
     from coderag_tui.models import (
@@ -60,15 +61,20 @@ class Unsupported(CoderagError):
 
 
 class Watching(Protocol):
-    """A started watcher: `stop()` ends it."""
+    """A started watcher: `stop()` ends it (waiting up to `timeout` s for a batch under way)."""
 
-    def stop(self) -> None: ...
+    @property
+    def running(self) -> bool:
+        """Whether it still follows the files (False once stopped, or when it failed)."""
+        ...
+
+    def stop(self, timeout: float = 30.0) -> None: ...
 
 
 class Service(Protocol):
     """One or several repositories and their indexes, as every interface sees them."""
 
-    display_name: str  # what the interfaces call it ("flask", "3 repositories", a server's name)
+    display_name: str  # what messages call it (its folder, its URL redacted, "flask on http://...")
     settings: Settings
     long_lived: bool  # set by an interface that keeps running (background work starts only then)
     vectors_in_memory: bool  # keep a copy of the vectors in memory (long-lived processes)
@@ -77,6 +83,11 @@ class Service(Protocol):
     @property
     def capabilities(self) -> frozenset[str]:
         """The optional parts of the contract this service does (CAPABILITIES)."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """A short name for a title ("flask", "3 repositories")."""
         ...
 
     @property
@@ -124,8 +135,9 @@ class Service(Protocol):
         ...
 
     def watch(self, on_event: Callable[[WatchEvent], None] | None = None, *, initial_index: bool = False,
-              progress: ProgressFn | None = None, embed: bool = True) -> Watching:
-        """Follow the files' edits, re-indexing what changes (events from the watcher's thread).
+              debounce_ms: int | None = None, progress: ProgressFn | None = None, embed: bool = True) -> Watching:
+        """Follow the files' edits, re-indexing what changes (events from the watcher's thread;
+        `debounce_ms`: the quiet time a burst of edits waits, default [watch] debounce_ms).
         Raises Unsupported without WATCH."""
         ...
 
@@ -142,7 +154,10 @@ class Service(Protocol):
         """Files ranked by their matching units (each hit carries the file's unit)."""
         ...
 
-    def similar(self, unit_id: int, k: int | None = None) -> list[SearchHit]: ...
+    def similar(self, unit_id: int, k: int | None = None) -> list[SearchHit]:
+        """Code like the unit's (a unit id is one repository's: over several repositories this
+        raises Unsupported)."""
+        ...
 
     def context(self, query: str, max_tokens: int | None = None, count_tokens: Callable[[str], int] | None = None,
                 strategy: str = "relevance") -> ComposedContext: ...
@@ -159,7 +174,9 @@ class Service(Protocol):
 
     def outline(self, path: str) -> list[UnitRef]: ...
 
-    def unit(self, unit_id: int) -> UnitRef | None: ...
+    def unit(self, unit_id: int) -> UnitRef | None:
+        """The unit with this id, None when there is none (see `similar` for several)."""
+        ...
 
     def units_at(self, path: str, line: int) -> list[UnitRef]: ...
 
@@ -215,15 +232,25 @@ class Service(Protocol):
         """Start the background summarizer (a long-lived process, when configured); whether it runs."""
         ...
 
+    def stop_summaries(self, timeout: float = 5.0) -> None:
+        """Tell the background summarizer to stop (waiting up to `timeout` s); none running: nothing."""
+        ...
+
     def descriptions(self, paths: Sequence[str] | None = None) -> list[FileDescription]:
         """Every file's profile and summaries (`coderag export`)."""
+        ...
+
+    def tools(self) -> CodeRagTools:
+        """The index's tools over this service, as the MCP server serves them (each answers
+        text citing `path:start-end`)."""
         ...
 
 
 if TYPE_CHECKING:
     from coderag_tui.client import RemoteCodeRag
     from coderag_tui.service import CodeRag
+    from coderag_tui.workspace.local import WorkspaceService
 
-    def conforms(local: CodeRag, remote: RemoteCodeRag) -> list[Service]:
+    def conforms(local: CodeRag, remote: RemoteCodeRag, several: WorkspaceService) -> list[Service]:
         """(Never called: mypy checks here that each service implements the contract.)"""
-        return [local, remote]
+        return [local, remote, several]

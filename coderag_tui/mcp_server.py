@@ -17,11 +17,14 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coderag_tui import __version__
 from coderag_tui.answering.toolbox import CodeRagTools, ToolFailure, one_line
 from coderag_tui.answering.tools import SPECS
+
+if TYPE_CHECKING:
+    from coderag_tui.contract import Service
 
 log = logging.getLogger("coderag.mcp")
 
@@ -135,27 +138,17 @@ def build_server(tools: CodeRagTools, *, start: bool = False, watch: bool = Fals
     return server
 
 
-def serve(service: Any, *, watch: bool = False) -> int:
+def serve(service: Service, *, watch: bool = False) -> int:
     """Serve the tools over stdio until the client closes the connection."""
     import anyio
 
-    from coderag_tui.client import RemoteCodeRag
-    from coderag_tui.client_tools import RemoteTools
-    from coderag_tui.workspace.local import WorkspaceService
-    from coderag_tui.workspace.tools import WorkspaceTools
+    from coderag_tui.contract import SUMMARIES, WATCH
 
-    # a server's client (`--server`): the same tools, asking the server what a local index holds
-    tools: Any
-    if isinstance(service, RemoteCodeRag):
-        tools = RemoteTools(service)
-    elif isinstance(service, WorkspaceService):  # several repositories: paths are repo/path
-        tools = WorkspaceTools(service)
-        tools.summaries = False  # each repository's summaries are made where it is opened alone
-    else:
-        tools = CodeRagTools(service)
-        tools.summaries = True  # a server keeps running: summaries come in the background
-        service.long_lived = True
-    server = build_server(tools, start=True, watch=watch)
+    tools = service.tools()
+    # a server keeps running: summaries come in the background where the service makes them
+    tools.summaries = SUMMARIES in service.capabilities
+    service.long_lived = True
+    server = build_server(tools, start=True, watch=watch and WATCH in service.capabilities)
     try:
         anyio.run(server.run_stdio_async)
     except KeyboardInterrupt:

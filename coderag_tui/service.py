@@ -365,6 +365,11 @@ class CodeRag(ServiceCore):
         runner.kick()
         return True
 
+    def stop_summaries(self, timeout: float = 5.0) -> None:
+        runner = self.__dict__.get("_summaries")
+        if runner is not None:
+            runner.stop(timeout=timeout)
+
     def _summaries_wanted(self, context: _ComposedContext) -> None:
         """Queue the units an answer was given (the hits, each quoted piece's innermost unit)."""
         if not (self.long_lived and self.settings.summaries.background):
@@ -381,6 +386,12 @@ class CodeRag(ServiceCore):
 
         return describe_files(self.db, paths)
 
+    def tools(self) -> _CodeRagTools:
+        """The index's tools over this repository (the MCP server's, and a model's tool calls)."""
+        from coderag_tui.answering.toolbox import CodeRagTools
+
+        return CodeRagTools(self)
+
     if TYPE_CHECKING:
         from coderag_tui.answering.describe import FileDescription as _FileDescription
         from coderag_tui.answering.model_gate import ModelGate as _ModelGate
@@ -388,4 +399,5 @@ class CodeRag(ServiceCore):
         from coderag_tui.answering.summarize import SummarizeResult as _SummarizeResult
         from coderag_tui.answering.summarize import SummaryEstimate as _SummaryEstimate
         from coderag_tui.answering.summary_runner import BackgroundSummaries as _BackgroundSummaries
+        from coderag_tui.answering.toolbox import CodeRagTools as _CodeRagTools
         from coderag_tui.models import ComposedContext as _ComposedContext

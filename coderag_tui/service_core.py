@@ -99,6 +99,17 @@ class ServiceCore:
                 self._all.add(db)
         return db
 
+    def close_thread_store(self) -> None:
+        """Close the connection this thread opened (a thread that ends, e.g. the watcher's)."""
+        db: StoreBackend | None = getattr(self._local, "db", None)
+        if db is None:
+            return
+        with self._lock:
+            self._all.discard(db)
+        with contextlib.suppress(Exception):
+            db.close()
+        self._local.db = None
+
     def _claim(self) -> StoreBackend:
         """The index to write: a database's repository is made on its first build (named after
         its folder or URL), and named from then on."""

@@ -68,7 +68,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         service = CodeRag.open(args.repo, db_path=Path(tmp) / "index.db")
         print(service.index().files_indexed, "files indexed", flush=True)
-        if hasattr(service, "embed") and service.settings.embed.enabled and not args.no_embed:
+        if service.settings.embed.enabled and not args.no_embed:
             print(service.embed().text(), flush=True)
         if args.no_embed:
             from dataclasses import replace

@@ -144,3 +144,35 @@ def test_no_comment_names_an_issue_or_a_round_of_work():
 def test_the_history_check_sees_history():
     assert HISTORY.search("# see issue 24") and HISTORY.search("fixed in round 3") and HISTORY.search("(#12)")
     assert not HISTORY.search("an issue template's headings") and not HISTORY.search("round(x, 4)")
+
+
+def _service_probes(source: str) -> list[int]:
+    """Lines that find out what a service can do by probing it: `hasattr`/`getattr` on something
+    named like a service, or `inspect.signature` at all."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        if name == "inspect.signature":
+            found.append(node.lineno)
+        elif name in ("hasattr", "getattr") and node.args:
+            target = ast.unparse(node.args[0])
+            if "service" in target or target in ("rag", "svc", "self.rag"):
+                found.append(node.lineno)
+    return found
+
+
+def test_no_interface_probes_a_service():
+    """The app, the CLI, the MCP and HTTP servers and the tools call the service contract
+    (contract.py); what a service cannot do is in its capabilities, never found by probing."""
+    allowed = {ROOT / "coderag_tui" / "answering" / "providers" / "base.py"}  # a provider's options
+    bad = [f"{path.relative_to(ROOT)}:{line}" for path in _python_outside_tests() if path not in allowed
+           for line in _service_probes(path.read_text())]
+    assert not bad, bad
+
+
+def test_the_probe_check_sees_probes():
+    assert _service_probes("x = getattr(service, 'embed', None)\nhasattr(self.service, 'watch')\n") == [1, 2]
+    assert _service_probes("import inspect\ninspect.signature(f)\n") == [2]
+    assert _service_probes("getattr(args, 'command', None)\n") == []

@@ -40,7 +40,11 @@ SHOP = {
     "README.md": "# Shop\n\nA cart that adds the sales tax to its total.\n",
 }
 ANSWER = ["The total ", "adds the tax ", "(shop/cart.py:15-18)."]
-BACKENDS = ["sqlite", "postgresql", "server-sqlite", "server-postgresql"]
+NOTES = {  # a second repository beside the shop in the workspace: about something else
+    "notes/__init__.py": "",
+    "notes/weather.py": 'def forecast(city):\n    """Tomorrow\'s weather in a city."""\n    return "rain"\n',
+}
+BACKENDS = ["sqlite", "postgresql", "server-sqlite", "server-postgresql", "workspace"]
 TOKEN = "admin-" + "c0ffee42" * 4  # the served repositories' admin token (summaries are an admin's job)
 
 
@@ -64,7 +68,8 @@ def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     """The shop repository (a git repository with one commit) indexed by `coderag index` into the
     backend; `args`: what every command is given to use that index. `server-*`: that index then
     served by `coderag serve` (a process of its own), every command given `--server URL` and
-    the server's token in $CODERAG_TOKEN."""
+    the server's token in $CODERAG_TOKEN. `workspace`: the shop and a second repository, each
+    indexed into its own file, every command given `--repo SHOP,NOTES`."""
     backend = request.param.removeprefix("server-")
     base = tmp_path_factory.mktemp(request.param)
     root = write_tree(base / "shop", SHOP)
@@ -75,14 +80,22 @@ def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
                       '[summaries]\nbackground = false\n')
     args = ["--repo", str(root), "--config", str(config)]
     databases: Iterator[str] | None = None
-    if backend == "postgresql":
+    server, env = None, pytest.MonkeyPatch()
+    if backend == "workspace":  # each index in the user's cache: the one every test sees
+        env.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "userdirs" / "cache"))
+        notes = write_tree(base / "notes", NOTES)
+        git_init(notes)
+        assert main(["index", str(root), str(notes), "--config", str(config)]) == 0
+        args = ["--repo", f"{root},{notes}", "--config", str(config)]
+        where: list[str] = []
+    elif backend == "postgresql":
         databases = fresh_database(request.getfixturevalue("pg_server"), "coderag_contract")
         where = ["--store", next(databases)]
     else:
         where = ["--db", str(base / "index.db")]
-    args += where
-    assert main(["index", *args]) == 0
-    server, env = None, pytest.MonkeyPatch()
+    if where:
+        args += where
+        assert main(["index", *args]) == 0
     if request.param.startswith("server-"):
         from tests.helpers.server import Server
         server = Server(["--config", str(config), *where, str(root)],
@@ -90,7 +103,7 @@ def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         args = ["--server", server.url, "--config", str(config)]
         env.setenv("CODERAG_TOKEN", TOKEN)
     yield {"backend": backend, "server": server is not None, "root": root, "args": args, "base": base,
-           "config": config}
+           "config": config, "workspace": backend == "workspace"}
     env.undo()
     if server is not None:
         log = server.close()
@@ -111,6 +124,9 @@ def run_json(repo: dict[str, Any], capsys: pytest.CaptureFixture[str], *argv: st
 
 def test_status(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     status = run_json(repo, capsys, "status")
+    if repo["workspace"]:  # each repository's, by name
+        assert [s["repository"] for s in status] == ["shop", "notes"]
+        status = status[0]
     assert status["files"] == 5 and status["units"] >= 7 and status["edges"] > 0
     assert ("postgresql" in status["db_path"]) == (repo["backend"] == "postgresql")
 
@@ -140,6 +156,13 @@ def test_symbol_callers_callees(repo: dict[str, Any], capsys: pytest.CaptureFixt
 
 
 def test_similar_and_map(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    if repo["workspace"]:  # a unit id is one index's: refused in one line, and the map is each one's
+        capsys.readouterr()
+        assert main(["similar", "tax_for", *repo["args"]]) == 2
+        assert "one repository" in capsys.readouterr().err
+        shown = run(repo, capsys, "map", "--max-tokens", "300")
+        assert "# shop" in shown and "# notes" in shown and "def forecast" in shown
+        return
     similar = run_json(repo, capsys, "similar", "tax_for")
     assert similar and all(h["name"] != "tax_for" for h in similar)
     shown = run(repo, capsys, "map", "--max-tokens", "300")
@@ -150,7 +173,8 @@ def test_similar_and_map(repo: dict[str, Any], capsys: pytest.CaptureFixture[str
 def test_context_with_each_strategy(repo: dict[str, Any], capsys: pytest.CaptureFixture[str], strategy: str) -> None:
     context = run_json(repo, capsys, "context", "how is the cart total computed", "--strategy", strategy,
                        "--max-tokens", "800")
-    assert any(p["path"] == "shop/cart.py" for p in context["pieces"])
+    # (a workspace's pieces name their repository: `shop:shop/cart.py`)
+    assert any(p["path"].removeprefix("shop:") == "shop/cart.py" for p in context["pieces"])
 
 
 def test_ask_a_follow_up_and_from_the_cache(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -160,10 +184,19 @@ def test_ask_a_follow_up_and_from_the_cache(repo: dict[str, Any], capsys: pytest
     follow = run_json(repo, capsys, "ask", "and where is the tax rate?", "--conversation", str(conv))
     assert follow["conversation_id"] == conv
     again = run_json(repo, capsys, "ask", "how is the cart total computed?")
-    assert again["cached"] and again["answer"] == first["answer"]
+    # an answer from several indexes is not cached: a cache entry is checked against the lines
+    # it cited, and each index knows its own lines only
+    assert again["cached"] != repo["workspace"] and again["answer"] == first["answer"]
 
 
 def test_summarize_and_export(repo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    if repo["workspace"]:  # summaries are made for one repository at a time (the capability set)
+        capsys.readouterr()
+        assert main(["summarize", "shop/tax.py", "--yes", *repo["args"]]) == 2
+        assert "one repository" in capsys.readouterr().err
+        exported = run_json(repo, capsys, "export", "--format", "json")
+        assert {"shop:shop/tax.py", "notes:notes/weather.py"} <= {f["path"] for f in exported}
+        return
     made = run(repo, capsys, "summarize", "shop/tax.py", "--yes")
     assert "summaries made" in made
     exported = run_json(repo, capsys, "export", "--format", "json")
@@ -176,6 +209,14 @@ def test_review_a_change(repo: dict[str, Any], capsys: pytest.CaptureFixture[str
     tax = root / "shop" / "tax.py"
     before = tax.read_text()
     tax.write_text(before.replace("def tax_for(amount):", "def tax_for(amount, rate=0.2):"))
+    if repo["workspace"]:  # a review is of one repository's change
+        capsys.readouterr()
+        try:
+            assert main(["review", "--base", "HEAD", *repo["args"]]) == 2
+        finally:
+            tax.write_text(before)
+        assert "one repository" in capsys.readouterr().err
+        return
     try:
         review = run_json(repo, capsys, "review", "--base", "HEAD")
     finally:

@@ -92,7 +92,7 @@ class Gated(ScriptedAnswers):
 
     gate: threading.Event
 
-    def ask(self, question: str, conversation_id: int | None = None) -> Iterator[AnswerEvent]:
+    def ask(self, question: str, conversation_id: int | None = None, **_: object) -> Iterator[AnswerEvent]:
         for n, event in enumerate(super().ask(question, conversation_id)):
             if n == 2:
                 self.gate.wait(10)

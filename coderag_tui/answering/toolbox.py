@@ -1,7 +1,7 @@
 """The index's tools, as the MCP server serves them and as a model that can call tools uses them.
 
-`CodeRagTools` implements each tool over a CodeRag service (duck-typed: this layer sits below
-the service) and answers text that cites `path:start-end`; a tool that cannot answer raises
+`CodeRagTools` implements each tool over a service (the contract of `contract.py`: this layer
+sits below it, so it is not imported here; the readers of the index file use the service's store) and answers text that cites `path:start-end`; a tool that cannot answer raises
 ToolFailure with one line. The tools only read.
 """
 
@@ -11,7 +11,6 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from coderag_tui.errors import CoderagError
@@ -52,7 +51,7 @@ class CodeRagTools:
     def start(self, *, watch: bool = False) -> None:
         """Index in the background when the index is empty; start the watcher if asked."""
         empty = self._index_is_empty()
-        if watch and hasattr(self.service, "watch"):
+        if watch:  # (the interface asks only a service that watches: see contract.WATCH)
             self.watcher = self.service.watch(self._on_watch_event, initial_index=empty)
             if not empty:
                 self.ready.set()
@@ -70,9 +69,7 @@ class CodeRagTools:
             except Exception as exc:  # stopping must not turn a clean exit into a crash
                 log.warning("stopping the watcher: %s", one_line(exc))
             self.watcher = None
-        close = getattr(self.service, "close", None)
-        if close is not None:
-            close()
+        self.service.close()
 
     def _index_is_empty(self) -> bool:
         from coderag_tui.store import read
@@ -87,10 +84,9 @@ class CodeRagTools:
         try:
             log.info("indexing %s (the index is empty)", self.service.root)
             self.service.index()
-            embed = getattr(self.service, "embed", None)
-            if embed is not None and self.service.settings.embed.enabled:
+            if self.service.settings.embed.enabled:
                 try:
-                    embed()
+                    self.service.embed()
                 except Exception as exc:  # keyword and symbol search still work without vectors
                     log.warning("embedding failed, search uses keywords only: %s", one_line(exc))
             log.info("index ready")
@@ -102,19 +98,18 @@ class CodeRagTools:
             self.ready.set()
 
     def _on_watch_event(self, event: Any) -> None:
-        phase = getattr(event, "phase", "")
+        phase = event.phase
         if phase == "indexed":
             self._start_summaries()
         if phase == "indexed" or phase == "error":
             if phase == "error":
-                log.warning("watch: %s", getattr(event, "message", ""))
+                log.warning("watch: %s", event.message)
             self.ready.set()
 
     def _start_summaries(self) -> None:
-        start = getattr(self.service, "start_summaries", None)
-        if self.summaries and start is not None:
+        if self.summaries:
             try:
-                start()
+                self.service.start_summaries()
             except Exception as exc:  # answers and search go on without summaries
                 log.warning("summaries: %s", one_line(exc))
 
@@ -128,12 +123,6 @@ class CodeRagTools:
             raise ToolFailure(f"the index is still being built ({files} files so far); try again shortly")
         if self.index_error and self._index_is_empty():
             raise ToolFailure(f"the repository could not be indexed: {self.index_error}")
-
-    def _need(self, name: str) -> Callable[..., Any]:
-        fn = getattr(self.service, name, None)
-        if fn is None:
-            raise ToolFailure(f"{name} is not available in this build of coderag")
-        return fn
 
     # ------------------------------------------------------------------ helpers
     def _code(self, path: str, start: int, end: int, limit: int = MAX_CODE_LINES) -> str:
@@ -173,7 +162,6 @@ class CodeRagTools:
     def search_codebase(self, query: str, limit: int = 10, language: str | None = None,
                         path_prefix: str | None = None, kind: str | None = None) -> str:
         self._wait()
-        search = self._need("search")
         from coderag_tui.models import SearchFilters
 
         if not query.strip():
@@ -182,7 +170,7 @@ class CodeRagTools:
         filters = SearchFilters(language=language or None,
                                 path_prefix=self._rel_path(path_prefix) if path_prefix else None,
                                 kind=kind or None)
-        hits = search(query, limit, filters)
+        hits = self.service.search(query, limit, filters)
         if not hits:
             return f"Nothing in the index matches {query!r}."
         out = self._files_first(query, filters)
@@ -206,10 +194,9 @@ class CodeRagTools:
         files, listed before the code units."""
         from coderag_tui.retrieval.intent import is_file_question
 
-        search_files = getattr(self.service, "search_files", None)
-        if search_files is None or not is_file_question(query):
+        if not is_file_question(query):
             return []
-        files = search_files(query, FILES_FIRST, filters)
+        files = self.service.search_files(query, FILES_FIRST, filters)
         if not files:
             return []
         out = [f"Files for {query!r}, best first (ranked by their matching code):"]
@@ -221,14 +208,13 @@ class CodeRagTools:
 
     def get_context(self, task: str, max_tokens: int = 6000, strategy: str = "relevance") -> str:
         self._wait()
-        context = self._need("context")
         if not task.strip():
             raise ToolFailure("describe the task")
         from coderag_tui.retrieval.strategies import STRATEGIES
 
         if strategy not in STRATEGIES:
             raise ToolFailure(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
-        ctx = context(task, max(200, int(max_tokens)), strategy=strategy)
+        ctx = self.service.context(task, max(200, int(max_tokens)), strategy=strategy)
         if not ctx.pieces:
             return f"No code in the index relates to {task!r}."
         sources = "\n".join(f"- {p.citation} [{p.role}] {p.title}" for p in ctx.pieces)
@@ -379,8 +365,7 @@ class CodeRagTools:
 
     def repo_map(self, max_tokens: int = 1024) -> str:
         self._wait()
-        repo_map = self._need("repo_map")
-        text = repo_map(max(64, int(max_tokens)))
+        text = self.service.repo_map(max(64, int(max_tokens)))
         return text or "The index is empty."
 
 

@@ -11,13 +11,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.progress import progress_printer  # noqa: F401  (re-exported)
 from coderag_tui.errors import CoderagError
 from coderag_tui.models import to_dict
 
 STDIN_LIMIT = 4 * 1024 * 1024  # bytes of piped text read at most
+
+if TYPE_CHECKING:
+    from coderag_tui.contract import Service
+    from coderag_tui.workspace.local import WorkspaceService
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,7 @@ LONG_LIVED = frozenset({"tui", "mcp", "watch"})
 NEEDS_INDEX = frozenset({"search", "context", "map", "symbol", "callers", "callees", "similar", "embed", "export"})
 
 
-def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
+def open_service(args: argparse.Namespace, repo: str | None = None) -> Service:
     """The CodeRag service for the repository the arguments name (folder or URL), or a server's
     client with the same methods (`--server`)."""
     from coderag_tui.cli.through_server import server_client
@@ -143,7 +147,7 @@ def open_service(args: argparse.Namespace, repo: str | None = None) -> Any:
     return service
 
 
-def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: bool = False) -> Any:
+def open_workspace(args: argparse.Namespace, targets: list[str], tree_paths: bool = False) -> WorkspaceService:
     """Several repositories on this machine as one service: `targets` (folders or git URLs), or
     with --workspace the configured list, of which `targets` then names some (by name)."""
     from coderag_tui.config import load_settings

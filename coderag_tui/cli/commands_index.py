@@ -238,23 +238,19 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if not is_tty() and not sys.stdin.isatty():
         print("coderag: the app needs a terminal; try `coderag --help` for the commands", file=sys.stderr)
         return 2
-    try:
-        from coderag_tui.tui.app import run_app
-    except ModuleNotFoundError:
-        print("coderag: the terminal app is not available in this build; use the commands "
-              "(`coderag --help`)", file=sys.stderr)
-        return 2
+    from coderag_tui.tui.app import run_app
+
     paths = list(args.repo_path or [])
     args.repo_path = paths[0] if len(paths) == 1 else None
     if len(paths) > 1 or args.workspace or (args.repo and "," in args.repo and not args.server):
-        service = open_workspace(args, paths if len(paths) > 1 else (args.repo or "").split(","), tree_paths=True)
+        workspace = open_workspace(args, paths if len(paths) > 1 else (args.repo or "").split(","), tree_paths=True)
         bar = progress_printer("index")
-        for name, one in service.chosen:  # a first index before the tree can show them
-            if not one.has_index():
+        for name, repo in workspace.chosen:  # a first index before the tree can show them
+            if not repo.has_index():
                 bar.repo = name
-                one.index(progress=bar)
+                repo.index(progress=bar)
         bar.close()
-        return int(run_app(service) or 0)  # then, as for one repository, catch up and watch
+        return int(run_app(workspace) or 0)  # then, as for one repository, catch up and watch
     service = open_service(args)
     if INDEX not in service.capabilities:  # a server's: it indexes and watches its repositories itself
         return int(run_app(service, auto_index=False, watch=False, embed=False) or 0)

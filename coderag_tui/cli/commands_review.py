@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coderag_tui.cli.base import add_json, arguments, command, open_service, print_json
 from coderag_tui.errors import RepoError
 from coderag_tui.tokens import counter_for
+
+if TYPE_CHECKING:
+    from coderag_tui.config import Settings
+    from coderag_tui.review.build import Review
 
 
 def _review_args(p: argparse.ArgumentParser) -> None:
@@ -44,7 +49,7 @@ def _read_diff(arg: str) -> tuple[str, str]:
          "and breaking changes")
 @arguments(_review_args)
 def cmd_review(args: argparse.Namespace) -> int:
-    from coderag_tui.review import DEFAULT_BUDGET, ReviewOptions, build_review
+    from coderag_tui.review import DEFAULT_BUDGET, ReviewOptions
 
     diff_text = label = None
     if args.diff:
@@ -59,7 +64,7 @@ def cmd_review(args: argparse.Namespace) -> int:
             from dataclasses import replace
 
             service.settings = replace(service.settings, llm=replace(service.settings.llm, model=args.model))
-        provider = provider_for(service)
+        provider = provider_for(service.settings)
         if budget is None:
             room = context_room(provider, service.settings.llm.max_tokens)
             budget = min(DEFAULT_BUDGET, room) if room else DEFAULT_BUDGET
@@ -74,14 +79,10 @@ def cmd_review(args: argparse.Namespace) -> int:
         similar=max(0, args.similar),
         count_tokens=counter_for(provider),
     )
-    facade = getattr(service, "review", None)
-    if facade is not None:
-        review = facade(options.base, diff_text=options.diff_text, diff_label=options.diff_label,
-                        max_tokens=options.max_tokens, update_index=options.update_index,
-                        similar=options.similar, count_tokens=options.count_tokens)
-    else:
-        review = build_review(service, options)
-    if not review.files and not args.diff:
+    review = service.review(options.base, diff_text=options.diff_text, diff_label=options.diff_label,
+                            max_tokens=options.max_tokens, update_index=options.update_index,
+                            similar=options.similar, count_tokens=options.count_tokens)
+    if not review.file_count() and not args.diff:
         # a clean working tree against HEAD (the default): say how to compare with something else
         hint = (f"nothing to review: the working tree is the same as {args.base}; compare with an earlier "
                 "revision (--base main, --base HEAD~1) or give a diff (--diff FILE, or - for stdin)")
@@ -95,16 +96,16 @@ def cmd_review(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(review.markdown())
         return 0
-    return _ask(service, review, provider, args.json)
+    return _ask(service.settings, review, provider, args.json)
 
 
-def _ask(service: object, review: object, provider: object, as_json: bool) -> int:
+def _ask(settings: Settings, review: Review, provider: object, as_json: bool) -> int:
     from coderag_tui.review.ask import ask_review
 
     answer: list[str] = []
     sources: list[dict[str, object]] = []
     error = ""
-    for event in ask_review(service, review, provider):
+    for event in ask_review(settings, review, provider):
         if event.kind == "status":
             print(f"coderag: {event.text}", file=sys.stderr)
         elif event.kind == "token":
@@ -127,7 +128,7 @@ def _ask(service: object, review: object, provider: object, as_json: bool) -> in
         elif event.kind == "error":
             error = event.text
     if as_json:
-        out = review.to_json()  # type: ignore[attr-defined]
+        out = review.to_json()
         out["review"] = "".join(answer).strip()
         out["sources"] = sources
         if error:

@@ -16,7 +16,6 @@ Every `on_event` call comes from the watcher's thread; a UI must hand it over to
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import threading
 import time
@@ -51,6 +50,11 @@ class WatchedRepository(Protocol):
 
     def index(self, *, rebuild: bool = False, only: list[str] | None = None,
               progress: Callable[[Progress], None] | None = None) -> IndexSummary: ...
+
+    def embed(self, progress: Callable[[Progress], None] | None = None,
+              should_stop: Callable[[], bool] | None = None, paths: Sequence[str] | None = None) -> object: ...
+
+    def close_thread_store(self) -> None: ...
 
 EventFn = Callable[[WatchEvent], None]
 ProgressFn = Callable[[Progress], None]
@@ -327,21 +331,14 @@ class Watcher:
             return self._matcher.is_ignored(rel, is_dir)
 
     def _refresh_vectors(self, progress: ProgressFn | None, paths: Sequence[str] = ()) -> str:
-        embed = getattr(self.service, "embed", None)
-        if embed is None or not self.embed or self.embed_error or not self.service.settings.embed.enabled:
+        if not self.embed or self.embed_error or not self.service.settings.embed.enabled:
             return ""
-        kwargs: dict[str, Any] = {"progress": progress}
-        with contextlib.suppress(TypeError, ValueError):
-            params = inspect.signature(embed).parameters
-            if "should_stop" in params:
-                kwargs["should_stop"] = lambda: self._stopping
-            # the batch's files only (two scans of the whole index less), with a full run,
-            # which also drops stale vectors, every _FULL_EMBED_EVERY batches
-            self._targeted = (self._targeted + 1) % _FULL_EMBED_EVERY if paths else 0
-            if "paths" in params and paths and self._targeted:
-                kwargs["paths"] = list(paths)
+        # the batch's files only (two scans of the whole index less), with a full run, which
+        # also drops stale vectors, every _FULL_EMBED_EVERY batches
+        self._targeted = (self._targeted + 1) % _FULL_EMBED_EVERY if paths else 0
         try:
-            embed(**kwargs)
+            self.service.embed(progress, should_stop=lambda: self._stopping,
+                               paths=list(paths) if paths and self._targeted else None)
         except Exception as exc:  # the structural update stands; stop trying until restarted
             self.embed_error = f"{type(exc).__name__}: {exc}"
             return f"; vectors not refreshed ({self.embed_error})"
@@ -369,19 +366,7 @@ class Watcher:
 
     def _close_connection(self) -> None:
         """Close the connection this thread opened (the service keeps one per thread)."""
-        local = getattr(self.service, "_local", None)
-        db = getattr(local, "db", None) if local is not None else None
-        if local is None or db is None:
-            return
-        lock = getattr(self.service, "_lock", None)
-        registry = getattr(self.service, "_all", None)
-        if lock is not None and registry is not None:
-            with lock:
-                if db in registry:
-                    registry.remove(db)
-        with contextlib.suppress(Exception):
-            db.close()
-        local.db = None
+        self.service.close_thread_store()
 
 
 def describe(summary: IndexSummary, files: int, seconds: float, new: list[EdgeRef], orphaned: int,

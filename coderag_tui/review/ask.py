@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from coderag_tui.config import Settings
 from coderag_tui.models import AnswerEvent
 
 REVIEW_QUESTION = """\
@@ -19,28 +20,22 @@ or tests rely on.
 Cite the code behind each point as path:start-end. End with a short list of concrete fixes."""
 
 
-def provider_for(service: Any) -> Any:
-    """The model `ask` would use: the service's own when it offers one, else built from [llm]."""
-    for name in ("llm", "provider", "answer_provider"):
-        attr = getattr(service, name, None)
-        if attr is None:
-            continue
-        provider = attr() if callable(attr) and not hasattr(attr, "stream") else attr
-        if hasattr(provider, "stream"):
-            return provider
+def provider_for(settings: Settings) -> Any:
+    """The model that writes the review: [llm] of these settings, on this machine (the review's
+    context is built here, whichever service built it)."""
     from coderag_tui.answering import ProviderOptions, create_llm
     from coderag_tui.paths import models_dir
 
-    return create_llm(service.settings.llm, ProviderOptions(models_dir=models_dir()))
+    return create_llm(settings.llm, ProviderOptions(models_dir=models_dir()))
 
 
-def ask_review(service: Any, review: Any, provider: Any | None = None) -> Iterator[AnswerEvent]:
+def ask_review(settings: Settings, review: Any, provider: Any | None = None) -> Iterator[AnswerEvent]:
     """Stream the model's review (status, token, sources, done or error events)."""
     from coderag_tui.answering import Answerer
 
-    provider = provider if provider is not None else provider_for(service)
-    settings = service.settings.llm
-    answerer = Answerer(provider, store=None, max_tokens=settings.max_tokens, temperature=settings.temperature)
+    provider = provider if provider is not None else provider_for(settings)
+    llm = settings.llm
+    answerer = Answerer(provider, store=None, max_tokens=llm.max_tokens, temperature=llm.temperature)
     question = f"{REVIEW_QUESTION}\n\nOverview of the change ({review.label}):\n{review.overview}"
     yield from answerer.ask(question, review.composed())
 

@@ -62,6 +62,10 @@ class Review:
 
         return to_json(self)
 
+    def file_count(self) -> int:
+        """How many changed files the review covers (0: nothing to review)."""
+        return len(self.files)
+
     def composed(self) -> ComposedContext:
         """The review's code context as a ComposedContext (for the answering layer; the
         overview goes with the question, as it cites no single range)."""
@@ -295,10 +299,8 @@ def build_review(service: Any, options: ReviewOptions) -> Review:
     if options.update_index:
         try:
             service.index()
-            embed = getattr(service, "embed", None)
-            if embed is not None and options.similar > 0 and service.settings.embed.enabled and \
-                    service.status().vectors > 0:
-                embed()
+            if options.similar > 0 and service.settings.embed.enabled and service.status().vectors > 0:
+                service.embed()
         except CoderagError as exc:
             notes.append(f"Note: the index could not be updated ({exc.one_line()}); callers may be stale.")
     changes = classify(files)

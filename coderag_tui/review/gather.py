@@ -204,16 +204,15 @@ class Gatherer:
                                      if e.unit is not None})
 
     def _similar(self, ctx: ChangeContext, unit: UnitRef, k: int) -> None:
-        similar = getattr(self.service, "similar", None)
-        if similar is None or k <= 0:
+        if k <= 0:
             return
         try:
-            hits = similar(unit.id, k + 1)
+            hits = self.service.similar(unit.id, k + 1)
         except Exception:  # similar code is a nice-to-have: no vectors yet, no model
             return
-        for h in hits or ():
-            u = getattr(h, "unit", h)
-            if not isinstance(u, UnitRef) or u.id == unit.id:
+        for h in hits:
+            u = h.unit
+            if u.id == unit.id:
                 continue
             if any(r.unit_id == u.id for r in ctx.callers + ctx.callees + ctx.tests):
                 continue

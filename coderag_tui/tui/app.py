@@ -15,6 +15,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.worker import Worker
 
+from coderag_tui.contract import Service
 from coderag_tui.tui.clipboard import copy_local
 from coderag_tui.tui.commands import CoderagCommands
 from coderag_tui.tui.keys import KEYS, check_keymap
@@ -34,7 +35,7 @@ class CodeRagApp(App[int]):
                         tooltip=k.help, priority=k.id in ("quit", "command_palette"))
                 for k in KEYS if k.scope == "app"]
 
-    def __init__(self, service: Any, *, auto_index: bool = True, watch: bool = True,
+    def __init__(self, service: Service, *, auto_index: bool = True, watch: bool = True,
                  embed: bool = True, local_clipboard: bool = True, quit_at_once: bool = False) -> None:
         super().__init__()
         self.service = service
@@ -90,12 +91,12 @@ class CodeRagApp(App[int]):
         copy_local(text)
 
 
-def create_app(service: Any, **options: Any) -> CodeRagApp:
+def create_app(service: Service, **options: Any) -> CodeRagApp:
     """The app for a service (options: auto_index, watch, embed, local_clipboard, quit_at_once)."""
     return CodeRagApp(service, **options)
 
 
-def run_app(service: Any, **options: Any) -> int:
+def run_app(service: Service, **options: Any) -> int:
     service.long_lived = True  # background work (summaries) may start: the app keeps running
     app = create_app(service, quit_at_once=True, **options)
     app.run()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
@@ -13,6 +13,9 @@ from rich.text import Text
 
 from coderag_tui.models import FileDescription, UnitRef
 from coderag_tui.textsafe import safe_line
+
+if TYPE_CHECKING:
+    from coderag_tui.contract import Service
 
 DARK_THEME = "monokai"
 LIGHT_THEME = "default"
@@ -81,12 +84,12 @@ def highlight(path: str, lines: tuple[str, ...], dark: bool) -> tuple[Text, ...]
     return tuple(out) + tuple(Text(line) for line in lines[len(out):])
 
 
-def load(service: Any, path: str, dark: bool = True) -> Document:
+def load(service: Service, path: str, dark: bool = True) -> Document:
     """Read, highlight and outline a repository file (raises the service's errors)."""
     return complete(service, load_plain(service, path, dark), dark)
 
 
-def load_plain(service: Any, path: str, dark: bool = True) -> Document:
+def load_plain(service: Service, path: str, dark: bool = True) -> Document:
     """A file's lines and outline, uncoloured: what the viewer shows at once (highlighting a
     long file and describing it take a few hundred ms more; `complete` adds them)."""
     # what the file holds is shown, never obeyed: control characters become visible escapes
@@ -97,12 +100,10 @@ def load_plain(service: Any, path: str, dark: bool = True) -> Document:
                     highlighted=False)
 
 
-def complete(service: Any, doc: Document, dark: bool) -> Document:
+def complete(service: Service, doc: Document, dark: bool) -> Document:
     """The document coloured, with what the file and its units do."""
-    described = None
-    if callable(getattr(service, "descriptions", None)):
-        found = [d for d in service.descriptions([doc.path]) if d.path == doc.path]
-        described = found[0] if found else None
+    found = [d for d in service.descriptions([doc.path]) if d.path == doc.path]
+    described = found[0] if found else None
     return replace(doc, styled=highlight(doc.path, doc.lines, dark), dark=dark, described=described,
                    highlighted=True)
 

@@ -7,11 +7,10 @@ AnswerEnded; DocumentLoaded -> DocumentStyled; WatchNotice (the watcher re-index
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from textual.message import Message
 
-from coderag_tui.models import AnswerEvent, IndexStatus, IndexSummary, Progress
+from coderag_tui.models import AnswerEvent, IndexStatus, IndexSummary, Progress, WatchEvent
 from coderag_tui.tui.adapters import FileEntry
 from coderag_tui.tui.chatlog import Turn
 from coderag_tui.tui.document import Document
@@ -69,7 +68,7 @@ class WatchChanged(Message):
 class WatchNotice(Message):
     """A step of the file watcher (a models.WatchEvent), from the watcher's thread."""
 
-    event: Any
+    event: WatchEvent
 
 
 @dataclass

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coderag_tui.contract import ProgressFn, Unsupported
 from coderag_tui.errors import RepoError
 from coderag_tui.models import (
     AnswerEvent,
@@ -20,6 +21,7 @@ from coderag_tui.models import (
     IndexCounts,
     IndexStatus,
     IndexSummary,
+    ModelInfo,
     SearchHit,
     UnitRef,
     WatchEvent,
@@ -29,7 +31,15 @@ from coderag_tui.workspace.links import Links
 from coderag_tui.workspace.watch import WorkspaceWatcher, merge_summaries, watch_all
 
 if TYPE_CHECKING:
+    from coderag_tui.answering.answerer import StoredMessage
+    from coderag_tui.answering.describe import FileDescription
+    from coderag_tui.answering.discovery import ServedModel
+    from coderag_tui.answering.summarize import SummarizeResult, SummaryEstimate
+    from coderag_tui.answering.toolbox import CodeRagTools
+    from coderag_tui.indexing.embedder import EmbedSummary
     from coderag_tui.models import SearchFilters
+    from coderag_tui.review.build import Review
+    from coderag_tui.service import CodeRag
 
 
 class WorkspaceService:
@@ -46,18 +56,32 @@ class WorkspaceService:
         self.root = first.root
         self.display_name = ", ".join(self.repos)
         # what the app calls it (its title, "Ask anything about ...")
-        self.workspace_name = f"{len(self.repos)} repositories" if len(self.repos) > 1 else self.repos[0]
+        self.name = f"{len(self.repos)} repositories" if len(self.repos) > 1 else self.repos[0]
         self.vectors_in_memory = False
+        self.long_lived = False
+        self.selected_model: str | None = None
         if tree_paths:  # the folder holding them (an editor opens `repo/path` under it)
             roots = [str(workspace.services[n].root) for n in self.repos]
             self.root = Path(os.path.commonpath(roots)) if len(roots) > 1 else first.root
 
     @property
-    def chosen(self) -> list[tuple[str, Any]]:
+    def chosen(self) -> list[tuple[str, CodeRag]]:
         return [(n, self.workspace.services[n]) for n in self.repos]
 
-    def repositories(self) -> list[tuple[str, Any]]:
+    def repositories(self) -> list[tuple[str, CodeRag]]:
         return self.chosen
+
+    @property
+    def first(self) -> CodeRag:
+        """The repository that answers, keeps the conversations and picks the model."""
+        return self.chosen[0][1]
+
+    def _alone(self, what: str) -> CodeRag:
+        """The one chosen repository; Unsupported over several (`what` needs one)."""
+        if len(self.repos) > 1:
+            raise Unsupported(f"{what} works on one repository at a time (unit ids are each index's own)",
+                              "choose one: --repo NAME")
+        return self.first
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -93,30 +117,41 @@ class WorkspaceService:
         counts = [s.counts() for _, s in self.chosen]
         return IndexCounts(*(sum(getattr(c, f.name) for c in counts) for f in dataclasses.fields(IndexCounts)))
 
-    def index(self, *, only: Sequence[str] | None = None, **kw: Any) -> IndexSummary:
+    def index(self, *, rebuild: bool = False, only: Sequence[str] | None = None,
+              progress: ProgressFn | None = None) -> IndexSummary:
         """Index every chosen repository (see `coderag index`), or only the files `only` names
         (`repo/path` or `repo:path`, as the app's tree and watcher give them); one summary."""
         groups: dict[str, list[str]] = {}
         for path in only or ():
             name, _, rest = self._split(path)
             groups.setdefault(name, []).append(rest)
-        summaries = [(name, s.index(only=groups[name] if only is not None else None, **kw))
+        summaries = [(name, s.index(rebuild=rebuild, only=groups[name] if only is not None else None,
+                                    progress=progress))
                      for name, s in self.chosen if only is None or name in groups]
         return merge_summaries(summaries, self.tree_paths)
 
-    def embed(self, progress: Callable[..., None] | None = None,
-              should_stop: Callable[[], bool] | None = None) -> None:
-        """Embed the chunks without a vector in each chosen repository whose vectors are on."""
+    def embed(self, progress: ProgressFn | None = None,
+              should_stop: Callable[[], bool] | None = None) -> EmbedSummary | None:
+        """Embed the chunks without a vector in each chosen repository whose vectors are on;
+        the last repository's summary (None when none has vectors on)."""
+        last = None
         for _, service in self.chosen:
             if should_stop is not None and should_stop():
-                return
+                break
             if service.settings.embed.enabled:
-                service.embed(progress=progress, should_stop=should_stop)
+                last = service.embed(progress=progress, should_stop=should_stop) or last
+        return last
 
-    def watch(self, on_event: Callable[[WatchEvent], None] | None = None, **kw: Any) -> WorkspaceWatcher:
+    def vectors_pending(self) -> bool:
+        return any(s.vectors_pending() for _, s in self.chosen)
+
+    def watch(self, on_event: Callable[[WatchEvent], None] | None = None, *, initial_index: bool = False,
+              debounce_ms: int | None = None, progress: ProgressFn | None = None,
+              embed: bool = True) -> WorkspaceWatcher:
         """Watch every chosen repository: each re-indexes its own index; events name `repo/path`
         in the app's tree (see `CodeRag.watch` for the keywords)."""
-        return watch_all(self.chosen, on_event, self.tree_paths, **kw)
+        return watch_all(self.chosen, on_event, self.tree_paths, initial_index=initial_index,
+                         debounce_ms=debounce_ms, progress=progress, embed=embed)
 
     # ------------------------------------------------------------------ search
     def check_filters(self, filters: SearchFilters | None) -> SearchFilters | None:
@@ -134,6 +169,18 @@ class WorkspaceService:
                 strategy: str = "relevance") -> ComposedContext:
         return self.workspace.context(query, max_tokens, repos=self.repos, count_tokens=count_tokens,
                                       strategy=strategy)[1]
+
+    def similar(self, unit_id: int, k: int | None = None) -> list[SearchHit]:
+        return [self._hit(h) for h in self._alone("similar").similar(unit_id, k)]
+
+    def unit(self, unit_id: int) -> UnitRef | None:
+        found = self._alone("a unit by id").unit(unit_id)
+        return self._unit(dataclasses.replace(found, repo=self.repos[0])) if found is not None else None
+
+    def repo_map(self, max_tokens: int | None = None, query: str | None = None) -> str:
+        """Each repository's map under its name, the budget shared."""
+        share = max(64, (max_tokens or self.first.settings.context.repo_map_tokens) // len(self.repos))
+        return "\n\n".join(f"# {name}\n{s.repo_map(share, query)}" for name, s in self.chosen)
 
     def symbols(self, name: str, limit: int = 20) -> list[UnitRef]:
         return [self._unit(u) for u in self.workspace.symbols(name, limit, self.repos)]
@@ -192,14 +239,24 @@ class WorkspaceService:
 
     # ------------------------------------------------------------------ answering
     # the first repository answers and keeps the conversations (see across.py)
-    def model_info(self, model: str | None = None) -> Any:
-        return self.chosen[0][1].model_info(model)
+    def model_info(self, model: str | None = None) -> ModelInfo:
+        return self.first.model_info(model or self.selected_model)
+
+    def list_models(self, model: str | None = None, *, discover: bool = True) -> list[ModelInfo]:
+        return self.first.list_models(model, discover=discover)
+
+    def select_model(self, name: str | None) -> ModelInfo:
+        raise Unsupported("the model of a workspace is its first repository's configured one",
+                          "open one repository to pick another, or give ask --model NAME")
+
+    def served_models(self, refresh: bool = False) -> list[ServedModel]:
+        return self.first.served_models(refresh)
 
     def conversations(self, limit: int = 100) -> list[tuple[int, str, float, int, str]]:
-        return list(self.chosen[0][1].conversations(limit))
+        return list(self.first.conversations(limit))
 
-    def load_conversation(self, conversation_id: int) -> Any:
-        return self.chosen[0][1].load_conversation(conversation_id)
+    def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
+        return self.first.load_conversation(conversation_id)
 
     def ask(self, question: str, conversation_id: int | None = None, *, model: str | None = None,
             should_stop: Callable[[], bool] | None = None, attachment: str = "",
@@ -214,3 +271,44 @@ class WorkspaceService:
                                                          for s in e.sources)) if e.sources else e
                     for e in answer)
         return answer
+
+    # ------------------------------------------------------------------ one repository's work
+    def review(self, base: str = "HEAD", *, diff_text: str | None = None, diff_label: str = "",
+               max_tokens: int | None = None, update_index: bool = True, similar: int = 3,
+               count_tokens: Callable[[str], int] | None = None) -> Review:
+        raise Unsupported("a review is of one repository's change", "run it in that repository: --repo NAME")
+
+    def summary_estimate(self, paths: Sequence[str] | None = None, *, everything: bool = False,
+                         model: str | None = None) -> SummaryEstimate:
+        raise Unsupported("summaries are made for one repository at a time", "choose one: --repo NAME")
+
+    def summarize(self, paths: Sequence[str] | None = None, *, everything: bool = False, model: str | None = None,
+                  progress: ProgressFn | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> SummarizeResult:
+        raise Unsupported("summaries are made for one repository at a time", "choose one: --repo NAME")
+
+    def start_summaries(self, progress: ProgressFn | None = None) -> bool:
+        return False  # each repository's summaries are made where it is opened alone
+
+    def stop_summaries(self, timeout: float = 5.0) -> None:
+        for _, service in self.chosen:
+            service.stop_summaries(timeout)
+
+    def descriptions(self, paths: Sequence[str] | None = None) -> list[FileDescription]:
+        """The file descriptions of the chosen repositories (`paths`: `repo/path` or `repo:path`,
+        each routed to its repository; none: every file), paths named as `paths` name them
+        (`repo/path` in the app's tree, else `repo:path`)."""
+        groups: dict[str, list[str]] = {}
+        for path in paths or ():
+            name, _, rest = self._split(path)
+            groups.setdefault(name, []).append(rest)
+        sep = "/" if self.tree_paths else ":"
+        return [dataclasses.replace(d, path=f"{name}{sep}{d.path}") for name, s in self.chosen
+                if paths is None or name in groups
+                for d in s.descriptions(groups[name] if paths is not None else None)]
+
+    def tools(self) -> CodeRagTools:
+        """The tools over every chosen repository (paths as `repo/path`)."""
+        from coderag_tui.workspace.tools import WorkspaceTools
+
+        return WorkspaceTools(self)

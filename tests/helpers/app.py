@@ -138,13 +138,18 @@ class ScriptedAnswers(CodeRag):
     questions: list[tuple[str, int | None]]
     stopped: threading.Event
 
-    def ask(self, question: str, conversation_id: int | None = None) -> Iterator[AnswerEvent]:
-        if not hasattr(self, "questions"):
+    def ask(self, question: str, conversation_id: int | None = None, *, model: str | None = None,
+            should_stop: Callable[[], bool] | None = None, attachment: str = "",
+            fresh: bool = False) -> Iterator[AnswerEvent]:
+        if "questions" not in self.__dict__:
             self.questions, self.stopped = [], threading.Event()
         self.questions.append((question, conversation_id))
         yield AnswerEvent("status", "asking the scripted model")
         try:
             for token in self.tokens:
+                if should_stop is not None and should_stop():  # as the real service stops
+                    self.stopped.set()
+                    break
                 if self.delay:
                     time.sleep(self.delay)
                 yield AnswerEvent("token", token)
@@ -155,11 +160,11 @@ class ScriptedAnswers(CodeRag):
                           absent_citations=("shop/nope.py:3",), unknown_names=("CartManager",))
         yield AnswerEvent("done", conversation_id=conversation_id or 7)
 
-    def model_info(self) -> ModelInfo:
+    def model_info(self, model: str | None = None) -> ModelInfo:
         return ModelInfo("SmolLM2-135M-Instruct", "llama", "", 4096, note="tiny default model")
 
-    def conversations(self) -> list[tuple[int, str, float]]:
-        return [(7, "what does Cart.total return?", 1_700_000_000.0)]
+    def conversations(self, limit: int = 100, *, owner: str | None = None) -> list[tuple[int, str, float, int, str]]:
+        return [(7, "what does Cart.total return?", 1_700_000_000.0, 1, "what does Cart.total return?")]
 
     def load_conversation(self, conversation_id: int) -> list[StoredMessage]:
         return [StoredMessage("user", "what does Cart.total return?", (), 1_700_000_000.0),
@@ -174,8 +179,9 @@ class StoppableAnswers(ScriptedAnswers):
 
     release: threading.Event
 
-    def ask(self, question: str, conversation_id: int | None = None,  # type: ignore[override]
-            should_stop: Callable[[], bool] | None = None) -> Iterator[AnswerEvent]:
+    def ask(self, question: str, conversation_id: int | None = None, *, model: str | None = None,
+            should_stop: Callable[[], bool] | None = None, attachment: str = "",
+            fresh: bool = False) -> Iterator[AnswerEvent]:
         stop = should_stop or (lambda: False)
         yield AnswerEvent("status", "asking the scripted model: 1234 prompt tokens",
                           stats={"prompt_tokens": 1234.0})

@@ -7,8 +7,7 @@ The main screen is split by concern: `base` (navigation and file loading), `code
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.screen import Screen
@@ -21,12 +20,15 @@ from coderag_tui.tui.notify import report_worker_errors
 from coderag_tui.tui.widgets.chat import ChatPane
 from coderag_tui.tui.widgets.viewer import CodeView, ViewerPane
 
+if TYPE_CHECKING:
+    from coderag_tui.contract import Service
+
 
 class MainBase(Screen[None]):
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: Service) -> None:
         super().__init__()
         self.service = service
-        self.repo_name = getattr(service, "workspace_name", "") or Path(str(service.root)).name or str(service.root)
+        self.repo_name = service.name
         self.history = History()
 
     @property

@@ -203,8 +203,7 @@ class ChatActions(MainBase):
 
     def _offer_conversations(self, rows: list[adapters.ConversationRow]) -> None:
         if not rows:
-            self.notify("no earlier conversations" if adapters.has(self.service, "conversations")
-                        else "conversations are not stored by this build", severity="warning")
+            self.notify("no earlier conversations", severity="warning")
             return
         items = [(r.label(time.strftime('%Y-%m-%d %H:%M', time.localtime(r.updated))), r.id) for r in rows]
         self.app.push_screen(PickerScreen[int]("Previous conversations", list(items)), self._picked_conversation)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 from rich.text import Text
 from textual import work
@@ -127,7 +126,10 @@ class CodeActions(MainBase):
         if doc is None:
             self.notify("open a file first", severity="warning")
             return
-        command = editor_command(Path(self.service.root) / doc.path, self.code.line)
+        if self.service.root is None:
+            self.notify("the files are not on this machine: nothing to edit here", severity="warning")
+            return
+        command = editor_command(self.service.root / doc.path, self.code.line)
 
         try:
             with self.app.suspend():

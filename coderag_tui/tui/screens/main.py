@@ -11,7 +11,6 @@ import contextlib
 import itertools
 import time
 from collections.abc import Callable
-from typing import Any
 
 from textual import events, work
 from textual.app import ComposeResult
@@ -20,7 +19,8 @@ from textual.containers import Container, Horizontal
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from coderag_tui.models import Progress
+from coderag_tui.contract import Service, Watching
+from coderag_tui.models import Progress, WatchEvent
 from coderag_tui.textsafe import safe_line
 from coderag_tui.tui import adapters
 from coderag_tui.tui.history import Location
@@ -68,7 +68,7 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
     ALLOW_IN_MAXIMIZED_VIEW = "Footer, StatusBar"  # a zoomed pane keeps the keys and the status
     ESCAPE_TO_MINIMIZE = False  # Esc stops an answer; the zoom key gives the screen back
 
-    def __init__(self, service: Any, *, auto_index: bool = True, watch: bool = True,
+    def __init__(self, service: Service, *, auto_index: bool = True, watch: bool = True,
                  embed: bool = True) -> None:
         super().__init__(service)
         self.auto_index, self.watch_files, self.embed = auto_index, watch, embed
@@ -76,7 +76,7 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         self.index_queue: set[str] | None = None  # paths to re-index after the running job
         self.index_queued_all = False
         self.index_errors: tuple[str, ...] = ()
-        self.watch_handle: Any = None
+        self.watch_handle: Watching | None = None
         self.watch_started = False
         self.listings = itertools.count()
         self.listed_version = -1
@@ -147,9 +147,8 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         if self.watch_handle is not None:
             with contextlib.suppress(Exception):
                 self.watch_handle.stop(timeout=0.05)
-        if adapters.has(self.service, "start_summaries"):
-            with contextlib.suppress(Exception):
-                self.service.summaries.stop(timeout=0.05)
+        with contextlib.suppress(Exception):
+            self.service.stop_summaries(timeout=0.05)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
@@ -176,13 +175,13 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         try:
             summary = svc.index(only=only, progress=progress)
             self.post_message(IndexFinished("index", summary))
-            self._post_files(summary.errors, finished=True)
+            self._post_files(summary.errors)
             self.post_message(StatusChanged(svc.status()))
-            if self.embed and adapters.has(svc, "embed") and svc.settings.embed.enabled:
+            if self.embed and svc.settings.embed.enabled:
                 worker = get_current_worker()
                 svc.embed(progress=progress, should_stop=lambda: worker.is_cancelled)
                 self.post_message(IndexFinished("embed"))
-                self._post_files(summary.errors, finished=True)
+                self._post_files(summary.errors)
                 self.post_message(StatusChanged(svc.status()))
             self._start_summaries()
         finally:
@@ -191,8 +190,7 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
     def _start_summaries(self) -> None:
         """Summaries in the background once the index and its vectors are current (the
         service's thread yields the model to every answer); its progress comes as messages."""
-        if adapters.has(self.service, "start_summaries"):
-            self.service.start_summaries(self._summary_progress)
+        self.service.start_summaries(self._summary_progress)
 
     def _summary_progress(self, p: Progress) -> None:  # on the summarizer's thread
         self.post_message(SummaryProgress(p))
@@ -205,14 +203,14 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
         self.query_one(StatusBar).show_summaries(message.progress)
 
     @work(thread=True, exclusive=True, group="files", exit_on_error=False)
-    def list_files(self, finished: bool = False) -> None:
-        self._post_files(self.index_errors, finished)
+    def list_files(self) -> None:
+        self._post_files(self.index_errors)
 
-    def _post_files(self, errors: tuple[str, ...], finished: bool) -> None:
+    def _post_files(self, errors: tuple[str, ...]) -> None:
         """List the files (in a worker thread); a listing started earlier never wins over a
         later one (the startup listing can end after the first index run's)."""
         version = next(self.listings)
-        self.post_message(FilesListed(adapters.list_files(self.service, errors, finished), version))
+        self.post_message(FilesListed(adapters.list_files(self.service, errors), version))
 
     @work(thread=True, exclusive=True, group="status", exit_on_error=False)
     def load_status(self) -> None:
@@ -224,7 +222,10 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
 
     @work(thread=True, exclusive=True, group="watch", exit_on_error=False)
     def start_watch(self) -> None:
-        handle = adapters.start_watch(self.service, lambda event: self.post_message(WatchNotice(event)))
+        def notice(event: WatchEvent) -> None:
+            self.post_message(WatchNotice(event))
+
+        handle = adapters.start_watch(self.service, notice)
         self.watch_handle = handle
         self.post_message(WatchChanged("watching" if handle is not None else "watch off"))
 
@@ -267,20 +268,17 @@ class MainScreen(ChatActions, CodeActions, ModelActions):
     def on_watch_notice(self, message: WatchNotice) -> None:
         """The watcher re-indexes by itself: show what it does, refresh what it changed."""
         event, bar = message.event, self.query_one(StatusBar)
-        if isinstance(event, list):  # a watcher that only reports paths: index them here
-            self.start_index([str(p) for p in event])
-            return
-        phase, paths = str(getattr(event, "phase", "")), tuple(getattr(event, "paths", ()))
+        phase, paths = event.phase, tuple(event.paths)
         if phase == "queued":
             bar.set_watch("changes seen…")
         elif phase == "indexing":
             bar.set_watch(f"re-indexing {len(paths)} files" if paths else "re-indexing")
         elif phase == "error":
             bar.set_watch("watch error")
-            self.notify(str(getattr(event, "message", "")) or "the watcher failed", severity="error")
+            self.notify(event.message or "the watcher failed", severity="error")
         elif phase == "indexed":
             bar.set_watch("watching")
-            self.list_files(finished=True)
+            self.list_files()
             self.load_status()
             self.kick_summaries()  # edited units are stale now: made again in the background
             doc = self.code.document
