@@ -22,6 +22,13 @@ def rate_text(rate: float) -> str:
     return f"{rate:,.0f}/s" if rate >= 10 else f"{rate:.1f}/s"
 
 
+def background_summaries_text(p: ProgressEvent) -> str:
+    """The background summaries' progress, as the app's status line and `coderag watch` write it:
+    `summaries 120/800 units (background, low priority) · 3.1/min · eta 4:10`."""
+    done, _, rest = progress_text(p).partition(" · ")
+    return f"summaries {done} (background, low priority)" + (f" · {rest}" if rest else "")
+
+
 def progress_text(p: ProgressEvent) -> str:
     """One plain line for a log: `120/800 units · 3.1/min · eta 4:10`, or the closing message."""
     if p.phase == "done" or not p.total:

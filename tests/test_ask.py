@@ -48,11 +48,11 @@ def test_ask_errors_are_one_line_events(make_repo, open_service, tmp_path):
     repo = make_repo(FILES)
     s = small_settings()
     missing = open_service(repo, replace(s, llm=replace(s.llm, model=str(tmp_path / "nope.gguf"))))
-    [*_, last] = missing.ask("anything?")
+    [*_, last] = missing.ask("what does tax_for return?")
     assert last.kind == "error" and "nope.gguf" in last.text and "\n" not in last.text
     remote = LLMSettings(provider="openai", base_url="http://127.0.0.1:9/v1", model="m", retries=0, timeout_s=2)
     unreachable = open_service(repo, replace(s, llm=remote))
-    [*_, last] = unreachable.ask("anything?")
+    [*_, last] = unreachable.ask("what does tax_for return?")
     assert last.kind == "error" and "127.0.0.1:9" in last.text and "\n" not in last.text
 
 

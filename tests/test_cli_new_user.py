@@ -373,7 +373,7 @@ def test_the_summaries_count_is_one_count_and_one_format(
     from dataclasses import replace
 
     from coderag_tui.config import Settings, SummarySettings
-    from coderag_tui.progress_text import progress_text
+    from coderag_tui.progress_text import background_summaries_text
     from coderag_tui.tui.widgets.status_bar import summaries_line
 
     model = Summaries()
@@ -406,7 +406,7 @@ def test_the_summaries_count_is_one_count_and_one_format(
     totals = {e.total - 8 for e in events if e.phase == "summarize"}  # (8 made by the first pass)
     assert totals == {estimated} == {7}
     last = [e for e in events if e.phase == "summarize"][-1]
-    assert summaries_line(last) == f"summaries {progress_text(last)}"  # the app writes what watch writes
+    assert summaries_line(last) == background_summaries_text(last)  # the app writes what watch writes
     service.summaries.stop()
     service.close()
 

@@ -15,9 +15,9 @@ from coderag_tui.cli.base import (
     open_service,
     progress_printer,
 )
-from coderag_tui.cli.progress import progress_text
 from coderag_tui.contract import INDEX
 from coderag_tui.models import Progress, WatchEvent, to_dict
+from coderag_tui.progress_text import background_summaries_text
 from coderag_tui.textsafe import safe_text
 
 
@@ -45,7 +45,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         now = time.monotonic()
         if p.phase == "done" or now - shown[0] >= 60:
             shown[0] = now
-            print(f"summaries: {progress_text(p)}", file=sys.stderr, flush=True)
+            print(background_summaries_text(p), file=sys.stderr, flush=True)
 
     def show(event: WatchEvent) -> None:
         if args.json:

@@ -9,7 +9,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label, ProgressBar
 
 from coderag_tui.models import IndexStatus, Progress
-from coderag_tui.progress_text import progress_text
+from coderag_tui.progress_text import background_summaries_text, progress_text
 
 PHASES = {"discover": "scanning", "parse": "indexing", "resolve": "linking", "embed": "embedding",
           "summarize": "summarizing", "clone": "cloning", "fetch": "fetching"}
@@ -36,8 +36,7 @@ def summaries_line(p: Progress) -> str:
     made; "" once done."""
     if p.phase != "summarize" or not p.total:
         return ""
-    done, _, rest = progress_text(p).partition(" · ")
-    return f"summaries {done} (background, low priority)" + (f" · {rest}" if rest else "")
+    return background_summaries_text(p)
 
 
 class StatusBar(Horizontal):
