@@ -3,7 +3,7 @@ VENV ?= .venv
 REPO ?= .
 PYTHON ?= python3
 
-.PHONY: setup run test lint bench
+.PHONY: setup run test test-fast lint bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +17,15 @@ setup: $(VENV)/.installed
 run: setup
 	$(VENV)/bin/coderag $(REPO)
 
+# Every test: what .ci/run runs.
 test: setup
 	$(VENV)/bin/pytest
+
+# The unit and in-process tests: leaves out those whose fixtures start PostgreSQL, a server
+# process, the app or the model, or download releases, and the slow ones (tests/helpers/marks.py).
+FAST = not (postgres or model or app or server or network or slow)
+test-fast: setup
+	$(VENV)/bin/pytest -q -m "$(FAST)"
 
 lint: setup
 	$(VENV)/bin/ruff check coderag_tui tests bench

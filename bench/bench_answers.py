@@ -1,10 +1,10 @@
 """Benchmark: answers to real repository questions (SWE-QA), per model, through `ask`.
 
-    .venv/bin/python bench/bench_answers.py --repo flask=/src/flask-3.0.3 \
+    .venv/bin/python -m bench.bench_answers --repo flask=/src/flask-3.0.3 \
         --repo requests=/src/requests-2.32.3 --repo pytest=/src/pytest-8.3.3 \
         [--sweqa /work/shared/eval/sweqa] [--per-repo 48] [--answers 48] [--bare-every 0] \
         [--model PATH|NAME ...] [--work /tmp/bench-answers] [--json OUT.json]
-    .venv/bin/python bench/bench_answers.py --merge a.json b.json c.json   # one report of several runs
+    .venv/bin/python -m bench.bench_answers --merge a.json b.json c.json   # one report of several runs
 
 Models: each `--model` (a GGUF path or any name `ask --model` takes); by default the bundled
 tiny model and every GGUF in models/, each answering the same questions.

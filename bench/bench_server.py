@@ -1,6 +1,6 @@
 """The HTTP server's cost over the service it wraps, and its behaviour under concurrent clients.
 
-    .venv/bin/python bench/bench_server.py [--repo /path/to/checkout] [--rounds 3] [--clients 16]
+    .venv/bin/python -m bench.bench_server [--repo /path/to/checkout] [--rounds 3] [--clients 16]
                                            [--requests 10] [--embed] [--db FILE | --store URL]
 
 Serves one real repository (default: Flask, checked out from /work/.mirror/pallets+flask) with

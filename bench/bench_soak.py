@@ -1,6 +1,6 @@
 """A team server under a long load, its database restarted and a commit pushed in the middle.
 
-    .venv/bin/python bench/bench_soak.py [--minutes 10] [--clients 16] [--restart-at 0.33]
+    .venv/bin/python -m bench.bench_soak [--minutes 10] [--clients 16] [--restart-at 0.33]
                                          [--push-at 0.5] [--no-webhook] [--repo FOLDER]
 
 Serves one real repository (default: Flask, from /work/.mirror/pallets+flask, else the

@@ -1,6 +1,6 @@
 """Store backends, one run: PostgreSQL + pgvector vs SQLite through the same store interface.
 
-    python bench/bench_store.py REPO [--store postgresql://...] [--rounds 2] [--queries 200] [--no-vectors]
+    python -m bench.bench_store REPO [--store postgresql://...] [--rounds 2] [--queries 200] [--no-vectors]
 
 The repository is parsed once (not timed); then, for each round, each backend gets a fresh
 index and: writes every file (`write.write_file`, one transaction per file, then the
@@ -34,15 +34,13 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.indexing.graph import resolve  # noqa: E402
-from coderag_tui.indexing.workers import Job, process_file  # noqa: E402
-from coderag_tui.sources.discovery import walk  # noqa: E402
-from coderag_tui.store import read  # noqa: E402
-from coderag_tui.store.backend import StoreBackend, open_store  # noqa: E402
-from coderag_tui.store.write import FileMeta, FileRows, write_file  # noqa: E402
+from coderag_tui.config import Settings
+from coderag_tui.indexing.graph import resolve
+from coderag_tui.indexing.workers import Job, process_file
+from coderag_tui.sources.discovery import walk
+from coderag_tui.store import read
+from coderag_tui.store.backend import StoreBackend, open_store
+from coderag_tui.store.write import FileMeta, FileRows, write_file
 
 KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS", "TESTS", "DEFINES", "CONTAINS")
 

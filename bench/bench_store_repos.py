@@ -1,7 +1,7 @@
 """Two real repositories in one PostgreSQL database: Flask 3.0.3 and Flask-Login 0.6.3 (which
 imports flask), from PyPI's sdists, against the same two as a workspace of SQLite index files.
 
-    .venv/bin/python bench/bench_store_repos.py [--url postgresql://...] [--flask-login SDIST_DIR]
+    .venv/bin/python -m bench.bench_store_repos [--url postgresql://...] [--flask-login SDIST_DIR]
 
 Both are workspaces of `CodeRag` services (the database's read by name alone, as `serve --store`
 reads them), linked at query time by `workspace/links.py`. Printed: the imports of flask that
@@ -21,16 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tests.data_sources import sdist  # noqa: E402
-
-from coderag_tui.config import EmbedSettings, Settings  # noqa: E402
-from coderag_tui.models import EdgeRef  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from coderag_tui.store.backend import StoreTarget  # noqa: E402
-from coderag_tui.workspace import Workspace  # noqa: E402
-from coderag_tui.workspace.links import Links  # noqa: E402
+from bench.harness import sdist
+from coderag_tui.config import EmbedSettings, Settings
+from coderag_tui.models import EdgeRef
+from coderag_tui.service import CodeRag
+from coderag_tui.store.backend import StoreTarget
+from coderag_tui.workspace import Workspace
+from coderag_tui.workspace.links import Links
 
 NAMES = ("abort", "url_for", "redirect", "has_request_context")
 

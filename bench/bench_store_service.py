@@ -2,7 +2,7 @@
 SQLite index and from a repository of a PostgreSQL database, the same `CodeRag` over each
 store, alternating.
 
-    python bench/bench_store_service.py REPO [--store postgresql://...] [--queries 30]
+    python -m bench.bench_store_service REPO [--store postgresql://...] [--queries 30]
 
 Both indexes are built first by `CodeRag.index` (not timed; no vectors: keywords and symbols,
 so no embedding model runs). Queries are "how does NAME work" for the repository's own function
@@ -29,13 +29,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from coderag_tui.config import load_settings  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
-from coderag_tui.store.postgres.store import PostgresStore  # noqa: E402
-from coderag_tui.store.read import file_outline  # noqa: E402
-from coderag_tui.store.retrieval_reads import files_by_path  # noqa: E402
+from coderag_tui.config import load_settings
+from coderag_tui.service import CodeRag
+from coderag_tui.store.postgres.store import PostgresStore
+from coderag_tui.store.read import file_outline
+from coderag_tui.store.retrieval_reads import files_by_path
 
 STATEMENTS = [0]
 

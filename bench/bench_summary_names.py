@@ -1,6 +1,6 @@
 """How often a model's summaries name code the repository does not have.
 
-    .venv/bin/python bench/bench_summary_names.py REPO [--n 40] [--model PATH] [--work DIR]
+    .venv/bin/python -m bench.bench_summary_names REPO [--n 40] [--model PATH] [--work DIR]
 
 Indexes REPO (structure only) into WORK, makes the first N summaries of the default budget's
 plan (files and classes first) with the model (default: the bundled tiny one, which coderag

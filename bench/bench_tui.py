@@ -17,7 +17,7 @@ result (escape sequences stripped):
   bundled model reads a question's prompt. After each, what the terminal received after the
   app left the alternate screen must be empty (no llama.cpp log line).
 
-    .venv/bin/python bench/bench_tui.py [--repeats 3] [--open-only] [FLASK_SOURCE]
+    .venv/bin/python -m bench.bench_tui [--repeats 3] [--open-only] [FLASK_SOURCE]
 
 FLASK_SOURCE defaults to the sdist fetched from PyPI (tests/data_sources.py). Figures are
 wall-clock seconds on this machine: compare runs made in the same conditions (load).
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 COLS, ROWS = 100, 30
 ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78cDEHMNOZ]")
@@ -266,7 +265,7 @@ def main() -> int:
     args = parser.parse_args()
     source = args.source
     if source is None:
-        from tests.data_sources import sdist
+        from bench.harness import sdist
 
         source = sdist("flask", "3.0.3")
         if source is None:

@@ -2,7 +2,7 @@
 vector-only, hybrid and (when the search has a reranker) hybrid + rerank, side by side, with the
 file-level figures of a whole-file BM25 baseline; per set and overall.
 
-    .venv/bin/python bench/eval_retrieval.py --jsonl /work/shared/eval/swebench-lite-dev.jsonl \
+    .venv/bin/python -m bench.eval_retrieval --jsonl /work/shared/eval/swebench-lite-dev.jsonl \
         --jsonl /work/shared/eval/swebench-lite-dev2.jsonl \
         --repos /work/evalrepos --work /tmp/swe-eval [--include '*.py'] [--phase all|index|eval]
 

@@ -83,12 +83,6 @@ class EdgeRef:
 
 
 @dataclass(frozen=True)
-class Skip:
-    path: str
-    reason: str  # binary, too-large, minified, generated, symlink-outside, unreadable, ...
-
-
-@dataclass(frozen=True)
 class LanguageCount:
     language: str
     files: int
@@ -245,7 +239,7 @@ class ContextPiece:
     text: str
     tokens: int
     language: str = ""
-    about: str = ""  # the unit's summary, shown above its code (seed 002's full and brief formats)
+    about: str = ""  # the unit's summary, shown above its code (all of it for a primary, its first sentence for a neighbour)
     about_by: str = ""  # the model that wrote `about`
 
     @property

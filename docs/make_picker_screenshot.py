@@ -27,7 +27,7 @@ from coderag_tui.answering.providers.local import bundled_model_path  # noqa: E4
 from coderag_tui.config import load_settings  # noqa: E402
 from coderag_tui.service import CodeRag  # noqa: E402
 from coderag_tui.tui.app import create_app  # noqa: E402
-from tests.tui_fixtures import write_repo  # noqa: E402
+from tests.helpers.app import write_repo  # noqa: E402
 
 
 async def shoot(service: CodeRag, out: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +10,34 @@ import pytest
 
 from coderag_tui.config import Settings
 from coderag_tui.service import CodeRag
-from tests.helpers.loopback import HAVE_LLAMA_SERVER, LlamaServer, start_llama_server
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.loopback import (
+    HAVE_LLAMA_SERVER,
+    LlamaServer,
+    Loopback,
+    Responder,
+    start_llama_server,
+)
+from tests.helpers.marks import MARKS, needs, needs_of
+
+# Fixtures shared by several modules; a module-scoped one is still started once per module that uses it.
+from tests.helpers.pg import pg_server, pg_url  # noqa: F401 (one PostgreSQL for the session)
+from tests.helpers.server import served  # noqa: F401
+from tests.helpers.store_service import pg_indexed, pg_module, pg_served  # noqa: F401
+from tests.helpers.workspace import repos  # noqa: F401
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in MARKS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with what its fixtures need (tests/helpers/marks.py), so that
+    `make test-fast` can select the unit and in-process tests by marker."""
+    for item in items:
+        for mark in sorted(needs_of(item) - {m.name for m in item.iter_markers()}):
+            item.add_marker(mark)
 
 
 @pytest.fixture(autouse=True)
@@ -26,17 +51,6 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.delenv("CODERAG_CONFIG", raising=False)
 
 
-def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    return root
-
-
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[..., Path]:
     """make_repo({"a.py": "..."}, name="repo", git=False) -> the repository folder."""
@@ -48,14 +62,6 @@ def make_repo(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return make
-
-
-def git_init(root: Path) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", "init"], check=True, env=env)
 
 
 @pytest.fixture
@@ -77,6 +83,7 @@ def open_service(tmp_path: Path) -> Iterator[Callable[..., CodeRag]]:
 
 
 @pytest.fixture(scope="session")
+@needs("model")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """The real llama_cpp.server with the bundled GGUF, one for the whole run."""
     from coderag_tui.answering.providers.local import bundled_model_path
@@ -84,8 +91,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     model = bundled_model_path()
     if not HAVE_LLAMA_SERVER or model is None:
         pytest.skip("needs llama-cpp-python[server] and the bundled GGUF")
-    with start_llama_server(model, tmp_path_factory.mktemp("llama-server")) as served:
-        yield served
+    with start_llama_server(model, tmp_path_factory.mktemp("llama-server")) as running:
+        yield running
 
 
 @pytest.fixture
@@ -94,13 +101,30 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
+@needs("app")
 def tui_quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """For the app's tests: no local clipboard, and the current folder a fresh tmp one."""
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(scope="session")
+@needs("model")
+def bundled_gguf() -> Path:
+    """The bundled GGUF, for a test that has llama.cpp load it (directly, through the service or
+    a `coderag` process); skips where llama-cpp-python or the GGUF is missing."""
+    import importlib.util
+
+    from coderag_tui.answering.providers.local import bundled_model_path
+
+    model = bundled_model_path()
+    if importlib.util.find_spec("llama_cpp") is None or model is None:
+        pytest.skip("needs llama-cpp-python and the bundled GGUF")
+    return model
+
+
 @pytest.fixture(scope="module")
+@needs("model")
 def smollm() -> Any:
     """The bundled SmolLM2 GGUF loaded by llama.cpp (skips where either is missing)."""
     import importlib.util
@@ -117,13 +141,11 @@ def smollm() -> Any:
 
 
 @pytest.fixture
-def servers() -> Iterator[Callable[[Callable[[Any, int], None]], Any]]:
-    """Start scripted loopback model servers (`servers(respond)`); all are closed afterwards."""
-    from tests.test_providers_remote import Loopback
-
+def loopback() -> Iterator[Callable[[Responder], Loopback]]:
+    """Start scripted loopback model servers (`loopback(respond)`); all are closed afterwards."""
     started: list[Loopback] = []
 
-    def start(respond: Callable[[Any, int], None]) -> Loopback:
+    def start(respond: Responder) -> Loopback:
         started.append(Loopback(respond))
         return started[-1]
 

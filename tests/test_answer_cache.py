@@ -14,8 +14,8 @@ from coderag_tui.answering.answer_cache import normalize
 from coderag_tui.config import LLMSettings, Settings
 from coderag_tui.models import AnswerEvent
 from coderag_tui.service import CodeRag
-from tests.test_providers_remote import Loopback, openai_sse
-from tests.test_tool_use import FILES
+from tests.helpers.loopback import Loopback, openai_sse
+from tests.helpers.tool_use import FILES
 
 ANSWER = "tax_for returns amount * TAX_RATE (shop/tax.py:4-6)."
 

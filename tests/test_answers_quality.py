@@ -9,11 +9,9 @@ loopback and the real CLI in a pseudo-terminal.
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,61 +29,26 @@ from coderag_tui.answering.guard import (
 from coderag_tui.answering.opening import build_opening, is_flow_question
 from coderag_tui.answering.prompts import fit_prompt
 from coderag_tui.answering.providers.base import window_from_error
-from coderag_tui.answering.providers.local import TINY_NOTE, LlamaProvider, bundled_model_path
+from coderag_tui.answering.providers.local import TINY_NOTE, LlamaProvider
 from coderag_tui.config import ContextSettings, ProviderSettings, Settings
 from coderag_tui.models import (
     CALL_PATH_HEAD,
     MATCHES_HEAD,
-    ChatMessage,
     ComposedContext,
     ContextPiece,
-    ModelInfo,
 )
 from coderag_tui.retrieval.packing import shares_for
 from coderag_tui.retrieval.router import question_kind
+from tests.helpers.answers import Scripted
 from tests.helpers.loopback import LlamaServer
 from tests.helpers.terminal import run_on_a_terminal
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-real = pytest.mark.skipif(not HAVE_LLAMA or bundled_model_path() is None,
-                          reason="needs llama-cpp-python and the bundled SmolLM2 GGUF")
+real = pytest.mark.usefixtures("bundled_gguf")  # loads the bundled GGUF
 
 LOOP = "When a custom function that you want to handle occurs in any of these scenarios, "
 
 
-class Scripted:
-    """A provider replaying text pieces (isolation only); counts what the answerer pulled."""
-
-    def __init__(self, pieces: list[str], finish: str = "stop", tiny: bool = False) -> None:
-        self.pieces = pieces
-        self.pulled = 0
-        self.closed = False
-        self.name = "scripted"
-        self.finish_reason = ""
-        self._finish = finish
-        self.tiny_note = TINY_NOTE if tiny else ""
-        self.calls: list[tuple[int, float]] = []
-
-    def context_window(self) -> int:
-        return 4096
-
-    def count_tokens(self, text: str) -> int:
-        return math.ceil(len(text) / 4)
-
-    def info(self) -> ModelInfo:
-        return ModelInfo(self.name, "scripted", "", 4096)
-
-    def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
-               stop: list[str] | None = None) -> Iterator[str]:
-        self.calls.append((max_tokens, temperature))
-        self.sent = "\n".join(m.content for m in messages)
-        try:
-            for piece in self.pieces:
-                self.pulled += 1
-                yield piece
-            self.finish_reason = self._finish
-        finally:
-            self.closed = True
 
 
 def code_piece(path: str, start: int, n: int) -> ContextPiece:

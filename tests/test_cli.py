@@ -17,8 +17,8 @@ import pytest
 from coderag_tui.cli import base
 from coderag_tui.cli.main import build_parser, main
 from coderag_tui.textsafe import is_safe, safe_line, safe_text
+from tests.helpers.loopback import Loopback, openai_sse
 from tests.helpers.terminal import run_on_a_terminal
-from tests.test_providers_remote import Loopback, openai_sse
 
 ESC_NAME = "name\x1b[31mRED.py"
 LONG_DIR = "src/" + "/".join(["a_rather_long_package_name_for_width_tests"] * 3)

@@ -22,7 +22,7 @@ from coderag_tui.cli import commands_ask
 from coderag_tui.cli.main import main
 from coderag_tui.models import ChatMessage, ModelInfo
 from coderag_tui.service import CodeRag
-from tests.tui_fixtures import make_service
+from tests.helpers.app import make_service
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -304,8 +304,7 @@ def test_a_rename_with_its_caller_in_the_same_file_reports_the_orphan(
         make_repo: Callable[..., Path], tmp_path: Path) -> None:
     """What `coderag watch` prints after each batch: the calls a change orphaned, also those of
     the changed file itself (a function renamed, its caller beside it still calling the old name)."""
-    from tests.test_watcher import Recorder, _settings, wait_for
-
+    from tests.helpers.watch import Recorder, _settings, wait_for
     root = make_repo({"geo.py": "def area(w, h):\n    return w * h\n\n\ndef room():\n    return area(2, 3)\n"})
     service = CodeRag(root, _settings(), tmp_path / "index.db")
     service.index()
@@ -397,7 +396,7 @@ def test_the_summaries_count_is_one_count_and_one_format(
     root = service.root
     (root / "shop/cart.py").write_text(SMALL["shop/cart.py"].replace("price + 1", "price + 2"))
     service.index()
-    monkeypatch.setattr("coderag_tui.cli.commands_summaries.open_service", lambda args: service)
+    monkeypatch.setattr("coderag_tui.cli.commands_summarize.open_service", lambda args: service)
     capsys.readouterr()
     assert main(["summarize", "--estimate", "--json"]) == 0
     estimated = json.loads(capsys.readouterr().out)["requests"]

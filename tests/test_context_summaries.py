@@ -1,4 +1,4 @@
-"""Summaries in the composed context: seed 002's full format for primary results (summary above
+"""Summaries in the composed context: the full format for primary results (summary above
 the code), the brief format for supporting units (first sentence, first lines)."""
 
 from __future__ import annotations

@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 
 from coderag_tui.cli import main
-from tests.conftest import git_init, write_tree
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
-
-from .pg_server import fresh_database, pg_server  # noqa: F401 (fixtures)
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.pg import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOP = {
@@ -49,7 +48,7 @@ BACKENDS = ["sqlite", "postgresql", "server-sqlite", "server-postgresql", "works
 TOKEN = "admin-" + "c0ffee42" * 4  # the served repositories' admin token (summaries are an admin's job)
 
 
-def _model(h: _Handler, n: int) -> None:
+def _model(h: Handler, n: int) -> None:
     if h.command == "POST":
         openai_sse(h, ANSWER)  # answers and summaries alike
     else:
@@ -98,8 +97,7 @@ def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         args += where
         assert main(["index", *args]) == 0
     if request.param.startswith("server-"):
-        from tests.test_server import Server
-
+        from tests.helpers.server import Server
         server = Server(["--config", str(config), *where, str(root)],
                         {**os.environ, "PYTHONPATH": str(ROOT), "CODERAG_ADMIN_TOKENS": TOKEN}, base / "server.log")
         args = ["--server", server.url, "--config", str(config)]
@@ -270,7 +268,7 @@ def test_watch_keeps_the_index_current(repo: dict[str, Any]) -> None:
         extra.unlink(missing_ok=True)
 
 
-def test_the_stores_agree(tmp_path: Path, pg_server: str, model: Loopback) -> None:  # noqa: F811
+def test_the_stores_agree(tmp_path: Path, pg_server: str, model: Loopback) -> None:
     """The same repository in both stores: the same first file for every question."""
     root = write_tree(tmp_path / "shop", SHOP)
     databases = fresh_database(pg_server, "coderag_agree")

@@ -21,8 +21,7 @@ import pytest
 
 from coderag_tui.cli.main import main
 from coderag_tui.store.db import open_database
-
-from .conftest import write_tree
+from tests.helpers.files import write_tree
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 FILES: dict[str, str | bytes] = {
@@ -124,6 +123,7 @@ def _one_clear_line(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # a `coderag` process and a rebuild for each of the damages
 @pytest.mark.parametrize(("kind", "damage", "readable"), DAMAGE, ids=[d[0] for d in DAMAGE])
 def test_damage_is_one_clear_line_and_rebuild_recovers(
         good: tuple[Path, Path], tmp_path: Path, kind: str, damage: Callable[[Path], None],

@@ -5,7 +5,6 @@ count, `coderag index` and `coderag status` print it. Real folders, real index f
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,7 @@ from coderag_tui.models import Excluded
 from coderag_tui.service import CodeRag
 from coderag_tui.sources import discovery
 from coderag_tui.sources.discovery import walk
-
-
-def npm_package(root: Path, n: int = 12) -> Path:
-    """The shape of an unpacked npm tarball: package.json, a README and the code in dist/."""
-    (root / "dist" / "lib").mkdir(parents=True)
-    (root / "package.json").write_text(json.dumps({"name": "pkg", "main": "dist/index.js"}))
-    (root / "README.md").write_text("# pkg\n")
-    for i in range(n):
-        folder = root / "dist" / ("lib" if i % 2 else "")
-        (folder / f"m{i}.js").write_text(f"export function f{i}() {{ return {i}; }}\n")
-    (root / "vendor").mkdir()
-    (root / "vendor" / "dep.js").write_text("module.exports = 1;\n")
-    (root / "__pycache__").mkdir()
-    (root / "__pycache__" / "x.pyc").write_bytes(b"\0")
-    return root
+from tests.helpers.files import npm_package
 
 
 def test_discovery_counts_the_files_a_default_rule_leaves_out(tmp_path: Path) -> None:

@@ -9,11 +9,13 @@ import sys
 import pytest
 
 from bench.harness import sdist
+from tests.helpers.marks import needs
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
+@needs("network", "slow")
 def django_index(tmp_path_factory):
     root = sdist("django", "5.1")
     if root is None:

@@ -1,4 +1,4 @@
-"""A chunk whose unit has a summary is embedded with it (seed 002's embedding document), once per
+"""A chunk whose unit has a summary is embedded with it (the summary is part of the embedded text), once per
 document, in the background of search: the old vector serves until the new one exists."""
 
 from __future__ import annotations

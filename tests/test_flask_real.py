@@ -11,6 +11,7 @@ import pytest
 from bench.harness import sdist
 from coderag_tui.config import Settings
 from coderag_tui.service import CodeRag
+from tests.helpers.marks import needs
 
 pytestmark = pytest.mark.slow
 
@@ -25,11 +26,13 @@ def _indexed(name: str, version: str, tmp: Path) -> CodeRag:
 
 
 @pytest.fixture(scope="module")
+@needs("network")
 def flask(tmp_path_factory: pytest.TempPathFactory) -> CodeRag:
     return _indexed("flask", "3.0.3", tmp_path_factory.mktemp("flask"))
 
 
 @pytest.fixture(scope="module")
+@needs("network")
 def requests(tmp_path_factory: pytest.TempPathFactory) -> CodeRag:
     return _indexed("requests", "2.32.3", tmp_path_factory.mktemp("requests"))
 

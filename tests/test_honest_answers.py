@@ -23,8 +23,8 @@ from coderag_tui.service import CodeRag
 from coderag_tui.store.known import StoreNames
 from coderag_tui.tui.chatlog import Turn, to_markdown
 from coderag_tui.wire import decode, encode
-from tests.small_shop import FILES
-from tests.test_answers_quality import Scripted
+from tests.helpers.answers import Scripted
+from tests.helpers.shop import FILES
 
 SHOP = {
     **FILES,
@@ -179,8 +179,7 @@ def test_a_question_about_a_limit_opens_with_the_code_that_applies_it(
 def test_the_cli_lists_what_it_checked_in_text_and_json(make_repo: Callable[..., Path], tmp_path: Path,
                                                         capsys: Any) -> None:
     from coderag_tui.cli.main import main
-    from tests.test_providers_remote import Loopback, openai_sse
-
+    from tests.helpers.loopback import Loopback, openai_sse
     repo = make_repo(SHOP)
     common = ["--repo", str(repo), "--db", str(tmp_path / "i.db")]
     assert main(["index", "--no-embed", *common]) == 0

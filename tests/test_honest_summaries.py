@@ -15,13 +15,13 @@ from coderag_tui.answering.describe import describe_files
 from coderag_tui.answering.providers.local import bundled_model_path
 from coderag_tui.answering.summary_runner import local_summarizer
 from coderag_tui.answering.toolbox import CodeRagTools
-from coderag_tui.cli.commands_summaries import render
+from coderag_tui.cli.commands_export import render
 from coderag_tui.cli.main import main
 from coderag_tui.errors import NoSummariesError
 from coderag_tui.service import CodeRag
 from coderag_tui.store import descriptions as store
 from coderag_tui.tui.widgets.viewer import notes
-from tests.test_summaries import FILES
+from tests.helpers.summaries import FILES
 
 TINY = "llama:SmolLM2-135M-Instruct.Q4_1.gguf"
 OTHER = "llama:qwen2.5-coder-7b-instruct-q4_k_m.gguf"

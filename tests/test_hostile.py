@@ -207,6 +207,7 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 # ---------------------------------------------------------------------------- the acceptance test
 
 
+@pytest.mark.slow  # every command, as processes, over the whole hostile corpus
 def test_hostile_repository_end_to_end(corpus: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     root, expect = corpus
     db = tmp_path / "index.db"
@@ -278,8 +279,7 @@ def test_mcp_tools_on_the_hostile_repository(corpus: tuple[Path, dict[str, str]]
     pytest.importorskip("mcp")
     import anyio
 
-    from .test_mcp import _session_calls, _text
-
+    from tests.helpers.mcp import _session_calls, _text
     root, _ = corpus
     service = CodeRag(root, _settings(), tmp_path / "mcp.db")
     service.index()
@@ -301,8 +301,7 @@ def test_mcp_tools_on_the_hostile_repository(corpus: tuple[Path, dict[str, str]]
 
 
 def test_watch_keeps_working_on_the_hostile_repository(corpus: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    from .test_watcher import Recorder, wait_for
-
+    from tests.helpers.watch import Recorder, wait_for
     root, _ = corpus
     service = CodeRag(root, _settings(), tmp_path / "watch.db")
     service.index()
@@ -361,6 +360,7 @@ def _big_python(n: int) -> str:
     return "".join(f"def big_{i}(x):\n    return helper_{i}(x) + {i}\n\n" for i in range(n))
 
 
+@pytest.mark.slow  # waits out the worker's time limit
 def test_a_file_past_the_worker_time_limit_costs_its_file_only(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's alarm, made tiny (forked workers inherit it): the big file cannot finish."""

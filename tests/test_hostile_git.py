@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli.main import main
-
-from .conftest import git_init, write_tree
+from tests.helpers.files import git_init, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -220,6 +220,7 @@ def test_discovery_skips_and_ignores(make_repo, open_service, tmp_path):
     assert s.symbols("secret") == []
 
 
+@pytest.mark.slow  # a `coderag index` process killed mid-way, then resumed
 def test_kill_mid_index_then_resume(make_repo, tmp_path):
     files = {f"pkg/mod{i:04d}.py": f"def f{i}(x):\n    return g{(i + 1) % 3000}(x)\n\n\ndef g{i}(x):\n    return x\n"
              for i in range(3000)}

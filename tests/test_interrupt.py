@@ -22,8 +22,7 @@ import pytest
 from coderag_tui.cli.main import main
 from coderag_tui.store.db import open_database
 from coderag_tui.store.embeddings import VEC_TABLE
-
-from .conftest import write_tree
+from tests.helpers.files import write_tree
 
 V1: dict[str, str | bytes] = {
     "pkg/__init__.py": "",
@@ -335,6 +334,7 @@ def _commits(proc: subprocess.CompletedProcess[str]) -> int:
     return int(proc.stdout.split("COMMITS")[-1])
 
 
+@pytest.mark.slow  # an update killed after each of its commits, each resumed
 def test_an_update_killed_after_any_commit_resumes_to_a_fresh_build(
         updated: tuple[Path, Path, Path, dict[str, Any]], tmp_path: Path) -> None:
     root, old, _, fresh = updated
@@ -360,6 +360,7 @@ def test_an_update_killed_after_any_commit_resumes_to_a_fresh_build(
     assert failures == {}, f"{len(failures)} of {commits} interrupted updates differ: {failures}"
 
 
+@pytest.mark.slow  # embeds, is killed, resumes
 def test_an_update_killed_while_embedding_resumes_to_a_fresh_build(
         updated: tuple[Path, Path, Path, dict[str, Any]], tmp_path: Path) -> None:
     root, _, old, _ = updated

@@ -20,7 +20,7 @@ from coderag_tui.cli import main
 from coderag_tui.config import ServerSettings, Settings, load_settings
 from coderag_tui.errors import RepoError
 from coderag_tui.service import CodeRag
-from tests.conftest import write_tree
+from tests.helpers.files import write_tree
 
 FILES = {
     "app/tax.py": 'def tax_for(amount):\n    """The sales tax."""\n    return amount * 0.2\n',

@@ -11,11 +11,13 @@ from typing import Any
 import anyio
 import pytest
 
-from .conftest import write_tree
+from tests.helpers.files import write_tree
 
 pytest.importorskip("mcp")
 
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+from tests.helpers.mcp import _session_calls, _text
 
 TOOLS = {"search_codebase", "get_context", "lookup_symbol", "find_callers", "find_callees",
          "get_file_summary", "repo_map", "read_lines"}
@@ -77,29 +79,8 @@ def test_issue_invoice():
 }
 
 
-def _text(result: Any) -> str:
-    return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
-async def _session_calls(repo: Path, db: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[
-        list[Any], dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items()
-           if k.startswith(("XDG_", "HF_", "CODERAG_")) or k in ("PYTHONPATH", "HOME", "PATH")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "coderag_tui", "mcp", str(repo), "--db", str(db)],
-        env=env,
-        cwd=str(repo),
-    )
-    results: dict[str, Any] = {}
-    with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            tools = (await session.list_tools()).tools
-            for key, (name, arguments) in enumerate(calls):
-                results[f"{key}:{name}"] = await session.call_tool(name, arguments)
-    return tools, results
 
 
 @pytest.fixture

@@ -24,10 +24,8 @@ from coderag_tui.answering.providers.local import bundled_model_path
 from coderag_tui.config import LLMSettings, ProviderSettings, load_settings
 from coderag_tui.errors import ModelError
 from coderag_tui.service import CodeRag
+from tests.helpers.app import make_service
 from tests.helpers.loopback import LlamaServer, free_port, http_server
-from tests.tui_fixtures import make_service
-
-# --------------------------------------------------------------------------- the real server
 
 
 def test_discovery_finds_a_real_llama_cpp_server_with_its_window(llama_server: LlamaServer) -> None:
@@ -86,6 +84,7 @@ def test_cli_model_flag_answers_with_the_served_model(
 
 @pytest.mark.slow
 @pytest.mark.anyio
+@pytest.mark.usefixtures("tui_quiet")
 async def test_picker_switches_to_the_served_model_and_it_answers(
     llama_server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,9 +92,8 @@ async def test_picker_switches_to_the_served_model_and_it_answers(
 
     from coderag_tui.tui.app import create_app
     from coderag_tui.tui.screens.picker import PickerScreen
-    from tests.test_tui import main as main_screen
-    from tests.test_tui import settle, type_text, until
-
+    from tests.helpers.app import main as main_screen
+    from tests.helpers.app import settle, type_text, until
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
     monkeypatch.chdir(tmp_path)
     service = make_service(tmp_path)
@@ -331,13 +329,13 @@ def test_select_model_keeps_the_model_in_use_when_the_name_is_unknown(tmp_path: 
 
 
 @pytest.mark.anyio
+@pytest.mark.usefixtures("tui_quiet")
 async def test_picker_shows_a_served_name_as_text_not_markup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.widgets import OptionList
 
     from coderag_tui.tui.app import create_app
     from coderag_tui.tui.screens.picker import PickerScreen
-    from tests.test_tui import settle
-
+    from tests.helpers.app import settle
     monkeypatch.chdir(tmp_path)
     name = "[bold red]coder:7b"
     routes = {("GET", "/v1/models"): {"data": [{"id": name, "max_model_len": 4096}]}}

@@ -14,7 +14,7 @@ import pytest
 
 from coderag_tui.cli.main import main as run_cli
 from coderag_tui.service import CodeRag
-from tests.small_shop import FILES
+from tests.helpers.shop import FILES
 
 READS = [
     ("search", "total price"), ("symbol", "Cart"), ("callers", "tax_for"), ("callees", "Cart.total"),
@@ -108,8 +108,7 @@ def test_an_index_being_built_answers_from_the_files_it_holds(make_repo: Callabl
 
 
 def test_a_question_nothing_matches_asks_no_model(make_repo: Callable[..., Path], tmp_path: Path) -> None:
-    from tests.test_providers_remote import Loopback, openai_sse
-
+    from tests.helpers.loopback import Loopback, openai_sse
     repo = make_repo(FILES)
     db = tmp_path / "vectors.db"
     assert run_cli(["index", str(repo), "--db", str(db)]) == 0  # with vectors

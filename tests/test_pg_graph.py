@@ -17,8 +17,6 @@ from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.store import read, tracked
 from coderag_tui.store.backend import StoreBackend, open_store
 
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
-
 KINDS = ("CALLS", "IMPORTS", "INHERITS", "IMPLEMENTS", "TESTS", "DEFINES", "CONTAINS")
 
 REPO = {
@@ -106,7 +104,7 @@ def postgres(request: pytest.FixtureRequest, root: Path) -> StoreBackend:
     return open_store(request.getfixturevalue("pg_url"), source=str(root), create=True)
 
 
-def test_postgres_holds_the_sqlite_indexers_graph(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_postgres_holds_the_sqlite_indexers_graph(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     root = make_repo(tmp_path / "repo")
     lite = sqlite_index(root, tmp_path / "index.db", settings())
     pg = postgres(request, root)
@@ -137,7 +135,7 @@ def test_postgres_holds_the_sqlite_indexers_graph(tmp_path: Path, request: pytes
     assert by[("src/shop/report.py", "IMPORTS", "shop.cart")][0] == ("src/shop/cart.py", "src/shop/cart.py")
 
 
-def test_an_update_keeps_both_graphs_equal(tmp_path: Path, request: pytest.FixtureRequest,
+def test_an_update_keeps_both_graphs_equal(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """After edits (a definition renamed, a file gone, a new caller, a binary file), both
     backends' incremental resolves give the graph a fresh build gives; the files are parsed by
@@ -169,7 +167,7 @@ def test_an_update_keeps_both_graphs_equal(tmp_path: Path, request: pytest.Fixtu
     assert [name for _, src, kind, name, _, _, _, _ in lite if src == "audit" and kind == "CALLS"] == ["deposit"]
 
 
-def test_callers_rank_by_confidence_on_postgres(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_callers_rank_by_confidence_on_postgres(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     root = make_repo(tmp_path / "repo")
     pg = postgres(request, root)
     try:
@@ -186,7 +184,7 @@ def test_callers_rank_by_confidence_on_postgres(tmp_path: Path, request: pytest.
         pg.close()
 
 
-def test_a_build_killed_before_its_resolve_is_resolved_by_the_next(tmp_path: Path,
+def test_a_build_killed_before_its_resolve_is_resolved_by_the_next(pg_url: str, tmp_path: Path,
                                                                    request: pytest.FixtureRequest) -> None:
     """A run that wrote a file and died before resolving (its mark committed, the file's new
     calls unresolved): the next run finds nothing to parse but resolves the whole graph."""
@@ -215,7 +213,7 @@ def test_a_build_killed_before_its_resolve_is_resolved_by_the_next(tmp_path: Pat
         pg.close()
 
 
-def test_real_code_has_the_same_graph_on_both_backends(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_real_code_has_the_same_graph_on_both_backends(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """This project's own indexing and store packages (real imports, classes, calls across files)."""
     package = Path(__file__).resolve().parent.parent / "coderag_tui"
     root = tmp_path / "repo"

@@ -164,12 +164,11 @@ def test_status_counts_skips_apart_from_errors(make_repo: Callable[..., Path],
 
 
 @pytest.mark.anyio
+@pytest.mark.usefixtures("tui_quiet")
 async def test_tree_status_bar_and_status_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from coderag_tui.tui.widgets.file_tree import FilesPane, FileTree
     from coderag_tui.tui.widgets.status_bar import StatusBar
-    from tests.test_tui import SIZE, app_for, settle
-    from tests.tui_fixtures import make_service
-
+    from tests.helpers.app import SIZE, app_for, make_service, settle
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
     monkeypatch.chdir(tmp_path)
 

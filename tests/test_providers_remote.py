@@ -7,14 +7,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +22,12 @@ from coderag_tui.answering.providers.openai_compat import OpenAICompatProvider, 
 from coderag_tui.config import LLMSettings, ProviderSettings
 from coderag_tui.errors import ModelError, ProviderError
 from coderag_tui.models import ChatMessage, ComposedContext, ContextPiece, Progress
-from tests.helpers.loopback import LlamaServer, base_url, free_port, start_serving
+from tests.helpers.loopback import (
+    Handler,
+    LlamaServer,
+    free_port,
+    openai_sse,
+)
 
 FAST = ProviderOptions(backoff_s=0.01, max_retry_after_s=5.0)
 SECRET = "sk-test-5f0c1e9a2b7d4c3e8f6a"
@@ -36,106 +36,14 @@ MESSAGES = [ChatMessage("system", "Be brief."), ChatMessage("user", "Say hello."
 # --------------------------------------------------------------------------- a scripted server
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def _handle(self) -> None:
-        if self.command == "GET" and self.path.rstrip("/").endswith(("/props", "/models")):
-            # the provider's look for the server's context window: this server announces none
-            self.send_json(404, {"error": "not found"})
-            return
-        length = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(length) if length else b""
-        loop = self.server.loopback
-        with loop.lock:
-            index = len(loop.requests)
-            loop.requests.append(
-                {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
-            )
-        loop.respond(self, index)
-
-    do_GET = _handle
-    do_POST = _handle
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    # helpers for responders
-    def send_json(self, status: int, doc: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(doc).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def start_sse(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-    def chunk(self, text: str) -> None:
-        data = text.encode()
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def end_chunks(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    def abort(self) -> None:
-        """Drop the connection in the middle of a response."""
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    loopback: Loopback
 
 
-Responder = Callable[[_Handler, int], None]
 
 
-class Loopback:
-    """A stdlib HTTP server on 127.0.0.1 whose answers are scripted by `respond(handler, n)`."""
-
-    def __init__(self, respond: Responder) -> None:
-        self.respond = respond
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", 0), _Handler)
-        self.server.loopback = self
-        self.close = start_serving(self.server)
-        self.url = base_url(self.server)
 
 
-@pytest.fixture
-def loopback() -> Iterator[Callable[[Responder], Loopback]]:
-    servers: list[Loopback] = []
-
-    def start(respond: Responder) -> Loopback:
-        server = Loopback(respond)
-        servers.append(server)
-        return server
-
-    yield start
-    for s in servers:
-        s.close()
-
-
-def openai_sse(h: _Handler, tokens: list[str]) -> None:
-    h.start_sse()
-    for t in tokens:
-        doc = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": t}}]}
-        h.chunk(f"data: {json.dumps(doc)}\n\n")
-    h.chunk("data: [DONE]\n\n")
-    h.end_chunks()
 
 
 def openai(base_url: str, **kw: Any) -> ProviderSettings:
@@ -170,7 +78,7 @@ def test_openai_streams_and_sends_the_request(loopback: Any, monkeypatch: pytest
 
 
 def test_429_with_retry_after_then_success(loopback: Any) -> None:
-    def respond(h: _Handler, n: int) -> None:
+    def respond(h: Handler, n: int) -> None:
         if n == 0:
             h.send_json(429, {"error": {"message": "slow down"}}, {"Retry-After": "1"})
         else:
@@ -231,7 +139,7 @@ def test_connection_refused_is_one_clear_line() -> None:
 
 
 def test_a_stream_broken_midway_is_reported_not_replayed(loopback: Any) -> None:
-    def respond(h: _Handler, n: int) -> None:
+    def respond(h: Handler, n: int) -> None:
         h.start_sse()
         doc = {"choices": [{"delta": {"content": "partial"}}]}
         h.chunk(f"data: {json.dumps(doc)}\n\n")
@@ -281,7 +189,7 @@ def test_fallback_does_not_hide_a_rejected_key(loopback: Any, monkeypatch: pytes
 # --------------------------------------------------------------------------- Anthropic
 
 
-def anthropic_sse(h: _Handler, tokens: list[str]) -> None:
+def anthropic_sse(h: Handler, tokens: list[str]) -> None:
     h.start_sse()
 
     def event(name: str, doc: dict[str, Any]) -> None:
@@ -302,7 +210,7 @@ def anthropic_sse(h: _Handler, tokens: list[str]) -> None:
 def test_anthropic_streams_messages_api(loopback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODERAG_TEST_ANTHROPIC", SECRET)
 
-    def respond(h: _Handler, n: int) -> None:
+    def respond(h: Handler, n: int) -> None:
         if n == 0:
             h.send_json(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
         else:
@@ -326,7 +234,7 @@ def test_anthropic_streams_messages_api(loopback: Any, monkeypatch: pytest.Monke
 def test_anthropic_errors(loopback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODERAG_TEST_ANTHROPIC", SECRET)
 
-    def overloaded(h: _Handler, n: int) -> None:
+    def overloaded(h: Handler, n: int) -> None:
         h.start_sse()
         h.chunk('event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n')
         h.end_chunks()
@@ -354,7 +262,7 @@ def test_pull_model_downloads_atomically_with_progress(
     monkeypatch.setenv("HF_TOKEN", "hf_" + SECRET)
     payload = b"GGUF" + os.urandom(3 * 1024 * 1024)
 
-    def respond(h: _Handler, n: int) -> None:
+    def respond(h: Handler, n: int) -> None:
         if h.path != "/org/tiny-GGUF/resolve/main/tiny.Q4.gguf":
             h.send_json(404, {"error": "no such file"})
             return
@@ -383,7 +291,7 @@ def test_pull_model_downloads_atomically_with_progress(
 
 
 def test_pull_model_refuses_what_is_not_a_gguf(loopback: Any, tmp_path: Path) -> None:
-    def respond(h: _Handler, n: int) -> None:
+    def respond(h: Handler, n: int) -> None:
         data = b"<html>login</html>"
         h.send_response(200)
         h.send_header("Content-Length", str(len(data)))

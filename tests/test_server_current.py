@@ -11,17 +11,19 @@ import hashlib
 import hmac
 import json
 import os
-import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import write_tree
-from tests.test_server import ROOT, Server
+from tests.helpers.files import write_tree
+from tests.helpers.git_server import defined, git, origin_with, push, status_of, wait_for
+from tests.helpers.server import ROOT, Server
+
+pytestmark = pytest.mark.server  # tests here start `coderag serve` themselves, not only through a fixture
 
 TOKEN = "reader-" + "5a6b7c8d" * 4
 SECRET = "hook-secret-" + "9e8f7a6b" * 3
@@ -29,30 +31,10 @@ GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT
            "GIT_COMMITTER_EMAIL": "t@t"}
 
 
-def git(*args: str, cwd: Path | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
-def origin_with(base: Path, files: dict[str, str | bytes]) -> tuple[Path, Path]:
-    """(a bare origin, a working clone that pushes to it), holding `files` in one commit."""
-    origin = base / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    work = write_tree(base / "work", files)
-    git("init", "-q", "-b", "main", str(work))
-    git("add", "-A", cwd=work)
-    git("commit", "-qm", "first", cwd=work)
-    git("remote", "add", "origin", str(origin), cwd=work)
-    git("push", "-q", "origin", "main", cwd=work)
-    return origin, work
 
 
-def push(work: Path, files: dict[str, str | bytes], message: str) -> str:
-    write_tree(work, files)
-    git("add", "-A", cwd=work)
-    git("commit", "-qm", message, cwd=work)
-    git("push", "-q", "origin", "main", cwd=work)
-    return git("rev-parse", "HEAD", cwd=work)
 
 
 def start(base: Path, targets: list[str], server_settings: str) -> Server:
@@ -71,23 +53,10 @@ def http(server: Server) -> httpx.Client:
     return httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
 
 
-def defined(client: httpx.Client, name: str) -> list[str]:
-    """Where `name` is defined, through the server ("repo:path")."""
-    found = client.get(f"/symbol/{name}").json()["exact_matches"]
-    return [f"{u['repository']}:{u['path']}" for u in found]
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 90.0) -> float:
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < timeout, "timed out"
-        time.sleep(0.25)
-    return time.monotonic() - started
 
 
-def status_of(client: httpx.Client, name: str) -> dict[str, Any]:
-    repos = client.get("/index/status").json()["repositories"]
-    return next(r for r in repos if r["name"] == name)
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.client import RemoteCodeRag
-from tests.conftest import git_init, write_tree
-from tests.small_shop import FILES
-from tests.test_server import ROOT, Server
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.server import ROOT, Server
+from tests.helpers.shop import FILES
 
 pytestmark = pytest.mark.slow
 

@@ -14,15 +14,17 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import git_init, write_tree
-from tests.pg_server import Restartable
-from tests.test_server import ROOT, Server
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.marks import needs
+from tests.helpers.pg import Restartable
+from tests.helpers.server import ROOT, Server
 
 TOKEN = "reader-" + "3c4d5e6f" * 4
 FILES = {"shop/tax.py": 'def tax_for(amount):\n    """The sales tax."""\n    return amount * 0.2\n'}
 
 
 @pytest.fixture(scope="module")
+@needs("postgres")
 def pg() -> Iterator[Restartable]:
     server = Restartable(Path(tempfile.mkdtemp(prefix="coderag-pg-restart-")))
     yield server
@@ -30,6 +32,7 @@ def pg() -> Iterator[Restartable]:
 
 
 @pytest.fixture
+@needs("server")
 def served(pg: Restartable, tmp_path: Path) -> Iterator[dict[str, Any]]:
     repo = write_tree(tmp_path / "shop", FILES)
     git_init(repo)
@@ -82,8 +85,7 @@ def test_a_database_restart_under_a_running_server(pg: Restartable, served: dict
 
 
 def test_a_git_url_served_from_postgres_follows_its_pushes(pg: Restartable, tmp_path: Path) -> None:
-    from tests.test_server_current import defined, origin_with, push, status_of, wait_for
-
+    from tests.helpers.git_server import defined, origin_with, push, status_of, wait_for
     origin, work = origin_with(tmp_path / "git", FILES)
     url = pg.database(f"coderag_pushes_{os.getpid()}_{int(time.time() * 1000) % 100000}")
     config = tmp_path / "config.toml"

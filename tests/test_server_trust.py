@@ -16,9 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import git_init, write_tree
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
-from tests.test_server import ROOT, Server, sse_events
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.marks import needs
+from tests.helpers.server import ROOT, Server, sse_events
+
+pytestmark = pytest.mark.server  # tests here start `coderag serve` themselves, not only through a fixture
 
 ADMIN = "admin-" + "0a1b2c3d" * 4
 ALICE = "alice-" + "4e5f6a7b" * 4
@@ -30,7 +33,7 @@ FILES = {
 }
 
 
-def _answer(h: _Handler, n: int) -> None:
+def _answer(h: Handler, n: int) -> None:
     if h.command == "POST":
         openai_sse(h, ["The tax is 20% ", "(shop/tax.py:1-3)."])
     else:
@@ -48,6 +51,7 @@ def _env(base: Path, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
+@needs("server")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("trust")
     repo = write_tree(base / "shop", FILES)

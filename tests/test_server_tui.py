@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from coderag_tui.client import RemoteCodeRag
-from tests.test_server import ANSWER, READ, served  # noqa: F401  (the module's server fixture)
+from tests.helpers.server import ANSWER, READ
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture
@@ -18,13 +18,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_the_app_through_the_server(served: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+async def test_the_app_through_the_server(served: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.widgets import Markdown
 
     from coderag_tui.tui.app import create_app
     from coderag_tui.tui.widgets.file_tree import FilesPane
-    from tests.test_tui import ask, main, settle, viewer_text
-
+    from tests.helpers.app import ask, main, settle, viewer_text
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
     client = RemoteCodeRag(served["url"], READ, ["shop"])
     app = create_app(client, auto_index=False, watch=False, embed=False, local_clipboard=False)

@@ -15,12 +15,10 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from coderag_tui.config import ChunkSettings, EmbedSettings, IndexSettings, Settings
+from coderag_tui.config import EmbedSettings, IndexSettings, Settings
 from coderag_tui.errors import StoreError
 from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.models import SearchFilters, UnitRef
-from coderag_tui.parsing.extract import content_hash, parse_source
-from coderag_tui.parsing.languages import detect_language
 from coderag_tui.store import (
     answer_cache,
     conversations,
@@ -38,10 +36,9 @@ from coderag_tui.store import (
 )
 from coderag_tui.store.backend import StoreBackend, open_store
 from coderag_tui.store.retrieval_reads import StoreReads
-from coderag_tui.store.write import FileMeta, FileRows, file_rows, write_file
-
-from .conftest import write_tree
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from coderag_tui.store.write import write_file
+from tests.helpers.files import write_tree
+from tests.helpers.store import rows_of
 
 FILES: dict[str, str | bytes] = {
     "shop/__init__.py": "from shop.money import Wallet\n",
@@ -95,7 +92,7 @@ def indexed(store: StoreBackend, tmp_path: Path) -> StoreBackend:
 
 
 @pytest.fixture
-def pair(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[StoreBackend, StoreBackend]]:
+def pair(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[StoreBackend, StoreBackend]]:
     """The same repository indexed into SQLite and into PostgreSQL."""
     root = write_tree(tmp_path / "repo", FILES)
     both = (open_target("sqlite", tmp_path, request, str(root)),
@@ -116,11 +113,6 @@ def unit(store: StoreBackend, name: str) -> UnitRef:
     return found[0]
 
 
-def rows_of(path: str, text: str) -> tuple[FileRows, FileMeta]:
-    """A file's rows as the parse workers make them (for text the indexer would not read)."""
-    data = text.encode()
-    parsed = parse_source(path, data, detect_language(path, data[:256]), ChunkSettings())
-    return file_rows(parsed), FileMeta(path, content_hash(data), len(data), 0)
 
 
 # --------------------------------------------------------------------------- the same rows, the same answers
@@ -330,7 +322,7 @@ def test_summaries_documents_and_their_vectors_follow_alike(pair: tuple[StoreBac
             "texts": descriptions.summary_texts(db, [(u.id, u.path, u.kind, u.qualname) for u in
                                                      read.file_outline(db, "shop/money.py")]),
             "search": [db.description_search([w], 5) for w in ("amounts", "wallet", "helpers")],
-            "pending_docs": keys, "doc_texts": embed_docs.doc_texts(db, keys),
+            "pending_docs": keys,
             "chunk_hashes": embed_docs.chunk_hashes(db, keys), "unembedded": embed_docs.unembedded_docs(db),
             "pending_chunks": embeddings.pending_chunks(db), "all_embedded": embeddings.all_embedded(db),
             "vectors": sorted(str(r[0]) for r in db.rows("SELECT hash FROM vectors")),
@@ -567,7 +559,7 @@ def test_conversations_and_the_answer_cache(indexed: StoreBackend) -> None:
 
 
 # --------------------------------------------------------------------------- PostgreSQL: its own ways
-def test_postgres_refuses_a_foreign_database_and_hides_the_password(request: pytest.FixtureRequest) -> None:
+def test_postgres_refuses_a_foreign_database_and_hides_the_password(pg_url: str, request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue("pg_url")  # (skips where no server starts)
     import psycopg
 
@@ -598,7 +590,7 @@ def test_a_bad_store_url_is_one_line_without_the_password(bad: str, capsys: pyte
     assert "s3cret" not in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) -> None:
+def test_a_lost_postgres_connection_is_one_line(pg_url: str, request: pytest.FixtureRequest) -> None:
     """Outside a transaction a dropped connection is opened again and the read run again; inside
     one, the transaction is lost with its connection: one line, and the next read works."""
     url = request.getfixturevalue("pg_url")
@@ -623,7 +615,7 @@ def test_a_lost_postgres_connection_is_one_line(request: pytest.FixtureRequest) 
         store.close()
 
 
-def test_postgres_keyword_search_weighs_rare_words_over_common_ones(request: pytest.FixtureRequest,
+def test_postgres_keyword_search_weighs_rare_words_over_common_ones(pg_url: str, request: pytest.FixtureRequest,
                                                                     tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {f"m{n}.py": f"def handler_{n}(request):\n    return request.word{n}\n"
                                           for n in range(60)})
@@ -672,7 +664,7 @@ def test_postgres_ranks_real_code_as_sqlite_fts5_does(pair: tuple[StoreBackend, 
     assert sum(overlaps) / len(overlaps) >= 0.85 and sum(firsts) / len(firsts) >= 0.85, (overlaps, firsts)
 
 
-def test_postgres_vectors_are_searched_through_hnsw(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_postgres_vectors_are_searched_through_hnsw(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {f"v{n}.py": f"def f{n}():\n    return {n}\n" for n in range(40)})
     store = open_store(request.getfixturevalue("pg_url"), source=str(root), create=True)
     try:
@@ -697,7 +689,7 @@ def test_postgres_vectors_are_searched_through_hnsw(request: pytest.FixtureReque
         store.close()
 
 
-def test_the_cli_indexes_embeds_and_searches_a_postgres_store(request: pytest.FixtureRequest, tmp_path: Path,
+def test_the_cli_indexes_embeds_and_searches_a_postgres_store(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     from coderag_tui.cli.main import main
 

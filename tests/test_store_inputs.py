@@ -12,9 +12,7 @@ import pytest
 from coderag_tui.cli.main import main
 from coderag_tui.mcp_server import CodeRagTools
 from coderag_tui.service import CodeRag
-
-from .conftest import write_tree
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from tests.helpers.files import write_tree
 
 FILES: dict[str, str | bytes] = {
     "calc.py": "def add(a, b):\n    return a + b\n\n\ndef twice(x):\n    return add(x, x)\n",

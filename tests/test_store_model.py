@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
-from tests.conftest import write_tree
-from tests.small_shop import FILES
-
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from tests.helpers.files import write_tree
+from tests.helpers.shop import FILES
 
 pytestmark = pytest.mark.slow
 
 
-def test_the_bundled_model_answers_from_postgres(request: pytest.FixtureRequest, tmp_path: Path,
+def test_the_bundled_model_answers_from_postgres(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     import importlib.util
 

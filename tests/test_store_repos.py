@@ -26,15 +26,13 @@ from coderag_tui.service import CodeRag
 from coderag_tui.store import embeddings, read, tracked
 from coderag_tui.store.backend import open_store
 from coderag_tui.workspace import Workspace
-from tests.conftest import git_init, write_tree
-from tests.test_store_backends import rows_of
-from tests.test_workspace import BACKEND, FRONTEND, QUESTION, SHARED
-
-from .pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.store import rows_of
+from tests.helpers.workspace import BACKEND, FRONTEND, QUESTION, SHARED
 
 
 @pytest.fixture
-def url(request: pytest.FixtureRequest) -> str:
+def url(pg_url: str, request: pytest.FixtureRequest) -> str:
     """A fresh database of the session's PostgreSQL (skips where no server starts)."""
     return str(request.getfixturevalue("pg_url"))
 
@@ -550,7 +548,7 @@ def test_migration_6_moves_the_shared_tables_into_each_repositorys_schema(
         service.close()
 
 
-def test_a_role_that_only_reads_searches_and_cannot_write(
+def test_a_role_that_only_reads_searches_and_cannot_write(pg_url: str,
         url: str, repos: dict[str, str], capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> None:
     """A team's readers connect as a role that may read every repository (pg_read_all_data):
     searches work; indexing is refused in one line, without the password."""

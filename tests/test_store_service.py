@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,87 +22,58 @@ from coderag_tui.config import ContextSettings
 from coderag_tui.models import SearchHit
 from coderag_tui.retrieval.compose import assemble
 from coderag_tui.store.backend import open_store
-from tests.conftest import git_init, write_tree
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
-from tests.test_server import ADMIN, READ, SHOP, Server, _mcp_calls, sse_events
-
-from .pg_server import fresh_database, pg_server, pg_url  # noqa: F401 (fixtures)
+from tests.helpers.files import write_tree
+from tests.helpers.pg import fresh_database
+from tests.helpers.server import ADMIN, READ, SHOP, Server, _mcp_calls, sse_events
+from tests.helpers.store_service import ANSWER, TESTS, _config
 
 ROOT = Path(__file__).resolve().parent.parent
-ANSWER = ["`tax_for` ", "adds the tax ", "(shop/tax.py:1-3)."]
-TESTS = {"tests/test_tax.py": "from shop.tax import tax_for\n\n\ndef test_tax_for():\n    assert tax_for(10) == 2.0\n"}
 
 
-def _answer(h: _Handler, n: int) -> None:
-    if h.command == "POST":
-        openai_sse(h, ANSWER)
-    else:
-        h.send_json(404, {"error": "no"})
 
 
-def _config(path: Path, model_url: str) -> Path:
-    path.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model_url}/v1"\n'
-                    'model = "scripted"\ndiscover = false\ntools = "off"\ncache_similarity = 0\ntimeout_s = 30\n')
-    return path
 
 
-@pytest.fixture(scope="module")
-def pg_module(pg_server: str) -> Iterator[str]:  # noqa: F811 (the fixture above)
-    """A database of its own for the module's tests (the server's tests read one index)."""
-    yield from fresh_database(pg_server, "coderag_svc")
 
 
-@pytest.fixture(scope="module")
-def indexed(pg_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The shop repository indexed into PostgreSQL by `coderag index --store`."""
-    base = tmp_path_factory.mktemp("pgsvc")
-    repo = write_tree(base / "shop", {**SHOP, **TESTS})
-    git_init(repo)
-    model = Loopback(_answer)
-    config = _config(base / "config.toml", model.url)
-    try:
-        assert main(["index", str(repo), "--store", pg_module, "--config", str(config)]) == 0
-        yield {"url": pg_module, "repo": repo, "config": config, "model": model, "base": base}
-    finally:
-        model.close()
 
 
-def cli(indexed: dict[str, Any], *args: str) -> list[str]:
-    return [*args, "--repo", str(indexed["repo"]), "--store", indexed["url"], "--config", str(indexed["config"])]
+def cli(pg_indexed: dict[str, Any], *args: str) -> list[str]:
+    return [*args, "--repo", str(pg_indexed["repo"]), "--store", pg_indexed["url"], "--config", str(pg_indexed["config"])]
 
 
 # --------------------------------------------------------------------------- the CLI on --store
 
 
-def test_status_callers_callees_on_a_store(indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_callers_callees_on_a_store(pg_indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(cli(indexed, "status", "--json")) == 0
+    assert main(cli(pg_indexed, "status", "--json")) == 0
     status = json.loads(capsys.readouterr().out)
     assert (status["files"], status["units"]) == (3, 5)  # tax_for, Cart, __init__, total, test_tax_for
     assert status["edges"] > 0 and status["last_update"] > 0 and status["db_path"].startswith("postgresql://")
     assert status["languages"][0]["language"] == "python"
-    assert main(cli(indexed, "status")) == 0
+    assert main(cli(pg_indexed, "status")) == 0
     assert "python" in capsys.readouterr().out
 
-    assert main(cli(indexed, "callers", "tax_for", "--json")) == 0
+    assert main(cli(pg_indexed, "callers", "tax_for", "--json")) == 0
     callers = json.loads(capsys.readouterr().out)
     assert {(c["qualname"], c["line"]) for c in callers} == {("Cart.total", 10), ("test_tax_for", 5)}, callers
-    assert main(cli(indexed, "callees", "Cart.total")) == 0
+    assert main(cli(pg_indexed, "callees", "Cart.total")) == 0
     assert "tax_for" in capsys.readouterr().out
-    assert main(cli(indexed, "callers", "no_such_function_here")) == 1
+    assert main(cli(pg_indexed, "callers", "no_such_function_here")) == 1
 
-    assert main(cli(indexed, "map")) == 0  # the repo map: the graph read from PostgreSQL
+    assert main(cli(pg_indexed, "map")) == 0  # the repo map: the graph read from PostgreSQL
     repo_map = capsys.readouterr().out
     assert "def tax_for(amount)" in repo_map and "class Cart" in repo_map, repo_map
-    assert main(cli(indexed, "callers", "tax_for", "--json", "--db", str(indexed["base"] / "x.db"))) == 2
+    assert main(cli(pg_indexed, "callers", "tax_for", "--json", "--db", str(pg_indexed["base"] / "x.db"))) == 2
     assert "--db names an index file; --store a database" in capsys.readouterr().err
 
 
-def test_the_mcp_tools_on_a_store(indexed: dict[str, Any]) -> None:
+def test_the_mcp_tools_on_a_store(pg_indexed: dict[str, Any]) -> None:
     from coderag_tui.answering.toolbox import CodeRagTools
     from coderag_tui.service import CodeRag
 
-    service = CodeRag.open(indexed["repo"], config=indexed["config"], store=indexed["url"])
+    service = CodeRag.open(pg_indexed["repo"], config=pg_indexed["config"], store=pg_indexed["url"])
     try:
         tools = CodeRagTools(service)
         tools.ready.set()
@@ -115,9 +85,9 @@ def test_the_mcp_tools_on_a_store(indexed: dict[str, Any]) -> None:
         service.close()
 
 
-def test_context_on_a_store_expands_the_graph(indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_context_on_a_store_expands_the_graph(pg_indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(cli(indexed, "context", "how is the tax of a cart computed", "--json")) == 0
+    assert main(cli(pg_indexed, "context", "how is the tax of a cart computed", "--json")) == 0
     ctx = json.loads(capsys.readouterr().out)
     roles = {(p["path"], p["role"]) for p in ctx["pieces"]}
     assert ("shop/tax.py", "primary") in roles, roles
@@ -125,22 +95,22 @@ def test_context_on_a_store_expands_the_graph(indexed: dict[str, Any], capsys: p
     about = [p["text"] for p in ctx["pieces"] if p["role"] == "metadata" and p["path"] == "shop/tax.py"]
     assert any("called by 2 units: Cart.total, test_tax_for" in text for text in about), about
     assert 0 < ctx["tokens"] <= ctx["budget"]
-    assert main(cli(indexed, "context", "tax", "--strategy", "depth", "--max-tokens", "300")) == 0
+    assert main(cli(pg_indexed, "context", "tax", "--strategy", "depth", "--max-tokens", "300")) == 0
     assert "shop/tax.py:1-3" in capsys.readouterr().out
 
 
-def test_ask_on_a_store_answers_with_citations(indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_ask_on_a_store_answers_with_citations(pg_indexed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(cli(indexed, "ask", "How is the tax of a cart computed?", "--json")) == 0
+    assert main(cli(pg_indexed, "ask", "How is the tax of a cart computed?", "--json")) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["answer"] == "".join(ANSWER)
     cited = [s for s in doc["sources"] if s["cited"]]
     assert [s["path"] for s in cited] == ["shop/tax.py"] and not doc["invalid_citations"], doc
-    prompt = str(indexed["model"].requests[-1])
+    prompt = str(pg_indexed["model"].requests[-1])
     assert "return amount * 0.2" in prompt  # the model was given the code from PostgreSQL
 
 
-def test_one_composition_on_both_backends(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_one_composition_on_both_backends(pg_url: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """The same hits composed on SQLite and on PostgreSQL give the same context."""
     repo = write_tree(tmp_path / "shop", {**SHOP, **TESTS})
     from coderag_tui.config import load_settings
@@ -167,33 +137,15 @@ def test_one_composition_on_both_backends(request: pytest.FixtureRequest, tmp_pa
 # --------------------------------------------------------------------------- coderag serve --store
 
 
-@pytest.fixture(scope="module")
-def served(indexed: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    base: Path = indexed["base"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(base / "cache"),
-           "XDG_CONFIG_HOME": str(base / "userconfig"), "XDG_DATA_HOME": str(base / "data"),
-           "HF_HUB_OFFLINE": "1", "CODERAG_ADMIN_TOKENS": ADMIN, "CODERAG_READ_TOKENS": READ}
-    env.pop("CODERAG_CONFIG", None)
-    # beyond loopback (every address), so tokens are required; the tests connect through loopback
-    server = Server(["--host", "0.0.0.0", "--store", indexed["url"], "--config", str(indexed["config"]),
-                     str(indexed["repo"])], env, base / "server.log")
-    try:
-        assert server.info["repositories"] == ["shop"] and server.info["tokens_required"]
-        assert server.url.startswith("http://0.0.0.0:")
-        yield {**indexed, "url": server.url.replace("0.0.0.0", "127.0.0.1"), "store": indexed["url"], "env": env}
-    finally:
-        log = server.close()
-        assert ADMIN not in log and READ not in log and "Traceback" not in log, log
-        assert not list((base / "cache").rglob("*.db")), "an index file was made beside the store"
 
 
-def http(served: dict[str, Any], token: str | None = READ) -> httpx.Client:
+def http(pg_served: dict[str, Any], token: str | None = READ) -> httpx.Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=served["url"], headers=headers, timeout=60)
+    return httpx.Client(base_url=pg_served["url"], headers=headers, timeout=60)
 
 
-def test_the_api_over_postgres(served: dict[str, Any]) -> None:
-    with http(served) as c:
+def test_the_api_over_postgres(pg_served: dict[str, Any]) -> None:
+    with http(pg_served) as c:
         doc = c.post("/search", json={"query": "tax of a cart", "limit": 5, "include_context": True}).json()
         assert doc["total_found"] == len(doc["results"]) > 0
         tax = next(r for r in doc["results"] if r["name"] == "tax_for")
@@ -239,7 +191,7 @@ def test_the_api_over_postgres(served: dict[str, Any]) -> None:
 
     # concurrent requests: each of the server's threads reads through a connection of its own
     def ask_search(i: int) -> tuple[int, list[str]]:
-        with http(served) as c:
+        with http(pg_served) as c:
             r = c.post("/search", json={"query": ["tax", "cart total", "items"][i % 3], "limit": 3})
             return r.status_code, [h["path"] for h in r.json()["results"]]
 
@@ -248,8 +200,8 @@ def test_the_api_over_postgres(served: dict[str, Any]) -> None:
     assert all(code == 200 and paths for code, paths in answers), answers
 
 
-def test_ask_streams_from_postgres(served: dict[str, Any]) -> None:
-    with http(served) as c, c.stream("POST", "/ask", json={"question": "How is the tax of a cart computed?"}) as r:
+def test_ask_streams_from_postgres(pg_served: dict[str, Any]) -> None:
+    with http(pg_served) as c, c.stream("POST", "/ask", json={"question": "How is the tax of a cart computed?"}) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         events = sse_events(r)
     kinds = [k for k, _ in events]
@@ -260,10 +212,10 @@ def test_ask_streams_from_postgres(served: dict[str, Any]) -> None:
 
 
 def test_the_cli_through_the_server_prints_what_the_store_does(
-        served: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        pg_served: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("CODERAG_TOKEN", READ)
-    remote = ["--server", served["url"]]
-    local = ["--repo", str(served["repo"]), "--store", served["store"], "--config", str(served["config"])]
+    remote = ["--server", pg_served["url"]]
+    local = ["--repo", str(pg_served["repo"]), "--store", pg_served["store"], "--config", str(pg_served["config"])]
 
     def run(*args: str) -> tuple[int, str]:
         code = main(list(args))
@@ -280,13 +232,13 @@ def test_the_cli_through_the_server_prints_what_the_store_does(
     assert code == 0 and "".join(ANSWER) in out and "[1]* shop/tax.py:1-3" in out, out
 
 
-def test_the_mcp_tools_through_a_postgres_backed_server(served: dict[str, Any]) -> None:
+def test_the_mcp_tools_through_a_postgres_backed_server(pg_served: dict[str, Any]) -> None:
     import anyio
 
     calls: list[tuple[str, dict[str, Any]]] = [
         ("lookup_symbol", {"name": "tax_for"}), ("find_callers", {"name": "tax_for"}),
         ("search_codebase", {"query": "sales tax"}), ("get_context", {"task": "how is the cart's tax computed"})]
-    out = anyio.run(_mcp_calls, served, calls)
+    out = anyio.run(_mcp_calls, pg_served, calls)
     assert "shop/tax.py:1-3  function tax_for" in out["0:lookup_symbol"], out
     assert "- shop/cart.py:10  in method Cart.total (shop/cart.py:8-10)" in out["1:find_callers"], out
     assert "1. shop/tax.py:1-3  function tax_for" in out["2:search_codebase"], out
@@ -302,15 +254,15 @@ def _without_repo(doc: Any) -> Any:
     return doc
 
 
-def test_tokens_and_a_build_job_on_postgres(served: dict[str, Any]) -> None:
-    with http(served, None) as anonymous:
+def test_tokens_and_a_build_job_on_postgres(pg_served: dict[str, Any]) -> None:
+    with http(pg_served, None) as anonymous:
         refused = anonymous.post("/search", json={"query": "tax"})
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
-    with http(served, READ) as reader:
+    with http(pg_served, READ) as reader:
         assert reader.post("/index/build", json={}).status_code == 403
     # a new file, indexed into PostgreSQL by a job of the server's
-    (served["repo"] / "shop" / "ship.py").write_text("def shipping_cost(weight):\n    return weight * 3\n")
-    with http(served, ADMIN) as admin:
+    (pg_served["repo"] / "shop" / "ship.py").write_text("def shipping_cost(weight):\n    return weight * 3\n")
+    with http(pg_served, ADMIN) as admin:
         state = admin.post("/index/build", json={}).json()
         while state["status"] in ("queued", "running"):
             time.sleep(0.2)
@@ -322,22 +274,21 @@ def test_tokens_and_a_build_job_on_postgres(served: dict[str, Any]) -> None:
         assert [u["path"] for u in found] == ["shop/ship.py"]
 
 
-def test_serve_store_beyond_loopback_needs_tokens(indexed: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+def test_serve_store_beyond_loopback_needs_tokens(pg_indexed: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("CODERAG_ADMIN_TOKENS", raising=False)
     monkeypatch.delenv("CODERAG_READ_TOKENS", raising=False)
-    assert main(["serve", "--host", "0.0.0.0", "--store", indexed["url"], str(indexed["repo"])]) == 2
+    assert main(["serve", "--host", "0.0.0.0", "--store", pg_indexed["url"], str(pg_indexed["repo"])]) == 2
     assert "refusing to listen on 0.0.0.0 without tokens" in capsys.readouterr().err
 
 
-def test_serve_store_alone_serves_every_repository_of_the_database(
+def test_serve_store_alone_serves_every_repository_of_the_database(pg_url: str,
         request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`coderag serve --store URL` with no folder: every repository the database holds, read from
     the database alone (their folders gone), each result naming its repository."""
     import shutil
 
-    from tests.test_server import BILLING
-
+    from tests.helpers.server import BILLING
     url = request.getfixturevalue("pg_url")
     billing_files: dict[str, str | bytes] = {**BILLING}
     shop, billing = write_tree(tmp_path / "shop", {**SHOP, **TESTS}), write_tree(tmp_path / "billing", billing_files)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from coderag_tui.client import RemoteCodeRag
-from tests.pg_server import pg_server  # noqa: F401 (fixtures)
-from tests.test_store_service import ANSWER, READ, indexed, pg_module, served  # noqa: F401
+from tests.helpers.server import READ
+from tests.helpers.store_service import ANSWER
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture
@@ -20,14 +20,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_the_app_through_a_postgres_backed_server(served: dict[str, Any],  # noqa: F811
+async def test_the_app_through_a_postgres_backed_server(pg_served: dict[str, Any],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from coderag_tui.tui.app import create_app
     from coderag_tui.tui.widgets.file_tree import FilesPane
-    from tests.test_tui import ask, main, settle, viewer_text
-
+    from tests.helpers.app import ask, main, settle, viewer_text
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
-    client = RemoteCodeRag(served["url"], READ, ["shop"])
+    client = RemoteCodeRag(pg_served["url"], READ, ["shop"])
     app = create_app(client, auto_index=False, watch=False, embed=False, local_clipboard=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

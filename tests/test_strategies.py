@@ -1,4 +1,4 @@
-"""Seed 001's selection strategies on a fixture repo: each changes what a context is built around
+"""The selection strategies on a fixture repo: each changes what a context is built around
 the way it says."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_depth_first_follows_the_best_hits_call_chain(service):
 def test_an_unknown_strategy_is_one_clear_error(service, capsys):
     with pytest.raises(CoderagError, match="unknown context strategy 'sideways'"):
         service.context(QUESTION, 2000, strategy="sideways")
-    assert select(service.db, [], "importance_first", N) == []  # seed 001's spelling is accepted
+    assert select(service.db, [], "importance_first", N) == []  # the spelling with `_first` is accepted too
 
 
 def test_the_cli_takes_a_strategy(make_repo, tmp_path, capsys):

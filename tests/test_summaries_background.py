@@ -16,7 +16,7 @@ from coderag_tui.cli.progress import progress_text
 from coderag_tui.config import LLMSettings, ProviderSettings, Settings, SummarySettings
 from coderag_tui.models import Progress
 from coderag_tui.store import descriptions as store
-from tests.test_providers_remote import Loopback, _Handler, loopback, openai_sse  # noqa: F401
+from tests.helpers.loopback import Handler, openai_sse
 
 SMALL = {
     "shop/cart.py": '"""Cart."""\n\n\nclass Cart:\n    def add(self, price):\n        return fee(price)\n\n'
@@ -101,7 +101,7 @@ def _summary_server(fail_first: int = 0, always: int = 0) -> Any:
     state = {"now": 0, "peak": 0}
     lock = threading.Lock()
 
-    def respond(h: _Handler, n: int) -> None:
+    def respond(h: Handler, n: int) -> None:
         if always:
             h.send_json(always, {"error": {"message": "down for maintenance"}})
             return
@@ -133,7 +133,7 @@ def _remote(url: str, fallback: tuple[ProviderSettings, ...] = (), retries: int 
     return replace(s, llm=llm, summaries=SummarySettings(budget=3, **summaries))
 
 
-def test_remote_summaries_retry_a_429_and_run_concurrently(make_repo, open_service, loopback):  # noqa: F811
+def test_remote_summaries_retry_a_429_and_run_concurrently(make_repo, open_service, loopback):
     respond = _summary_server(fail_first=1)
     server = loopback(respond)
     service = open_service(make_repo(SMALL), _remote(server.url, concurrency=3))
@@ -145,7 +145,7 @@ def test_remote_summaries_retry_a_429_and_run_concurrently(make_repo, open_servi
     assert 1 <= respond.state["peak"] <= 3
 
 
-def test_a_failing_provider_falls_back_to_the_next(make_repo, open_service, loopback):  # noqa: F811
+def test_a_failing_provider_falls_back_to_the_next(make_repo, open_service, loopback):
     down = loopback(_summary_server(always=503))
     up = loopback(_summary_server())
     fallback = (ProviderSettings(provider="openai", base_url=up.url, model="m2", timeout_s=10.0),)
@@ -156,7 +156,7 @@ def test_a_failing_provider_falls_back_to_the_next(make_repo, open_service, loop
     assert all(s.text.startswith("Handles") for s in store.all_summaries(service.db))
 
 
-def test_remote_summarize_shows_the_estimate_and_asks_first(make_repo, loopback, tmp_path, capsys):  # noqa: F811
+def test_remote_summarize_shows_the_estimate_and_asks_first(make_repo, loopback, tmp_path, capsys):
     server = loopback(_summary_server())
     repo = make_repo(SMALL)
     config = tmp_path / "remote.toml"
@@ -181,7 +181,7 @@ def test_background_summaries_are_off_when_the_setting_says_so(make_repo, open_s
     assert not service.summaries.running and store.summary_count(service.db) == 0
 
 
-def test_a_remote_model_is_never_used_in_the_background(make_repo, open_service, loopback):  # noqa: F811
+def test_a_remote_model_is_never_used_in_the_background(make_repo, open_service, loopback):
     server = loopback(_summary_server())
     service = open_service(make_repo(SMALL), _remote(server.url))
     service.long_lived = True

@@ -23,12 +23,7 @@ import pytest
 from coderag_tui.config import Settings, SummarySettings
 from coderag_tui.store import descriptions as store
 
-
-def _bundled() -> None:
-    from coderag_tui.answering.providers.local import bundled_model_path
-
-    if bundled_model_path() is None:
-        pytest.skip("the bundled model is not installed")
+pytestmark = pytest.mark.usefixtures("bundled_gguf")  # every test here has the bundled GGUF write
 
 
 def _model() -> str:
@@ -59,7 +54,6 @@ def _settings() -> Settings:
 
 
 def test_summaries_bottom_up_stale_after_edits_and_a_model_change(make_repo, open_service):
-    _bundled()
     repo = make_repo(SMALL)
     service = open_service(repo, _settings())
     thread = service.summarize_in_background()
@@ -119,7 +113,6 @@ svc.summaries.wait_idle()
 
 
 def test_a_killed_run_resumes(make_repo, open_service, tmp_path):
-    _bundled()
     repo = make_repo(SMALL)
     service = open_service(repo, _settings())
     db_path = str(service.db_path)
@@ -142,7 +135,6 @@ def test_a_killed_run_resumes(make_repo, open_service, tmp_path):
 
 
 def test_a_retrieved_unit_is_summarized_on_demand(make_repo, open_service):
-    _bundled()
     service = open_service(make_repo(SMALL), _settings())
     hit = service.search("fee", k=1)[0]
     assert service.summarize_units([hit.unit.id]) == 1
@@ -184,7 +176,6 @@ def _wait_for(check, seconds: float = 600) -> None:
 
 
 def test_background_summaries_yield_to_an_answer_then_summarize_its_units(make_repo, open_service, monkeypatch):
-    _bundled()
     seen = _probe_generations(monkeypatch)
     s = _settings()
     s = replace(s, summaries=replace(s.summaries, budget=1),
@@ -210,7 +201,6 @@ def test_background_summaries_yield_to_an_answer_then_summarize_its_units(make_r
 
 
 def test_background_summaries_remake_what_an_edit_made_stale(make_repo, open_service):
-    _bundled()
     repo = make_repo(SMALL)
     service = open_service(repo, _settings())
     service.long_lived = True

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import write_tree
+from tests.helpers.files import write_tree
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -58,6 +58,7 @@ def _telemetry_files(home: Path) -> list[str]:
                   if any(w in p.name.lower() for w in words))
 
 
+@pytest.mark.usefixtures("bundled_gguf")  # `ask` answers with it
 def test_index_search_and_ask_leave_no_telemetry(tmp_path: Path) -> None:
     repo = write_tree(tmp_path / "repo", {
         "calc.py": 'def add(a, b):\n    """Add two numbers."""\n    return a + b\n',
@@ -86,6 +87,7 @@ def test_index_search_and_ask_leave_no_telemetry(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.usefixtures("bundled_gguf")
 def test_index_embed_search_and_ask_connect_nowhere(tmp_path: Path) -> None:
     """No command opens a connection beyond this machine: no telemetry, no model hub, no update
     check (loopback is allowed: looking for a local model server is loopback only)."""

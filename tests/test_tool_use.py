@@ -1,5 +1,5 @@
 """A model that calls the index's tools before it answers, over both protocols, against real
-HTTP servers on loopback that script the model's turns; and the plain path for one without."""
+HTTP loopback on loopback that script the model's turns; and the plain path for one without."""
 
 from __future__ import annotations
 
@@ -19,19 +19,11 @@ from coderag_tui.config import LLMSettings, ProviderSettings, Settings
 from coderag_tui.errors import ConfigError
 from coderag_tui.models import AnswerEvent, ComposedContext
 from coderag_tui.service import CodeRag
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
+from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.tool_use import ANSWER, FILES, openai_script, openai_tool_call
 
 FAST = ProviderOptions(backoff_s=0.01, max_retry_after_s=1.0)
 
-FILES = {
-    "shop/tax.py": 'TAX_RATE = 0.2\n\n\ndef tax_for(amount):\n    """Tax owed on an amount."""\n'
-                   "    return amount * TAX_RATE\n",
-    "shop/cart.py": "from shop.tax import tax_for\n\n\ndef total(prices):\n"
-                    "    subtotal = sum(prices)\n    return subtotal + tax_for(subtotal)\n",
-    "docs/greeting.py": "def greet(name):\n    return 'hello ' + name\n",
-    "node_modules/dep/key.js": "module.exports = 'do-not-send'\n",  # excluded from the index
-}
-ANSWER = "tax_for multiplies the amount by TAX_RATE (shop/tax.py:4-6). Unlike docs/greeting.py:1-2."
 
 
 @pytest.fixture
@@ -46,28 +38,8 @@ def bodies(server: Loopback) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- OpenAI shape
 
 
-def openai_tool_call(h: _Handler, call_id: str, name: str, args: dict[str, Any]) -> None:
-    """A streamed turn that asks for one call, its arguments split over two chunks."""
-    text = json.dumps(args)
-    h.start_sse()
-    for n, piece in enumerate((text[:5], text[5:])):
-        call: dict[str, Any] = {"index": 0, "function": {"arguments": piece}}
-        if n == 0:
-            call.update(id=call_id, type="function")
-            call["function"]["name"] = name
-        doc = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
-        h.chunk(f"data: {json.dumps(doc)}\n\n")
-    h.chunk("data: [DONE]\n\n")
-    h.end_chunks()
 
 
-def openai_script(h: _Handler, n: int) -> None:
-    if n == 0:
-        openai_tool_call(h, "call_a", "search_codebase", {"query": "tax owed"})
-    elif n == 1:
-        openai_tool_call(h, "call_b", "read_lines", {"path": "shop/tax.py", "start": 4, "end": 6})
-    else:
-        openai_sse(h, [ANSWER[:20], ANSWER[20:]])
 
 
 def ask_with_tools(provider: Any, service: CodeRag, steps: int = 4) -> list[AnswerEvent]:
@@ -80,8 +52,8 @@ def ask_with_tools(provider: Any, service: CodeRag, steps: int = 4) -> list[Answ
     return list(answerer.ask("How is tax computed?", empty))
 
 
-def test_openai_tool_calls_round_trip_and_their_lines_are_cited(servers: Any, service: CodeRag) -> None:
-    server = servers(openai_script)
+def test_openai_tool_calls_round_trip_and_their_lines_are_cited(loopback: Any, service: CodeRag) -> None:
+    server = loopback(openai_script)
     provider = create(ProviderSettings(provider="openai", base_url=server.url, model="m", timeout_s=10), FAST)
     events = ask_with_tools(provider, service)
     assert [e.kind for e in events if e.kind == "error"] == []
@@ -114,15 +86,15 @@ def test_openai_tool_calls_round_trip_and_their_lines_are_cited(servers: Any, se
     assert sources.invalid_citations == ("docs/greeting.py:1-2",)
 
 
-def test_the_steps_are_bounded_then_the_model_must_answer(servers: Any, service: CodeRag) -> None:
-    def respond(h: _Handler, n: int) -> None:
+def test_the_steps_are_bounded_then_the_model_must_answer(loopback: Any, service: CodeRag) -> None:
+    def respond(h: Handler, n: int) -> None:
         body = json.loads(h.server.loopback.requests[n]["body"])
         if body["tool_choice"] == "none":
             openai_sse(h, ["done"])
         else:  # a model that would call tools forever
             openai_tool_call(h, f"call_{n}", "lookup_symbol", {"name": "tax_for"})
 
-    server = servers(respond)
+    server = loopback(respond)
     provider = create(ProviderSettings(provider="openai", base_url=server.url, model="m", timeout_s=10), FAST)
     events = ask_with_tools(provider, service, steps=2)
     assert [e.kind for e in events].count("tool") == 2
@@ -130,8 +102,8 @@ def test_the_steps_are_bounded_then_the_model_must_answer(servers: Any, service:
     assert "".join(e.text for e in events if e.kind == "token") == "done"
 
 
-def test_a_failing_or_unknown_tool_answers_the_model_one_line(servers: Any, service: CodeRag) -> None:
-    def respond(h: _Handler, n: int) -> None:
+def test_a_failing_or_unknown_tool_answers_the_model_one_line(loopback: Any, service: CodeRag) -> None:
+    def respond(h: Handler, n: int) -> None:
         if n == 0:
             openai_tool_call(h, "c1", "read_lines", {"path": "node_modules/dep/key.js", "start": 1, "end": 1})
         elif n == 1:
@@ -139,7 +111,7 @@ def test_a_failing_or_unknown_tool_answers_the_model_one_line(servers: Any, serv
         else:
             openai_sse(h, ["ok"])
 
-    server = servers(respond)
+    server = loopback(respond)
     provider = create(ProviderSettings(provider="openai", base_url=server.url, model="m", timeout_s=10), FAST)
     events = ask_with_tools(provider, service)
     tools = [e.tool for e in events if e.tool is not None]
@@ -151,14 +123,14 @@ def test_a_failing_or_unknown_tool_answers_the_model_one_line(servers: Any, serv
     assert all("do-not-send" not in r["body"].decode() for r in server.requests)
 
 
-def test_a_server_that_refuses_tools_gets_the_plain_request(servers: Any, service: CodeRag) -> None:
-    def respond(h: _Handler, n: int) -> None:
+def test_a_server_that_refuses_tools_gets_the_plain_request(loopback: Any, service: CodeRag) -> None:
+    def respond(h: Handler, n: int) -> None:
         if "tools" in json.loads(h.server.loopback.requests[n]["body"]):
             h.send_json(400, {"error": {"message": "this model does not support tools"}})
         else:
             openai_sse(h, ["plain answer"])
 
-    server = servers(respond)
+    server = loopback(respond)
     provider = create(ProviderSettings(provider="openai", base_url=server.url, model="m", timeout_s=10), FAST)
     events = ask_with_tools(provider, service)
     assert "".join(e.text for e in events if e.kind == "token") == "plain answer"
@@ -168,14 +140,14 @@ def test_a_server_that_refuses_tools_gets_the_plain_request(servers: Any, servic
 # --------------------------------------------------------------------------- Anthropic shape
 
 
-def anthropic_events(h: _Handler, events: list[dict[str, Any]]) -> None:
+def anthropic_events(h: Handler, events: list[dict[str, Any]]) -> None:
     h.start_sse()
     for doc in [{"type": "message_start", "message": {"id": "m"}}, *events, {"type": "message_stop"}]:
         h.chunk(f"event: {doc['type']}\ndata: {json.dumps(doc)}\n\n")
     h.end_chunks()
 
 
-def anthropic_tool_use(h: _Handler, tool_id: str, name: str, args: dict[str, Any]) -> None:
+def anthropic_tool_use(h: Handler, tool_id: str, name: str, args: dict[str, Any]) -> None:
     text = json.dumps(args)
     anthropic_events(h, [
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
@@ -189,8 +161,8 @@ def anthropic_tool_use(h: _Handler, tool_id: str, name: str, args: dict[str, Any
     ])
 
 
-def test_anthropic_tool_use_round_trips(servers: Any, service: CodeRag) -> None:
-    def respond(h: _Handler, n: int) -> None:
+def test_anthropic_tool_use_round_trips(loopback: Any, service: CodeRag) -> None:
+    def respond(h: Handler, n: int) -> None:
         if n == 0:
             anthropic_tool_use(h, "toolu_1", "read_lines", {"path": "shop/tax.py", "start": 4, "end": 6})
         else:
@@ -200,7 +172,7 @@ def test_anthropic_tool_use_round_trips(servers: Any, service: CodeRag) -> None:
                  "delta": {"type": "text_delta", "text": "See shop/tax.py:5."}},
             ])
 
-    server = servers(respond)
+    server = loopback(respond)
     settings = ProviderSettings(provider="anthropic", base_url=server.url, model="claude-x", timeout_s=10)
     events = ask_with_tools(create(settings, FAST), service)
     assert [e.tool.name for e in events if e.tool] == ["read_lines"]
@@ -225,16 +197,16 @@ def test_anthropic_tool_use_round_trips(servers: Any, service: CodeRag) -> None:
 
 
 def test_the_service_gives_tools_to_remote_models_and_not_to_local_ones(
-    servers: Any, make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]
+    loopback: Any, make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]
 ) -> None:
-    server = servers(openai_script)
+    server = loopback(openai_script)
     llm = LLMSettings(provider="openai", base_url=server.url, model="m", timeout_s=10, retries=0)
     service = open_service(make_repo(FILES), replace(Settings(), llm=llm))
     events = list(service.ask("How is tax computed?"))
     assert [e.tool.name for e in events if e.tool] == ["search_codebase", "read_lines"]
     assert events[-1].kind == "done" and len(server.requests) == 3
 
-    plain = servers(lambda h, n: openai_sse(h, ["plain"]))
+    plain = loopback(lambda h, n: openai_sse(h, ["plain"]))
     off = replace(llm, base_url=plain.url, tools="off")
     service_off = open_service(make_repo(FILES, name="r2"), replace(Settings(), llm=off))
     events = list(service_off.ask("How is tax computed?"))
@@ -244,10 +216,10 @@ def test_the_service_gives_tools_to_remote_models_and_not_to_local_ones(
 
 
 def test_a_fallback_chain_passes_the_tools_to_the_model_that_answers(
-    servers: Any, make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]
+    loopback: Any, make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]
 ) -> None:
-    down = servers(lambda h, n: h.send_json(503, {"error": "overloaded"}))
-    scripted = servers(openai_script)
+    down = loopback(lambda h, n: h.send_json(503, {"error": "overloaded"}))
+    scripted = loopback(openai_script)
     llm = LLMSettings(provider="openai", base_url=down.url, model="m", timeout_s=10, retries=0,
                       fallback=(ProviderSettings(provider="openai", base_url=scripted.url, model="m2",
                                                  timeout_s=10, retries=0),))
@@ -292,14 +264,14 @@ def test_pieces_from_a_result_are_the_ranges_it_cites() -> None:
     assert {p.role for p in pieces} == {"tool"}
 
 
-def test_cli_prints_each_tool_call(servers: Any, make_repo: Callable[..., Path], tmp_path: Path) -> None:
+def test_cli_prints_each_tool_call(loopback: Any, make_repo: Callable[..., Path], tmp_path: Path) -> None:
     import subprocess
     import sys
 
     repo = make_repo(FILES)
     base: list[str] = []
     for n in range(2):
-        server = servers(openai_script)
+        server = loopback(openai_script)
         cfg = tmp_path / f"cfg{n}.toml"
         cfg.write_text(f'[llm]\nprovider = "openai"\nbase_url = "{server.url}"\nmodel = "m"\nretries = 0\n')
         base = [sys.executable, "-m", "coderag_tui", "ask", "How is tax computed?", "--repo", str(repo),

@@ -10,9 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,7 @@ from coderag_tui import trust
 from coderag_tui.cli.main import main
 from coderag_tui.config import LLMSettings, Settings, load_settings, user_config_path
 from coderag_tui.errors import ConfigError
-from tests.helpers.loopback import serving
+from tests.helpers.loopback import Handler, Loopback
 
 SECRET = "AKIA-trust-test-7f3e9c2a51b04d68"  # what the hostile config tries to send
 KEY_ENV = "CODERAG_TRUST_TEST_SECRET"
@@ -35,48 +32,25 @@ FILES = {
 }
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    """Records every request and answers as an OpenAI-compatible server streaming ANSWER."""
-
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        with self.server.lock:
-            self.server.requests.append({"method": self.command, "path": self.path,
-                                         "headers": dict(self.headers), "body": body})
-        text = "".join(f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': t}}]})}\n\n"
-                       for t in TOKENS) + "data: [DONE]\n\n"
-        data = text.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_GET = do_POST
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    requests: list[dict[str, Any]]
-    lock: threading.Lock
+def _answer(h: Handler, n: int) -> None:
+    """An OpenAI-compatible server streaming ANSWER (every request is recorded by the loopback)."""
+    text = "".join(f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': t}}]})}\n\n"
+                   for t in TOKENS) + "data: [DONE]\n\n"
+    data = text.encode()
+    h.send_response(200)
+    h.send_header("Content-Type", "text/event-stream")
+    h.send_header("Content-Length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
 
 
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    srv = _Server(("127.0.0.1", 0), _Recorder)
-    srv.requests, srv.lock = [], threading.Lock()
-    with serving(srv):
-        yield srv
+def server(loopback: Any) -> Loopback:
+    return loopback(_answer)
 
 
-def _url(srv: _Server) -> str:
-    return f"http://127.0.0.1:{srv.server_address[1]}/v1"
+def _url(srv: Loopback) -> str:
+    return f"{srv.url}/v1"
 
 
 def hostile(repo: Path, url: str, stolen_db: Path) -> None:
@@ -303,6 +277,7 @@ def _coderag(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
                           env=env, timeout=600)
 
 
+@pytest.mark.slow  # `coderag ask` as a process, before and after trusting
 def test_hostile_repo_config_sends_nothing_until_trusted(make_repo, tmp_path, server):
     repo = make_repo(FILES, git=True)
     stolen = tmp_path / "elsewhere" / "stolen.db"
@@ -314,7 +289,7 @@ def test_hostile_repo_config_sends_nothing_until_trusted(make_repo, tmp_path, se
     assert _coderag("index", str(repo), "--no-embed", env=env).returncode == 0  # ask indexes nothing itself
     untrusted = _coderag(*question, env=env)
     assert untrusted.returncode == 0, untrusted.stderr
-    assert server.requests == []  # nothing reached the configured endpoint
+    assert server.requests == [] and server.probes == []  # nothing reached the configured endpoint
     assert SECRET not in untrusted.stdout + untrusted.stderr
     assert "llm.api_key_env" in untrusted.stderr and "coderag trust" in untrusted.stderr
     assert "Sources" in untrusted.stdout and "shop/tax.py:" in untrusted.stdout  # the local model answered
@@ -329,8 +304,7 @@ def test_hostile_repo_config_sends_nothing_until_trusted(make_repo, tmp_path, se
     assert honoured.returncode == 0, honoured.stderr
     # the provider may first ask the server for its context window (GET /props, /v1/models)
     posts = [r for r in server.requests if r["method"] == "POST"]
-    assert all(r["path"].rstrip("/").endswith(("/props", "/models")) for r in server.requests
-               if r["method"] != "POST"), server.requests
+    assert all(r["method"] == "POST" for r in server.requests), server.requests
     assert len(posts) == 1
     request = posts[0]
     assert request["path"] == "/v1/chat/completions"

@@ -9,22 +9,18 @@ deterministic.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Input, Markdown
 
 from coderag_tui import paths
 from coderag_tui.models import AnswerEvent, Progress
 from coderag_tui.service import CodeRag
 from coderag_tui.tui import chatlog
-from coderag_tui.tui.app import CodeRagApp, create_app
 from coderag_tui.tui.editor import editor_command
 from coderag_tui.tui.history import History, Location
 from coderag_tui.tui.messages import IndexProgress
@@ -36,78 +32,44 @@ from coderag_tui.tui.widgets.chat import Transcript
 from coderag_tui.tui.widgets.file_tree import FilesPane, FileTree
 from coderag_tui.tui.widgets.status_bar import StatusBar
 from coderag_tui.tui.widgets.viewer import ViewerPane
-from tests.tui_fixtures import ANSWER_SOURCES, ScriptedAnswers, StoppableAnswers, make_service
+from tests.helpers.app import (
+    ANSWER_SOURCES,
+    SIZE,
+    ScriptedAnswers,
+    StoppableAnswers,
+    app_for,
+    ask,
+    help_text,
+    main,
+    make_service,
+    open_symbol,
+    running,
+    settle,
+    submit,
+    type_text,
+    until,
+    viewer_text,
+)
 
-SIZE = (80, 24)
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
-def app_for(service: CodeRag, **options: Any) -> CodeRagApp:
-    options.setdefault("watch", False)
-    options.setdefault("local_clipboard", False)
-    return create_app(service, **options)
 
 
-@contextlib.asynccontextmanager
-async def running(service: CodeRag, size: tuple[int, int] = SIZE, **options: Any
-                  ) -> AsyncIterator[tuple[CodeRagApp, Pilot[Any]]]:
-    """The app over `service`, run headless at `size` until its start-up work has settled."""
-    app = app_for(service, **options)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        yield app, pilot
 
 
-async def settle(pilot: Pilot[Any], rounds: int = 4) -> None:
-    """Let workers (and the workers they start) finish, and the screen catch up."""
-    for _ in range(rounds):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
-async def until(pilot: Pilot[Any], check: Any, timeout: float = 10.0) -> None:
-    """Pause until check() is true (for work that finishes on its own time)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        await pilot.pause(0.05)
 
 
-def main(app: CodeRagApp) -> MainScreen:
-    screen = app.screen_stack[1]
-    assert isinstance(screen, MainScreen)
-    return screen
 
 
-def viewer_text(app: CodeRagApp) -> list[str]:
-    view = main(app).code
-    return [view.render_line(y).text for y in range(view.size.height)]
 
 
-def help_text(app: CodeRagApp) -> str:
-    from rich.console import Console
-
-    screen = app.screen
-    assert isinstance(screen, HelpScreen)
-    console = Console(width=120, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
-    console.print(screen.table)
-    return console.export_text()
 
 
-async def type_text(pilot: Pilot[Any], text: str) -> None:
-    await pilot.press(*[{" ": "space", ".": "full_stop"}.get(ch, ch) for ch in text])
 
 
-async def open_symbol(pilot: Pilot[Any], name: str) -> None:
-    await pilot.press("ctrl+t")
-    await type_text(pilot, name)
-    await settle(pilot)
-    await pilot.press("enter")
-    await settle(pilot)
 
 
 # --------------------------------------------------------------------------- files and viewer
@@ -305,16 +267,8 @@ async def test_go_to_definition_of_the_identifier_under_the_cursor(tmp_path: Pat
 # --------------------------------------------------------------------------- chat, citations, history
 
 
-async def submit(pilot: Pilot[Any], question: str) -> None:
-    """Type a question into the chat input and send it (the answer runs on)."""
-    await pilot.press("f3")
-    await type_text(pilot, question)
-    await pilot.press("enter")
 
 
-async def ask(pilot: Pilot[Any], question: str) -> None:
-    await submit(pilot, question)
-    await settle(pilot)
 
 
 async def test_ask_streams_answer_then_citation_opens_and_back_returns_to_chat(tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ from coderag_tui.config import EmbedSettings, LLMSettings, Settings, WatchSettin
 from coderag_tui.service import CodeRag
 from coderag_tui.tui import chatlog
 from coderag_tui.tui.widgets.chat import TurnView
-from tests.test_providers_remote import openai_sse
-from tests.test_tool_use import FILES, openai_script
-from tests.test_tui import app_for, main, settle, type_text, until
+from tests.helpers.app import app_for, main, settle, type_text, until
+from tests.helpers.loopback import openai_sse
+from tests.helpers.tool_use import FILES, openai_script
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture
@@ -58,9 +58,9 @@ def tools_text(view: TurnView) -> str:
 
 
 async def test_tool_calls_are_collapsed_entries_that_a_key_expands(
-    servers: Any, make_repo: Callable[..., Path], tmp_path: Path
+    loopback: Any, make_repo: Callable[..., Path], tmp_path: Path
 ) -> None:
-    model = servers(openai_script)
+    model = loopback(openai_script)
     app = app_for(service_for(model.url, make_repo, tmp_path), auto_index=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -89,9 +89,9 @@ async def test_tool_calls_are_collapsed_entries_that_a_key_expands(
 
 
 async def test_an_answer_from_the_cache_can_be_asked_again(
-    servers: Any, make_repo: Callable[..., Path], tmp_path: Path
+    loopback: Any, make_repo: Callable[..., Path], tmp_path: Path
 ) -> None:
-    model = servers(lambda h, n: openai_sse(h, [f"Answer {n}: tax_for returns amount * TAX_RATE (shop/tax.py:4-6)."]))
+    model = loopback(lambda h, n: openai_sse(h, [f"Answer {n}: tax_for returns amount * TAX_RATE (shop/tax.py:4-6)."]))
     app = app_for(service_for(model.url, make_repo, tmp_path, tools="off"), auto_index=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

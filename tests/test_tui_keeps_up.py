@@ -17,9 +17,11 @@ from coderag_tui.service import CodeRag
 from coderag_tui.tui.screens.picker import PickerScreen
 from coderag_tui.tui.screens.symbols import SymbolPalette
 from coderag_tui.tui.widgets.viewer import ViewerPane, find_all, match_columns
-from tests.test_tui import (
+from tests.helpers.app import (
+    ScriptedAnswers,
     ask,
     main,
+    make_service,
     open_symbol,
     running,
     settle,
@@ -27,7 +29,6 @@ from tests.test_tui import (
     until,
     viewer_text,
 )
-from tests.tui_fixtures import ScriptedAnswers, make_service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
@@ -250,9 +251,8 @@ async def test_the_tests_list_shows_each_test_once(tmp_path: Path) -> None:
 
 
 async def test_code_in_a_default_excluded_folder_is_announced(tmp_path: Path) -> None:
-    from tests.test_default_excludes import npm_package
-    from tests.tui_fixtures import settings
-
+    from tests.helpers.app import settings
+    from tests.helpers.files import npm_package
     root = npm_package(tmp_path / "pkg")
     async with running(CodeRag(root, settings(), db_path=tmp_path / "index.db"), size=(80, 24)) as (app, pilot):
         await pilot.press("y")  # a folder in no git repository: indexed once the user says so

@@ -13,8 +13,7 @@ from textual.pilot import Pilot
 from coderag_tui.errors import ConfigError
 from coderag_tui.tui.app import create_app
 from coderag_tui.tui.keys import BY_ID
-from tests.test_tui import app_for, settle, type_text
-from tests.tui_fixtures import make_service
+from tests.helpers.app import app_for, make_service, settle, type_text
 
 ROOT = Path(__file__).resolve().parent.parent
 

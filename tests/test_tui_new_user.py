@@ -24,9 +24,15 @@ from coderag_tui.tui.history import Location
 from coderag_tui.tui.screens.picker import PickerScreen
 from coderag_tui.tui.widgets.chat import Transcript, TurnView
 from coderag_tui.tui.widgets.viewer import ViewerPane
-from tests.test_server import served  # noqa: F401  (the server fixture, started once per module)
-from tests.test_tui import main, running, settle, until, viewer_text
-from tests.tui_fixtures import ScriptedAnswers, make_service
+from tests.helpers.app import (
+    ScriptedAnswers,
+    main,
+    make_service,
+    running,
+    settle,
+    until,
+    viewer_text,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
@@ -164,7 +170,7 @@ QUIT_SCRIPT = r'''
 import sys, threading
 from dataclasses import replace
 from pathlib import Path
-from tests.tui_fixtures import ScriptedAnswers, make_service
+from tests.helpers.app import ScriptedAnswers, make_service
 from coderag_tui.tui.app import run_app
 
 class EndlessEmbedding(ScriptedAnswers):
@@ -264,7 +270,7 @@ def test_llama_cpp_never_writes_to_the_terminal(smollm: Any) -> None:
 
 
 async def test_the_app_through_a_server_without_repo_shows_its_repositories(
-        served: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        served: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """`coderag --server URL` with no --repo: the server's repositories at the top of the tree
     (it used to open an empty tree titled with the server's host)."""
     from coderag_tui.cli import commands_index
@@ -272,8 +278,7 @@ async def test_the_app_through_a_server_without_repo_shows_its_repositories(
     from coderag_tui.tui import app as app_module
     from coderag_tui.tui.app import create_app
     from coderag_tui.tui.widgets.file_tree import FilesPane
-    from tests.test_server import READ
-
+    from tests.helpers.server import READ
     opened: list[Any] = []
     monkeypatch.setenv("CODERAG_TOKEN", READ)
     monkeypatch.setattr(commands_index, "is_tty", lambda: True)
@@ -385,8 +390,7 @@ async def test_the_conversations_list_tells_apart_two_that_began_alike(tmp_path:
 
 async def test_a_folder_outside_any_repository_is_indexed_only_when_the_user_says_so(tmp_path: Path) -> None:
     from coderag_tui.tui.screens.confirm import ConfirmScreen
-    from tests.tui_fixtures import settings, write_repo
-
+    from tests.helpers.app import settings, write_repo
     folder = write_repo(tmp_path / "downloads")
     (folder / ".git").rmdir()  # a folder of files, in no git repository
     service = CodeRag(folder, settings(), db_path=tmp_path / "index.db")

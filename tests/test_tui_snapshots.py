@@ -19,7 +19,7 @@ from textual.widgets import Input
 
 from coderag_tui.models import FileState, IndexStatus, LanguageCount, Source
 from coderag_tui.tui.app import create_app
-from tests.tui_fixtures import ScriptedAnswers, make_service
+from tests.helpers.app import ScriptedAnswers, make_service
 
 SIZES = [(80, 24), (160, 48)]
 

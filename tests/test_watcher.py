@@ -20,25 +20,9 @@ import pytest
 
 from coderag_tui.config import EmbedSettings, Settings, WatchSettings
 from coderag_tui.indexing.watcher import Watcher
-from coderag_tui.models import WatchEvent
 from coderag_tui.service import CodeRag
 from coderag_tui.sources.discovery import IgnoreMatcher, walk
-
-WAIT_S = 10.0
-DEBOUNCE_MS = 200
-
-
-def _settings(embed: bool = False) -> Settings:
-    return Settings(watch=WatchSettings(debounce_ms=DEBOUNCE_MS), embed=EmbedSettings(enabled=embed))
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = WAIT_S, what: str = "the index") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not update within {timeout}s")
+from tests.helpers.watch import DEBOUNCE_MS, WAIT_S, Recorder, _settings, wait_for
 
 
 def defined(service: CodeRag, name: str) -> list[str]:
@@ -56,22 +40,6 @@ def searchable(service: CodeRag, word: str) -> list[str]:
     return sorted({h.unit.path for h in hits})
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[WatchEvent] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, event: WatchEvent) -> None:
-        with self._lock:
-            self.events.append(event)
-
-    def phase(self, phase: str) -> list[WatchEvent]:
-        with self._lock:
-            return [e for e in self.events if e.phase == phase]
-
-    def clear(self) -> None:
-        with self._lock:
-            self.events.clear()
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.small_shop import FILES
+from tests.helpers.marks import needs
+from tests.helpers.shop import FILES
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -51,6 +52,7 @@ def offline_prefix() -> tuple[list[str], str]:
 
 
 @pytest.fixture(scope="module")
+@needs("slow")
 def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the wheel, a fresh venv with it installed)."""
     work = tmp_path_factory.mktemp("wheel")

@@ -17,58 +17,13 @@ from coderag_tui.cli import main
 from coderag_tui.models import ContextPiece
 from coderag_tui.service import CodeRag
 from coderag_tui.workspace import Workspace
-from tests.conftest import git_init, write_tree
-from tests.test_providers_remote import Loopback, _Handler, openai_sse
+from tests.helpers.files import write_tree
+from tests.helpers.loopback import Handler, Loopback, openai_sse
+from tests.helpers.workspace import QUESTION
 
-SHARED = {
-    "pyproject.toml": '[project]\nname = "shared-lib"\nversion = "1.0"\n',
-    "shared_lib/__init__.py": '"""Shared helpers."""\nfrom shared_lib.pricing import apply_discount\n',
-    "shared_lib/pricing.py": '"""Prices and discounts shared by every service."""\n\n\n'
-                             "def apply_discount(total_cents, loyalty_years):\n"
-                             '    """Take the loyalty discount off a total: two percent per year, at most twenty."""\n'
-                             "    rate = min(loyalty_years * 2, 20)\n"
-                             "    return total_cents - total_cents * rate // 100\n",
-}
-BACKEND = {
-    "app/checkout.py": '"""Checkout of a shopping cart."""\nfrom shared_lib.pricing import apply_discount\n'
-                       "import shared_lib\n\n\ndef checkout_total(cart, customer):\n"
-                       '    """The amount a customer pays for a cart, after the loyalty discount."""\n'
-                       "    subtotal = sum(item.price_cents * item.quantity for item in cart)\n"
-                       "    return apply_discount(subtotal, customer.loyalty_years)\n\n\n"
-                       "def refund(order):\n    return shared_lib.apply_discount(order.total, 0)\n",
-}
-FRONTEND = {
-    "package.json": '{"name": "@acme/web"}\n',
-    "src/banner.js": "// The banner shown at the top of the page.\nfunction renderBanner(title) {\n"
-                     "  return '<h1>' + title + '</h1>';\n}\nmodule.exports = { renderBanner };\n",
-}
 # the scripted model cites both repositories, and once a file under the wrong repository
-ANSWER = ["`checkout_total` passes the subtotal to `apply_discount` ", "(backend:app/checkout.py:6-9), ",
-          "which takes two percent per loyalty year off ", "(shared-lib:shared_lib/pricing.py:4-7; ",
-          "not frontend:app/checkout.py:6-9)."]
-QUESTION = "how is the loyalty discount applied to the checkout total?"
 
 
-@pytest.fixture
-def repos(tmp_path: Path) -> dict[str, Any]:
-    out = {name: write_tree(tmp_path / name, files)
-           for name, files in (("shared-lib", SHARED), ("backend", BACKEND), ("frontend", FRONTEND))}
-    for root in out.values():
-        git_init(root)
-    def answer(h: _Handler, n: int) -> None:
-        if h.command == "POST":
-            openai_sse(h, ANSWER)
-        else:
-            h.send_json(404, {"error": "no"})
-
-    model = Loopback(answer)
-    config = tmp_path / "config.toml"
-    listed = ", ".join(f'"{p}"' for p in out.values())
-    config.write_text(f'[embed]\nenabled = false\n[llm]\nprovider = "openai"\nbase_url = "{model.url}/v1"\n'
-                      'model = "scripted"\ndiscover = false\ntools = "off"\ncache_similarity = 0\ntimeout_s = 30\n'
-                      f"[server]\nrepositories = [{listed}]\n")
-    yield {**out, "config": str(config), "model": model}
-    model.close()
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -194,7 +149,7 @@ def test_coderag_a_b_opens_them_together() -> None:
     import importlib
 
     cli = importlib.import_module("coderag_tui.cli.main")
-    cli._load_commands()
+    cli.load_commands()
     parser = cli.build_parser()
     arranged = cli._arrange(["./a", "../b", "--config", "c.toml"], parser)
     assert arranged == ["tui", "--config", "c.toml", "--", "./a", "../b"]
@@ -269,9 +224,8 @@ def test_the_workspace_watches_each_repository(repos: dict[str, Any]) -> None:
 def test_an_answer_across_repositories_calls_their_tools(repos: dict[str, Any], tmp_path: Path) -> None:
     """A model with tools, answering across two repositories, reads a file of one of them: the
     tool's result cites `repo:path` as the context does, so what it showed verifies."""
-    from tests.test_tool_use import openai_tool_call
-
-    def respond(h: _Handler, n: int) -> None:
+    from tests.helpers.tool_use import openai_tool_call
+    def respond(h: Handler, n: int) -> None:
         if n == 0:
             openai_tool_call(h, "c1", "read_lines", {"path": "shared-lib:shared_lib/pricing.py", "start": 1,
                                                      "end": 3})

@@ -15,8 +15,6 @@ import pytest
 pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
-from tests.test_workspace import repos  # noqa: E402, F401  (the three repositories and the model)
-
 
 def _text(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
@@ -38,7 +36,7 @@ async def _calls(paths: list[str], config: str, cwd: Path,
     return out
 
 
-def test_the_tools_span_the_workspace(repos: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
+def test_the_tools_span_the_workspace(repos: dict[str, Any], tmp_path: Path) -> None:
     paths = [str(repos[n]) for n in ("shared-lib", "backend", "frontend")]
     calls: list[tuple[str, dict[str, Any]]] = [
         ("search_codebase", {"query": "loyalty discount applied at checkout", "limit": 5}),

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.client import RemoteCodeRag
-from tests.conftest import git_init, write_tree
-from tests.test_server import ROOT, Server
-from tests.test_workspace import BACKEND, FRONTEND, QUESTION, SHARED
+from tests.helpers.files import git_init, write_tree
+from tests.helpers.server import ROOT, Server
+from tests.helpers.workspace import BACKEND, FRONTEND, QUESTION, SHARED
 
 pytestmark = pytest.mark.slow
 

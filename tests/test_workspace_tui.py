@@ -12,9 +12,9 @@ import pytest
 from coderag_tui.service import CodeRag
 from coderag_tui.workspace import Workspace
 from coderag_tui.workspace.local import WorkspaceService
-from tests.test_workspace import QUESTION, repos  # noqa: F401  (the three repositories and the model)
+from tests.helpers.workspace import QUESTION
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("tui_quiet")]
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def workspace_app(repos: dict[str, Any], steady: bool = False, watch: bool = False) -> Any:  # noqa: F811
+def workspace_app(repos: dict[str, Any], steady: bool = False, watch: bool = False) -> Any:
     from coderag_tui.models import ModelInfo
     from coderag_tui.tui.app import create_app
 
@@ -36,10 +36,9 @@ def workspace_app(repos: dict[str, Any], steady: bool = False, watch: bool = Fal
 
 
 async def test_the_tree_holds_the_repositories_and_an_answer_cites_two(
-        repos: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        repos: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     from coderag_tui.tui.widgets.file_tree import FilesPane, FileTree
-    from tests.test_tui import ask, main, settle, viewer_text
-
+    from tests.helpers.app import ask, main, settle, viewer_text
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
     app = workspace_app(repos)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -66,13 +65,12 @@ async def test_the_tree_holds_the_repositories_and_an_answer_cites_two(
         assert any("loyalty_years * 2" in line for line in viewer_text(app))
 
 
-async def test_the_app_watches_every_repository(repos: dict[str, Any],  # noqa: F811
+async def test_the_app_watches_every_repository(repos: dict[str, Any],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """As for one repository, the app catches up and then watches: a file saved in one of the
     repositories appears in the tree under it and is searchable."""
     from coderag_tui.tui.widgets.file_tree import FilesPane
-    from tests.test_tui import settle
-
+    from tests.helpers.app import settle
     monkeypatch.setenv("CODERAG_NO_LOCAL_CLIPBOARD", "1")
     app = workspace_app(repos, watch=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -92,7 +90,7 @@ async def test_the_app_watches_every_repository(repos: dict[str, Any],  # noqa: 
         assert [u.repo for u in app.screen.service.symbols("renderFooter")] == ["frontend"]
 
 
-def test_the_tree_snapshot(repos: dict[str, Any], snap_compare: Any, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+def test_the_tree_snapshot(repos: dict[str, Any], snap_compare: Any, monkeypatch: pytest.MonkeyPatch,
                            tmp_path: Path) -> None:
     from textual.widgets import Input
 
@@ -101,8 +99,7 @@ def test_the_tree_snapshot(repos: dict[str, Any], snap_compare: Any, monkeypatch
     monkeypatch.chdir(tmp_path)
 
     async def settled(pilot: Any) -> None:
-        from tests.test_tui import settle
-
+        from tests.helpers.app import settle
         await settle(pilot)
 
     assert snap_compare(workspace_app(repos, steady=True), terminal_size=(80, 24), run_before=settled)

@@ -168,11 +168,6 @@ class Answerer:
             return []
         return load_messages(self.store, conversation_id)
 
-    def delete_conversation(self, conversation_id: int) -> None:
-        if self.store is None:
-            return
-        conversations.delete(self.store, conversation_id)
-
     def _history(self, conversation_id: int | None) -> list[ChatMessage]:
         if conversation_id is None or self.store is None:
             return []

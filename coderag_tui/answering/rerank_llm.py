@@ -1,4 +1,4 @@
-"""LLM reranking (seed 002): the configured chat model judges each of the top hits.
+"""LLM reranking: the configured chat model judges each of the top hits.
 
 No cross-encoder whose weights install offline from a package registry was found (see
 docs/retrieval.md), so the judge is the model that answers questions: for each passage it is

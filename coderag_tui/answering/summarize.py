@@ -1,7 +1,7 @@
 """Model summaries, bottom up: functions and methods, then classes (from their methods'
 summaries), then files (from their units' summaries, imports and importers), then folders.
 
-Seed 002's prompts. Each summary is stored with the model, the prompt version, a hash of the
+A parent's prompt holds its parts' summaries. Each summary is stored with the model, the prompt version, a hash of the
 unit's code and a hash of its children's summaries, and committed as soon as it is made, so a
 killed run resumes where it stopped. A summary is current only when all four match and nothing
 marked it stale; a model or prompt change therefore regenerates rather than mixes.
@@ -40,7 +40,7 @@ from coderag_tui.store import descriptions as store
 from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.descriptions import StoredSummary, UnitRow
 
-PROMPT_VERSION = "seed002-1"
+PROMPT_VERSION = "seed002-1"  # (a stored value: changing it marks every summary stale)
 LEVELS = {"function": 0, "method": 0, "class": 1, "interface": 1, "struct": 1, "enum": 1, "trait": 1,
           "impl": 1, "file": 2, "folder": 3}
 CodeReader = Callable[[str, int, int], str]

@@ -1,4 +1,4 @@
-"""Seed 002's summary prompts: one system prompt, one user prompt per kind."""
+"""The summary prompts: one system prompt, one user prompt per kind (a parent's gives its parts' summaries)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Summaries with a remote model: several requests at once, under a rate limit.
 
-Seed 000's pattern: a semaphore caps the requests in flight (`[summaries] concurrency`), a
+A semaphore caps the requests in flight (`[summaries] concurrency`), a
 limiter spaces their starts (`[summaries] requests_per_minute`), the provider retries a 429
 or a 5xx with backoff (honouring Retry-After) and a fallback chain (`[[llm.fallback]]`) takes
 over from a provider that keeps failing. Prompts are built and summaries stored on the calling

@@ -59,7 +59,8 @@ class UsageError(CoderagError):
 
 
 # Options every command takes, before or after the command name (`coderag --repo X status`).
-GLOBAL_VALUE_OPTIONS = ("--repo", "--config", "--db", "--branch", "--rev", "--server", "--store")
+GLOBAL_VALUE_OPTIONS = ("--repo", "--config", "--db", "--store", "--branch", "--rev", "--server")
+GLOBAL_FLAGS = ("--workspace",)
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

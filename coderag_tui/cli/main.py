@@ -17,24 +17,25 @@ from coderag_tui.errors import CoderagError
 from coderag_tui.textsafe import safe_line
 
 
-def _load_commands() -> None:
+def load_commands() -> None:
+    """Import every `commands_*` module of this package: each registers its commands with
+    `@command`, so a new command is one file (named after its command) and nothing to list here."""
     import importlib
+    import pkgutil
 
-    for module in ("commands_index", "commands_search", "commands_ask", "commands_remote",
-                   "commands_review", "commands_mcp", "commands_watch", "commands_config", "commands_summaries",
-                   "commands_serve"):
-        try:
-            importlib.import_module(f"coderag_tui.cli.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"coderag_tui.cli.{module}":
-                raise
+    from coderag_tui import cli
+
+    for info in pkgutil.iter_modules(cli.__path__):
+        if info.name.startswith("commands_"):
+            importlib.import_module(f"{cli.__name__}.{info.name}")
 
 
-EPILOG = """\
-Global options (--repo, --config, --db, --branch, --rev) go before or after the command:
-`coderag --repo ../proj status` is `coderag status --repo ../proj`. Commands that act on a
-repository take it as --repo PATH|URL; index, status, watch, mcp and tui also take it as PATH.
-Every command that prints results takes --json. Exit status: 0 results, 1 no results, 2 error.
+EPILOG = f"""\
+Global options ({", ".join(base.GLOBAL_VALUE_OPTIONS + base.GLOBAL_FLAGS)})
+go before or after the command: `coderag --repo ../proj status` is `coderag status --repo ../proj`.
+Commands that act on a repository take it as --repo PATH|URL; index, status, watch, mcp and tui
+also take it as PATH. Every command that prints results takes --json.
+Exit status: 0 results, 1 no results, 2 error.
 """
 
 
@@ -143,7 +144,7 @@ def _arrange(argv: list[str], parser: argparse.ArgumentParser) -> list[str] | in
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    _load_commands()
+    load_commands()
     parser = build_parser()
     arranged = _arrange(argv, parser)
     if isinstance(arranged, int):

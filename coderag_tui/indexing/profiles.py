@@ -22,7 +22,7 @@ from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.descriptions import UnitRow
 
 ROLES = ("entry point", "core module", "utility", "types", "config", "test", "docs", "module")
-# the order a context or a summary budget prefers them in (seed 001: entry points first, tests last)
+# the order a context or a summary budget prefers them in (entry points first, tests last)
 IMPORTANCE = {"entry point": 6, "core module": 5, "types": 4, "module": 3, "utility": 2, "config": 1,
               "docs": 0, "test": 0}
 CONFIG_LANGUAGES = frozenset({"yaml", "toml", "json", "ini", "xml", "properties", "dockerfile", "make", "hcl"})
@@ -204,8 +204,8 @@ def describe_changes(db: StoreBackend, changed_files: Collection[int] | None) ->
 
 
 def invalidate_summaries(db: StoreBackend, changed_files: Collection[int] | None) -> int:
-    """Mark stale the summaries of changed units' parents, callers and importers (seed 002's
-    smart invalidation); a changed unit's own summary no longer matches its code hash. Summaries
+    """Mark stale the summaries of changed units' parents, callers and importers (what
+    summarized them); a changed unit's own summary no longer matches its code hash. Summaries
     of units that are gone are dropped. Returns how many were marked."""
     if not store.summary_count(db):
         return 0

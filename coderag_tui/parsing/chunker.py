@@ -2,7 +2,7 @@
 
 Siblings are packed greedily up to `target`; a node larger than `max` is split into its
 children (recursively; a leaf that is still too large is split by lines); chunks under `min`
-are merged into a neighbour when the pair stays within `max`. See seed 004 and astchunk.
+are merged into a neighbour when the pair stays within `max` (as astchunk does).
 """
 
 from __future__ import annotations

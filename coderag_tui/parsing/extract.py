@@ -241,7 +241,7 @@ def _finish_units(units: list[UnitBuild], ex: Extractor | None, path: str, file_
 
 
 def contextualize(path: str, scope: tuple[str, ...], language: str, imports: list[str]) -> str:
-    """The header prepended to a chunk before embedding (seed 004's contextualized text)."""
+    """The header prepended to a chunk before embedding (path, scope and imports, so that a chunk's vector knows where it lives)."""
     lines = [f"# {path}"]
     if scope:
         lines.append(f"# Scope: {' > '.join(scope)}")

@@ -1,4 +1,4 @@
-"""Context expansion around the top hits, in seed 003's levels:
+"""Context expansion around the top hits, nearest code first, in levels:
 
 1. the unit itself (primary) and its direct callers and callees (neighbours);
 2. the parent class/module outline, the unit's tests, similar code (extended);
@@ -23,7 +23,7 @@ BRIEF_LINES = 25
 TEST_LINES = 30
 OUTLINE_LINES = 40
 FILE_HIT_LINES = 80  # a hit on module-level code shows its chunk, not the whole file
-ABOUT_FULL = 400  # characters of a primary's summary (seed 002's full format)
+ABOUT_FULL = 400  # characters of a primary's summary (the full format: the summary above the code)
 ABOUT_BRIEF = 200  # of a caller's or callee's (the brief format: its first sentence)
 
 

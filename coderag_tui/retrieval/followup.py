@@ -53,8 +53,3 @@ def continues(previous: str, question: str) -> bool:
         return True
     before = {_stem(t) for t in query_terms(previous)}
     return len(own & before) / len(own) >= SHARED
-
-
-def follow_up_query(previous: str, question: str) -> str:
-    """The text to retrieve for `question`: with the previous question when it continues it."""
-    return f"{previous}\n{question}" if continues(previous, question) else question

@@ -23,7 +23,7 @@ MIN_PIECE_TOKENS = 24
 SKIP_COVERED = 0.8  # a code piece whose lines are mostly shown already is skipped
 
 
-# Seed 002's dynamic budget allocation: the share of each tier by question kind (see
+# The budget follows the question: the share of each tier by question kind (see
 # router.question_kind). Applied as factors on the configured shares, so a user's own
 # shares keep their proportions.
 DEFAULT_SHARES = (0.7, 0.15, 0.1, 0.05)

@@ -3,6 +3,8 @@
 Retrievers: BM25 over chunks (lexical), KNN over chunk vectors (vector), definitions named by
 the query (symbols) and, for structural questions, the graph. Chunks map to their innermost
 unit; a unit ranks at its best chunk. With no vectors the search is keywords + symbols + graph.
+The lists fused beside BM25, vectors and descriptions (symbols, names, traces) and their
+weights are one table, retrieval/signals.py.
 """
 
 from __future__ import annotations
@@ -23,13 +25,12 @@ from coderag_tui.retrieval import (
     descriptions,
     filerank,
     lexical,
-    names,
     prose,
     ranker,
     report,
     router,
+    signals,
     structural,
-    symbols,
     unit_features,
     vector,
 )
@@ -49,9 +50,7 @@ LABELS = {"symbol": "symbol", "fuzzy": "symbol~", "trace": "trace"}
 MODEL_CHARS = 900
 SHARE_POWER = 0.5
 FILE_VECTOR_SHARE = 0.5
-MENTION_SHARE = 2 / 3  # of weight_symbol, for definitions of names a free-text query mentions
 TEST_WEIGHT = 0.7  # test code's fused score is scaled by this unless the query is about tests
-NAME_SHARE = 1 / 3  # of weight_symbol, for units whose names join adjacent words of the query
 # With no keyword or symbol match, vector hits below this cosine are noise: on requests 2.32.3
 # (bundled MiniLM) the nearest chunk to 8 nonsense queries was 0.18-0.30, to its 48 SWE-QA
 # questions 0.30-0.67 (all 48 also match keywords).
@@ -286,26 +285,15 @@ class Searcher:
             for uid, m in best.items():
                 out.best.setdefault(uid, m)
         if mode == "hybrid":
-            if route.kind == router.SYMBOL:
-                exact, fuzzy = symbols.symbol_units(self.db, route.target, n, filters)
-                out.lists["symbol"] = [u.id for u in exact]
-                out.lists["fuzzy"] = [u.id for u in fuzzy]
-                out.weights["symbol"] = s.weight_symbol * 2
-                out.weights["fuzzy"] = s.weight_symbol * 0.5
-            elif route.kind == router.SIMILARITY:
-                out.weights["vector"] = s.weight_vector * 2
-                out.weights["bm25"] = s.weight_bm25 * 0.5
-            else:  # names mentioned in free text (stack traces, snippets) are weaker evidence
-                out.lists["symbol"] = [u.id for u in symbols.mentioned_units(self.db, text, filters, n)]
-                out.weights["symbol"] = s.weight_symbol * MENTION_SHARE
-                if not prose.about_docs(text):  # a question about the docs is not about names
-                    out.lists["name"], best = names.name_units(self.db, text, terms, n, filters)
+            asked = signals.Asked(self.db, route, text, terms, n, filters, sig)
+            for signal in signals.for_route(route.kind):
+                if signal.applies(asked):
+                    out.lists[signal.name], best = signal.rank(asked)
                     for uid, m in best.items():
                         out.best.setdefault(uid, m)
-                    out.weights["name"] = s.weight_symbol * NAME_SHARE * names.pair_share(text)
-                if sig is not None and (sig.frames or sig.paths or sig.modules):
-                    out.lists["trace"] = [u.id for u in report.frame_units(self.db, sig) if symbols.passes(u, filters)]
-                    out.weights["trace"] = s.weight_symbol
+                    out.weights[signal.name] = signal.weight_of(s, asked)
+            for name, (weight, share) in signals.REWEIGHT.get(route.kind, {}).items():
+                out.weights[name] = getattr(s, weight) * share
         return out
 
     def search_files(

@@ -1,4 +1,4 @@
-"""Seed 001's selection strategies: which of the search's hits a context is built around.
+"""Selection strategies: which of the search's hits a context is built around.
 
 - `relevance` (the default): the search's order.
 - `importance`: among the relevant candidates (the top hits, three per primary slot), the most

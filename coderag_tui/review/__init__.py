@@ -1,4 +1,4 @@
-"""Code review context for a diff (seed 003, steps 3 to 5).
+"""Code review context for a diff: the changes, what the index knows around each, packed into a budget.
 
     review = build_review(service, ReviewOptions(base="HEAD", max_tokens=8000))
     print(review.markdown())          # or review.to_json()

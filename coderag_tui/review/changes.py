@@ -101,10 +101,6 @@ class UnitChange:
         return f"{self.old_path or self.path}:{self.old.start_line}-{self.old.end_line}"
 
     @property
-    def is_callable(self) -> bool:
-        return self.unit.kind not in CLASS_LIKE
-
-    @property
     def signature_changed(self) -> bool:
         return (self.old is not None and self.new is not None
                 and signature_key(self.old) != signature_key(self.new))

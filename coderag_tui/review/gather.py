@@ -1,4 +1,4 @@
-"""What the index knows around each change (seed 003, step 3).
+"""What the index knows around each change, nearest first.
 
 Level 1: the change, its direct callers (breaking-change risk) and callees. Level 2: its class
 or module outline, its tests, similar code. Level 3: imports, constants used, how many

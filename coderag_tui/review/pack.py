@@ -1,4 +1,4 @@
-"""The review's context pieces and their packing into a token budget (seed 003, step 5).
+"""The review's context pieces and their packing into a token budget, changed code first.
 
 Priorities: the changed code always (shrunk only when it alone exceeds the budget); callers
 while the context is under 40% of the budget; callees under 60%; the class/module outline and

@@ -1,4 +1,4 @@
-"""The HTTP API: seed 002's endpoints over a `Workspace`. Each handler parses, calls the
+"""The HTTP API (docs/server.md) over a `Workspace`. Each handler parses, calls the
 workspace (or its `CodeRag`), and serialises `models.py` dataclasses with `wire.encode`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Request bodies (seed 002's API, with `repos`/`repo` to choose repositories): pydantic
+"""Request bodies of the HTTP API (docs/server.md), with `repos`/`repo` to choose repositories: pydantic
 models, so that FastAPI validates them and describes them in /openapi.json."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -385,11 +385,6 @@ def classify(data: bytes, settings: IndexSettings, path: str = "") -> str:
     if generated_header(data, path):
         return "generated"
     return ""
-
-
-def iter_paths(result: WalkResult) -> Iterator[str]:
-    for c in result.files:
-        yield c.path
 
 
 def stat_paths(root: Path, paths: Iterable[str], settings: IndexSettings,

@@ -1,4 +1,4 @@
-"""How sure a resolved call edge is, from how it can be explained (seed 000, "Confidence Scoring").
+"""How sure a resolved call edge is, from how it can be explained (the rule that explains it sets the score).
 
 Resolution picks one definition per call by name; this says which rule explains the pick, in
 the order the resolver tries them:

@@ -75,11 +75,6 @@ def pending_docs(db: StoreBackend, paths: Sequence[str] | None = None) -> list[s
     return [str(r[0]) for r in db.rows_in(sql.format(where=where), list(paths))]
 
 
-def doc_texts(db: StoreBackend, keys: Sequence[str]) -> dict[str, str]:
-    """The documents of these keys (those whose chunk still exists)."""
-    return {k: head + code for k, (head, code) in doc_parts(db, keys).items()}
-
-
 def doc_parts(db: StoreBackend, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
     """(head, code) of the documents of these keys: the head is the chunk's header and the
     summary line, what every window of a long document keeps (see `document`)."""

@@ -195,7 +195,7 @@ def importers(db: StoreBackend, path: str) -> list[UnitRef]:
 
 
 def orphans(db: StoreBackend, limit: int = 200) -> list[EdgeRef]:
-    """Calls whose target was removed or renamed (seed 003's breaking-change signal)."""
+    """Calls whose target was removed or renamed (a breaking change: code still calls what is gone)."""
     # the partial index holds just the orphans, but without statistics SQLite prefers
     # edges_dst (every unresolved call: a scan of ~45 ms on Django, twice per watcher batch);
     # a fresh build that was stopped before its indexes came back has neither
@@ -375,11 +375,3 @@ def conversation_list(db: StoreBackend, limit: int = 100,
         f"FROM conversations c {mine}ORDER BY c.updated DESC, c.id DESC LIMIT ?",
         (*((owner,) if owner is not None else ()), limit))
     return [(int(i), str(t), float(u), int(n), str(last)) for i, t, u, n, last in rows]
-
-
-def conversation_messages(db: StoreBackend, conversation_id: int) -> list[tuple[str, str]]:
-    """(role, content) of each message of a conversation, oldest first."""
-    rows = db.rows("SELECT role, content FROM messages WHERE conversation_id=? ORDER BY id",
-                   (conversation_id,))
-    return [(str(r), str(c)) for r, c in rows]
-

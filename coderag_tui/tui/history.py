@@ -55,9 +55,5 @@ class History:
         return self._forward.pop()
 
     @property
-    def can_back(self) -> bool:
-        return bool(self._back)
-
-    @property
     def can_forward(self) -> bool:
         return bool(self._forward)

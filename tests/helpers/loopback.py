@@ -1,10 +1,12 @@
-"""Real servers on 127.0.0.1 for tests: a free port, a stdlib server served from a thread, and
-the real `llama_cpp.server` with the bundled GGUF."""
+"""Real servers on 127.0.0.1 for tests: a free port, a stdlib server served from a thread, a
+scripted model server (`Loopback`: answers written by the test), and the real
+`llama_cpp.server` with the bundled GGUF."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import socket
 import subprocess
 import sys
@@ -119,3 +121,97 @@ def start_llama_server(model: Path, folder: Path, n_ctx: int = 2048) -> Iterator
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# --------------------------------------------------------------------------- a scripted server
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def _handle(self) -> None:
+        if self.command == "GET" and self.path.rstrip("/").endswith(("/props", "/models")):
+            # the provider's look for the server's context window: this server announces none
+            # (kept apart, so that `requests` numbers the scripted answers only)
+            with self.server.loopback.lock:
+                self.server.loopback.probes.append(self.path)
+            self.send_json(404, {"error": "not found"})
+            return
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        loop = self.server.loopback
+        with loop.lock:
+            index = len(loop.requests)
+            loop.requests.append(
+                {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+            )
+        loop.respond(self, index)
+
+    do_GET = _handle
+    do_POST = _handle
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    # helpers for responders
+    def send_json(self, status: int, doc: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def start_sse(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def end_chunks(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def abort(self) -> None:
+        """Drop the connection in the middle of a response."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Server(QuietServer):
+    loopback: Loopback
+
+
+Responder = Callable[[Handler, int], None]
+
+
+class Loopback:
+    """A stdlib HTTP server on 127.0.0.1 whose answers are scripted by `respond(handler, n)`."""
+
+    def __init__(self, respond: Responder) -> None:
+        self.respond = respond
+        self.requests: list[dict[str, Any]] = []
+        self.probes: list[str] = []  # paths of the context-window look-ups (GET /props, /models)
+        self.lock = threading.Lock()
+        self.server = _Server(("127.0.0.1", 0), Handler)
+        self.server.loopback = self
+        self.close = start_serving(self.server)
+        self.url = base_url(self.server)
+
+
+def openai_sse(h: Handler, tokens: list[str]) -> None:
+    h.start_sse()
+    for t in tokens:
+        doc = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": t}}]}
+        h.chunk(f"data: {json.dumps(doc)}\n\n")
+    h.chunk("data: [DONE]\n\n")
+    h.end_chunks()

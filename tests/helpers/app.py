@@ -1,12 +1,17 @@
-"""The TUI tests' fixture repository (written fresh, indexed for real) and services."""
+"""The app's tests: the fixture repository (written fresh, indexed for real), services with
+scripted answers, and driving the app headless (`running`, `settle`, `until`, keys)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from textual.pilot import Pilot
 
 from coderag_tui.answering.answerer import StoredMessage
 from coderag_tui.config import (
@@ -19,6 +24,9 @@ from coderag_tui.config import (
 )
 from coderag_tui.models import AnswerEvent, ModelInfo, Source
 from coderag_tui.service import CodeRag
+from coderag_tui.tui.app import CodeRagApp, create_app
+from coderag_tui.tui.screens.help import HelpScreen
+from coderag_tui.tui.screens.main import MainScreen
 
 FILES = {
     "shop/__init__.py": '"""A tiny shop."""\n',
@@ -191,3 +199,86 @@ class StoppableAnswers(ScriptedAnswers):
         yield AnswerEvent("sources", sources=self.sources)
         yield AnswerEvent("done", conversation_id=conversation_id or 7,
                           stats={"stopped": 1.0} if stopped else {})
+
+
+SIZE = (80, 24)
+
+
+def app_for(service: CodeRag, **options: Any) -> CodeRagApp:
+    options.setdefault("watch", False)
+    options.setdefault("local_clipboard", False)
+    return create_app(service, **options)
+
+
+@contextlib.asynccontextmanager
+async def running(service: CodeRag, size: tuple[int, int] = SIZE, **options: Any
+                  ) -> AsyncIterator[tuple[CodeRagApp, Pilot[Any]]]:
+    """The app over `service`, run headless at `size` until its start-up work has settled."""
+    app = app_for(service, **options)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        yield app, pilot
+
+
+async def settle(pilot: Pilot[Any], rounds: int = 4) -> None:
+    """Let workers (and the workers they start) finish, and the screen catch up."""
+    for _ in range(rounds):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def until(pilot: Pilot[Any], check: Any, timeout: float = 10.0) -> None:
+    """Pause until check() is true (for work that finishes on its own time)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        await pilot.pause(0.05)
+
+
+def main(app: CodeRagApp) -> MainScreen:
+    screen = app.screen_stack[1]
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+def viewer_text(app: CodeRagApp) -> list[str]:
+    view = main(app).code
+    return [view.render_line(y).text for y in range(view.size.height)]
+
+
+async def type_text(pilot: Pilot[Any], text: str) -> None:
+    await pilot.press(*[{" ": "space", ".": "full_stop"}.get(ch, ch) for ch in text])
+
+
+async def ask(pilot: Pilot[Any], question: str) -> None:
+    await submit(pilot, question)
+    await settle(pilot)
+
+
+async def submit(pilot: Pilot[Any], question: str) -> None:
+    """Type a question into the chat input and send it (the answer runs on)."""
+    await pilot.press("f3")
+    await type_text(pilot, question)
+    await pilot.press("enter")
+
+
+def help_text(app: CodeRagApp) -> str:
+    from rich.console import Console
+
+    screen = app.screen
+    assert isinstance(screen, HelpScreen)
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(screen.table)
+    return console.export_text()
+
+
+async def open_symbol(pilot: Pilot[Any], name: str) -> None:
+    await pilot.press("ctrl+t")
+    await type_text(pilot, name)
+    await settle(pilot)
+    await pilot.press("enter")
+    await settle(pilot)

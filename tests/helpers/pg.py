@@ -14,6 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.helpers.marks import needs
+
 _names = itertools.count(1)
 
 
@@ -35,6 +37,7 @@ def _start() -> tuple[Any, str]:
 
 
 @pytest.fixture(scope="session")
+@needs("postgres")
 def pg_server() -> Iterator[str]:
     """The admin URL of a session's PostgreSQL server."""
     server, url = _start()
