@@ -31,6 +31,7 @@ def ask(
     """`CodeRag.ask` (see there): the events of one question's answer."""
     from coderag_tui.answering import Answerer
     from coderag_tui.answering.opening import build_opening
+    from coderag_tui.store import conversations
     from coderag_tui.errors import CoderagError
     from coderag_tui.models import AnswerEvent
     from coderag_tui.tokens import counter_for
@@ -44,6 +45,10 @@ def ask(
         try:
             started = time.perf_counter()
             rag.require_index()  # no model is asked without code to give it
+            if conversation_id and owner is not None and not conversations.exists(rag.db, conversation_id, owner):
+                # another's conversation is refused before anything is read or asked
+                yield AnswerEvent("error", text=f"no conversation {conversation_id}", conversation_id=conv)
+                return
             if not rag._verified:  # once per service: ~0.6 s for a 90 MB index
                 rag.db.verify()  # a damaged index fails here, before a model loads
                 rag._verified = True

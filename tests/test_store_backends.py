@@ -482,9 +482,9 @@ def test_unbounded_text_from_a_repository_or_a_user_is_stored(store: StoreBacken
     assert [v.text for v in descriptions.summaries_by_key(store, [key]).values()] == ["Returns three, always."]
     assert descriptions.mark_stale(store, [key]) == 1 and descriptions.summary_count(store) == 1
     question = noise(5000)
-    entry = answer_cache.put(store, "model", question, question, "", None, "an answer", [], [], [])
+    entry = answer_cache.put(store, "model", question, question, "", None, "an answer", [], "", [])
     assert [c.id for c in answer_cache.candidates(store, "model")] == [entry]
-    answer_cache.put(store, "model", question, question, "", None, "again", [], [], [])  # the same question again
+    answer_cache.put(store, "model", question, question, "", None, "again", [], "", [])  # the same question again
     assert [c.answer for c in answer_cache.candidates(store, "model")] == ["again"]
 
 
@@ -549,7 +549,7 @@ def test_conversations_and_the_answer_cache(indexed: StoreBackend) -> None:
         ("user", "how?"), ("assistant", "like so"), ("user", "and?"), ("assistant", "also")]
     conversations.delete(db, first)
     assert not conversations.exists(db, first) and conversations.exists(db, second)
-    entry = answer_cache.put(db, "model", "How?", "how", "", b"\x00\x01vec", "an answer", [], [],
+    entry = answer_cache.put(db, "model", "How?", "how", "", b"\x00\x01vec", "an answer", [], "",
                              [("shop/money.py", 4, 6)])
     [row] = answer_cache.candidates(db, "model")
     assert (row.id, row.vector, row.answer) == (entry, b"\x00\x01vec", "an answer")
