@@ -31,9 +31,9 @@ def ask(
     """`CodeRag.ask` (see there): the events of one question's answer."""
     from coderag_tui.answering import Answerer
     from coderag_tui.answering.opening import build_opening
-    from coderag_tui.store import conversations
     from coderag_tui.errors import CoderagError
     from coderag_tui.models import AnswerEvent
+    from coderag_tui.store import conversations
     from coderag_tui.tokens import counter_for
 
     conv = conversation_id or 0
