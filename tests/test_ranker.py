@@ -61,6 +61,15 @@ def test_trees_score_each_row_as_the_trees_say() -> None:
     assert model.score(np.zeros((0, 2))).tolist() == []
 
 
+def test_a_split_just_below_zero_sends_zero_right_after_the_export() -> None:
+    """LightGBM parts zero from the negative values at -1e-35: the exported model (through JSON,
+    as shipped) must keep that threshold, not round it to 0.0."""
+    features = ("a",)
+    data = json.loads(json.dumps(trees_json(features, [_split(0, -1.0000000180025095e-35, _leaf(1.0), _leaf(2.0))])))
+    model = ranker.Trees.from_json(data)
+    assert model.score(np.array([[0.0], [-0.5], [1e-40]])).tolist() == [2.0, 1.0, 2.0]
+
+
 def test_a_model_file_of_another_format_or_features_is_a_config_error(tmp_path: Path) -> None:
     bad = tmp_path / "m.json"
     bad.write_text(json.dumps({"format": "other/1"}))
