@@ -181,3 +181,16 @@ def test_units_of_the_best_files_join_the_candidates(
     hits = service.search(REPORT, k=5)
     assert hits[0].unit.name == "compute_span", [h.unit.qualname for h in hits]
     assert (hits[0].chunk_start, hits[0].chunk_end) == (hits[0].unit.start_line, hits[0].unit.end_line)
+
+
+def test_the_shipped_model_reads_with_this_versions_features_and_orders_reports(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
+    """The package ships a model for files and units; a change of the features without a new
+    model would make every report an error, so it must load here."""
+    ranker.load_model.cache_clear()
+    model = ranker.load_model()
+    assert model is not None and model.units is not None
+    assert model.source == str(ranker.default_model_path())
+    service = open_service(make_repo(REPO))  # the default settings: ranker = "learned", no model path
+    assert all("learned" in h.reasons for h in service.search_files(REPORT, k=5))
+    assert all("learned" in h.reasons for h in service.search(REPORT, k=5))
