@@ -2,7 +2,7 @@
 with `[search] ranker = "fusion"` and `"learned"`, alternated in one process, and the learned
 ranker's own steps timed apart (features, then the trees).
 
-    .venv/bin/python bench/bench_ranker.py --root TREE --db INDEX \
+    .venv/bin/python -m bench.bench_ranker --root TREE --db INDEX \
         --jsonl ../shared/eval/swebench-lite-dev.jsonl [--jsonl ...] [--queries 60] [--rounds 2]
 
 Each query runs `search_files` then `search` (what `coderag search` on a report does for files and
@@ -18,20 +18,16 @@ import argparse
 import dataclasses
 import json
 import statistics
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.retrieval import ranker  # noqa: E402
-from coderag_tui.retrieval.search import Searcher  # noqa: E402
-from coderag_tui.service import CodeRag  # noqa: E402
+from coderag_tui.config import Settings
+from coderag_tui.retrieval import ranker
+from coderag_tui.retrieval.search import Searcher
+from coderag_tui.service import CodeRag
 
 STEPS: dict[str, list[float]] = defaultdict(list)
 

@@ -1,6 +1,6 @@
 """Checkouts for the SWE-bench sets from bare git mirrors: REPOS/<instance_id>/ at `base_commit`.
 
-    .venv/bin/python bench/swebench_checkouts.py --jsonl ../shared/eval/swebench-train.jsonl \
+    .venv/bin/python -m bench.swebench_checkouts --jsonl ../shared/eval/swebench-train.jsonl \
         --mirrors /work/.mirror --repos /work/evalrepos [--work WORK]
 
 A case's mirror is MIRRORS/<owner>+<name>/repo (what the `fetch` tool brings); cases of projects
@@ -74,7 +74,6 @@ def materialize(gitdir: Path, commit: str, dest: Path) -> bool:
 
 def index(root: Path, db: Path) -> None:
     """Bring the index at `db` up to date with `root` (and close it, so it can be copied)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from coderag_tui.config import Settings
     from coderag_tui.service import CodeRag
 

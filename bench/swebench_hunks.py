@@ -2,7 +2,7 @@
 function names only): `{instance_id: [{file, old_start, old_lines}, ...]}` from the gold patches,
 for the gold files only, as the dev sets' `gold_hunks` are (each `@@ -a,b` header of a gold file).
 
-    .venv/bin/python bench/swebench_hunks.py --jsonl ../shared/eval/swebench-train.jsonl \
+    .venv/bin/python -m bench.swebench_hunks --jsonl ../shared/eval/swebench-train.jsonl \
         --records VERIFIED.json --out bench/data/swebench-train-hunks.json
 
 `--records`: SWE-bench records with `instance_id` and `patch` (or `golden_patch`), a JSON list;

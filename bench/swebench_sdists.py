@@ -1,10 +1,10 @@
 """Release sdists standing in for `base_commit` checkouts of django, matplotlib and scikit-learn
 (their git snapshots are too large to bring here), and the map from instance to sdist.
 
-    .venv/bin/python bench/swebench_sdists.py unpack --repos /work/evalrepos --dl DOWNLOADS \
+    .venv/bin/python -m bench.swebench_sdists unpack --repos /work/evalrepos --dl DOWNLOADS \
         Django==3.0 matplotlib==3.7.0 scikit-learn==0.21.3 ...
-    .venv/bin/python bench/swebench_sdists.py index --repos /work/evalrepos --work WORK Django-3.0 Django-3.1 ...
-    .venv/bin/python bench/swebench_sdists.py map --jsonl ../shared/eval/swebench-train.jsonl \
+    .venv/bin/python -m bench.swebench_sdists index --repos /work/evalrepos --work WORK Django-3.0 Django-3.1 ...
+    .venv/bin/python -m bench.swebench_sdists map --jsonl ../shared/eval/swebench-train.jsonl \
         --records VERIFIED.json [--versions KNOWN.json] --repos /work/evalrepos \
         --out bench/data/swebench-train-sdists.json
 
@@ -35,8 +35,6 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 PROJECTS = {"django/django": "Django", "matplotlib/matplotlib": "matplotlib",
             "scikit-learn/scikit-learn": "scikit-learn"}

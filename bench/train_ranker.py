@@ -2,22 +2,22 @@
 fixes changed, and report it beside the hand-tuned fusion on every set.
 
     # 1. features: one search per case on the existing indexes (bench/eval_retrieval.py --phase index)
-    .venv/bin/python bench/train_ranker.py extract --work WORK --repos REPOS \
+    .venv/bin/python -m bench.train_ranker extract --work WORK --repos REPOS \
         --set train=../shared/eval/swebench-train.jsonl:bench/data/swebench-train-sdists.json \
         --set dev2=../shared/eval/swebench-lite-dev2.jsonl:bench/data/swebench-lite-dev2-sdists.json \
         --set dev=../shared/eval/swebench-lite-dev.jsonl --out FEATURES.pkl
     # 2. train (needs the `train` extra: lightgbm), leave-one-repository-out figures, the model files
-    PYTHONPATH=TRAINLIBS .venv/bin/python bench/train_ranker.py train --features FEATURES.pkl \
+    PYTHONPATH=TRAINLIBS .venv/bin/python -m bench.train_ranker train --features FEATURES.pkl \
         --fit train,dev2 --model coderag_tui/data/ranker/model.json --loro-dir WORK/loro
 
     # 3. units (the unit candidates come from the file model: for the fitted sets the
     #    leave-one-repository-out ones, so a case's candidates are what its held-out model finds)
-    .venv/bin/python bench/train_ranker.py extract --units --file-model WORK/loro \
+    .venv/bin/python -m bench.train_ranker extract --units --file-model WORK/loro \
         --hunks bench/data/swebench-train-hunks.json --functions bench/data/swebench-lite-dev2-functions.json \
         --set train=... --set dev2=... --out UNITS-FIT.pkl  (the sets as in 1.)
-    .venv/bin/python bench/train_ranker.py extract --units --file-model coderag_tui/data/ranker/model.json \
+    .venv/bin/python -m bench.train_ranker extract --units --file-model coderag_tui/data/ranker/model.json \
         --set dev=../shared/eval/swebench-lite-dev.jsonl --out UNITS-DEV.pkl
-    PYTHONPATH=TRAINLIBS .venv/bin/python bench/train_ranker.py train --features UNITS-FIT.pkl \
+    PYTHONPATH=TRAINLIBS .venv/bin/python -m bench.train_ranker train --features UNITS-FIT.pkl \
         --features UNITS-DEV.pkl --fit train,dev2 --model coderag_tui/data/ranker/model.json --loro-dir WORK/loro
 
 A set is NAME=JSONL[:CHECKOUTS]: cases whose id is in the CHECKOUTS map (a release sdist standing
@@ -47,14 +47,11 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from coderag_tui.config import Settings  # noqa: E402
-from coderag_tui.retrieval import rank_features, unit_features  # noqa: E402
-from coderag_tui.retrieval.ranker import FORMAT  # noqa: E402
-from coderag_tui.retrieval.search import Searcher  # noqa: E402
-from coderag_tui.store.db import Database, open_database  # noqa: E402
+from coderag_tui.config import Settings
+from coderag_tui.retrieval import rank_features, unit_features
+from coderag_tui.retrieval.ranker import FORMAT
+from coderag_tui.retrieval.search import Searcher
+from coderag_tui.store.db import Database, open_database
 
 KS = (1, 5, 10)
 
