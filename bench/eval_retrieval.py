@@ -190,6 +190,9 @@ def main() -> int:
     baseline_of = ""  # the checkout the baseline was built from
     t0 = time.perf_counter()
     for n, case in enumerate(cases, 1):
+        if args.phase == "eval" and not (work / f"{checkout_of(case, checkouts)}.db").exists():
+            log(f"[{n}/{len(cases)}] {case.id}: skipped (no index: --phase eval builds none)")
+            continue
         service = open_service(case, args, checkouts)
         if case.id in checkouts:
             lost = missing_gold(case, service.root)

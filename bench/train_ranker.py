@@ -10,6 +10,16 @@ fixes changed, and report it beside the hand-tuned fusion on every set.
     PYTHONPATH=TRAINLIBS .venv/bin/python -m bench.train_ranker train --features FEATURES.pkl \
         --fit train,dev2 --model coderag_tui/data/ranker/model.json --loro-dir WORK/loro
 
+    # 3. units (the unit candidates come from the file model: for the fitted sets the
+    #    leave-one-repository-out ones, so a case's candidates are what its held-out model finds)
+    .venv/bin/python -m bench.train_ranker extract --units --file-model WORK/loro \
+        --hunks bench/data/swebench-train-hunks.json --functions bench/data/swebench-lite-dev2-functions.json \
+        --set train=... --set dev2=... --out UNITS-FIT.pkl  (the sets as in 1.)
+    .venv/bin/python -m bench.train_ranker extract --units --file-model coderag_tui/data/ranker/model.json \
+        --set dev=../shared/eval/swebench-lite-dev.jsonl --out UNITS-DEV.pkl
+    PYTHONPATH=TRAINLIBS .venv/bin/python -m bench.train_ranker train --features UNITS-FIT.pkl \
+        --features UNITS-DEV.pkl --fit train,dev2 --model coderag_tui/data/ranker/model.json --loro-dir WORK/loro
+
 A set is NAME=JSONL[:CHECKOUTS]: cases whose id is in the CHECKOUTS map (a release sdist standing
 in for `base_commit`, as in bench/eval_retrieval.py) are searched on that checkout's index
 (WORK/<checkout>.db), the others on WORK/<instance_id>.db. Labels: a candidate file is relevant
@@ -191,6 +201,9 @@ PARAMS: dict[str, Any] = {
     "lambdarank_truncation_level": 20,
 }
 ROUNDS = 200
+# units: smaller trees, more cases a leaf (chosen by the leave-one-repository-out figures of the
+# fitted sets, not by dev; the labels by function name on release checkouts are noisier)
+UNIT_PARAMS: dict[str, Any] = {"num_leaves": 7, "min_data_in_leaf": 50}
 
 
 def fit(examples: Sequence[Example], rounds: int = ROUNDS, params: dict[str, Any] | None = None) -> Any:
@@ -204,7 +217,9 @@ def fit(examples: Sequence[Example], rounds: int = ROUNDS, params: dict[str, Any
 
 
 def export(booster: Any, features: Sequence[str]) -> dict[str, Any]:
-    """Flat arrays of every tree's nodes (ranker.Trees)."""
+    """Flat arrays of every tree's nodes (ranker.Trees). Thresholds keep every digit: LightGBM
+    splits at +-1e-35 to part zero from the rest, which rounding would turn into 0.0 and so send
+    a zero down the other branch."""
     dump = booster.dump_model()
     feature: list[int] = []
     threshold: list[float] = []
@@ -237,7 +252,7 @@ def export(booster: Any, features: Sequence[str]) -> dict[str, Any]:
     for tree in dump["tree_info"]:
         roots.append(add(tree["tree_structure"], 0))
     return {"features": list(features), "roots": roots, "depth": depth + 1,
-            "nodes": {"feature": feature, "threshold": [round(t, 9) for t in threshold], "left": left,
+            "nodes": {"feature": feature, "threshold": threshold, "left": left,
                       "right": right, "value": [round(v, 9) for v in value]}}
 
 
@@ -267,14 +282,15 @@ def train(args: argparse.Namespace) -> int:
     fit_sets = set(args.fit.split(","))
     fitted = [e for e in examples if e.set in fit_sets]
     rounds = args.rounds
-    params = {k: v for k, v in (("num_leaves", args.leaves), ("min_data_in_leaf", args.min_data),
-                                ("learning_rate", args.lr)) if v is not None}
+    params = {**(UNIT_PARAMS if level == "units" else {}),
+              **{k: v for k, v in (("num_leaves", args.leaves), ("min_data_in_leaf", args.min_data),
+                                   ("learning_rate", args.lr)) if v is not None}}
     booster = fit(fitted, rounds, params)
     model = export(booster, features)
     trees = Trees.from_json(model)
-    for e in examples[:5]:  # the exported arrays score as LightGBM does
-        if not np.allclose(trees.score(e.x), booster.predict(e.x), atol=1e-5):
-            raise SystemExit("exported trees disagree with LightGBM")
+    every = np.concatenate([e.x for e in examples])  # the exported arrays score as LightGBM does
+    if not np.allclose(trees.score(every), booster.predict(every), atol=1e-5):
+        raise SystemExit("exported trees disagree with LightGBM")
     sets = list(dict.fromkeys(e.set for e in examples))
     what = "function" if level == "units" else "file"
     print(f"{what} Acc@1/5/10{'':23}" + "".join(f"{'@' + str(k):>7}" for k in KS))

@@ -58,6 +58,15 @@ def test_trees_score_each_row_as_the_trees_say() -> None:
     assert model.score(np.zeros((0, 2))).tolist() == []
 
 
+def test_a_split_just_below_zero_sends_zero_right_after_the_export() -> None:
+    """LightGBM parts zero from the negative values at -1e-35: the exported model (through JSON,
+    as shipped) must keep that threshold, not round it to 0.0."""
+    features = ("a",)
+    data = json.loads(json.dumps(trees_json(features, [_split(0, -1.0000000180025095e-35, _leaf(1.0), _leaf(2.0))])))
+    model = ranker.Trees.from_json(data)
+    assert model.score(np.array([[0.0], [-0.5], [1e-40]])).tolist() == [2.0, 1.0, 2.0]
+
+
 def test_a_model_file_of_another_format_or_features_is_a_config_error(tmp_path: Path) -> None:
     bad = tmp_path / "m.json"
     bad.write_text(json.dumps({"format": "other/1"}))
@@ -169,3 +178,16 @@ def test_units_of_the_best_files_join_the_candidates(
     hits = service.search(REPORT, k=5)
     assert hits[0].unit.name == "compute_span", [h.unit.qualname for h in hits]
     assert (hits[0].chunk_start, hits[0].chunk_end) == (hits[0].unit.start_line, hits[0].unit.end_line)
+
+
+def test_the_shipped_model_reads_with_this_versions_features_and_orders_reports(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
+    """The package ships a model for files and units; a change of the features without a new
+    model would make every report an error, so it must load here."""
+    ranker.load_model.cache_clear()
+    model = ranker.load_model()
+    assert model is not None and model.units is not None
+    assert model.source == str(ranker.default_model_path())
+    service = open_service(make_repo(REPO))  # the default settings: ranker = "learned", no model path
+    assert all("learned" in h.reasons for h in service.search_files(REPORT, k=5))
+    assert all("learned" in h.reasons for h in service.search(REPORT, k=5))

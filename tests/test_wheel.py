@@ -73,6 +73,7 @@ def test_wheel_carries_its_data_and_consistent_dependencies(wheel_venv: tuple[Pa
     folder = "coderag_tui/data/all-minilm-l6-v2/"
     assert {folder + f for f in (*TOKENIZER, "LICENSE", "NOTICE")} <= names
     assert "coderag_tui/tui/app.tcss" in names and "coderag_tui/parsing/languages.toml" in names
+    assert "coderag_tui/data/ranker/model.json" in names  # the learned ranker's trees
     assert any(n.startswith("coderag_tui/parsing/queries/") for n in names)
     check = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "check"], capture_output=True,
                            text=True, env=_ENV)
