@@ -73,6 +73,7 @@ def test_cli_model_flag_answers_with_the_served_model(
     assert f"--model {name}" in listed and f"http://127.0.0.1:{llama_server.port}/v1" in listed
 
     assert main(["index", str(repo), "--config", str(config), "--db", str(tmp_path / "cli.db")]) == 0
+    capsys.readouterr()  # (what index printed)
     before = llama_server.completions()
     code = main(["ask", "--repo", str(repo), "--config", str(config), "--db", str(tmp_path / "cli.db"),
                  "--json", "--model", name, "What does Cart.total return?"])

@@ -365,7 +365,7 @@ def test_summaries_documents_and_their_vectors_follow_alike(pair: tuple[StoreBac
     assert seen[0]["count"] == 3 and seen[1]["search"][0] and not seen[0]["search"][0]
     assert len(seen[2]["pending_docs"]) == 1 and seen[2]["unembedded"]  # the one chunk of a summarized unit
     assert any(h.startswith(embed_docs.PREFIX) for h in seen[4]["vectors"]) and seen[5]["all_embedded"]
-    assert seen[6]["file"][1] and any("(out of date)" in t for t in seen[6]["file"][1].values())
+    assert seen[6]["file"][1] and any("(out of date)" in text for text, _ in seen[6]["file"][1].values())
     assert seen[7]["count"] == 1 and seen[8]["pending_chunks"][1] == 1  # back to its plain vector: pending
     assert not seen[10]["search"][0]
 
