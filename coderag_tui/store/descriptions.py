@@ -109,10 +109,13 @@ def neighbour_files(db: StoreBackend, file_ids: Sequence[int]) -> set[int]:
 def callers(db: StoreBackend, unit_ids: Sequence[int]) -> dict[int, list[str]]:
     """Unit id -> the qualified names of the units that call it (distinct)."""
     out: dict[int, list[str]] = {}
+    # each caller's name read by its id: as a join, PostgreSQL expects every unit to have dozens
+    # of callers and hashes the whole units table (0.2 s per call at 500,000 chunks)
     for dst, qual in db.rows_in(
-            "SELECT DISTINCT e.dst, s.qualname FROM edges e JOIN units s ON s.id=e.src "
-            "WHERE e.kind='CALLS' AND e.dst IN ({marks}) ORDER BY e.dst, s.qualname", list(unit_ids)):
-        out.setdefault(int(dst), []).append(str(qual))
+            "SELECT DISTINCT e.dst, (SELECT s.qualname FROM units s WHERE s.id=e.src) FROM edges e "
+            "WHERE e.kind='CALLS' AND e.dst IN ({marks}) ORDER BY 1, 2", list(unit_ids)):
+        if qual is not None:
+            out.setdefault(int(dst), []).append(str(qual))
     return out
 
 
