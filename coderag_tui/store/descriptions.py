@@ -151,16 +151,27 @@ def importer_paths(db: StoreBackend, file_ids: Sequence[int]) -> dict[int, list[
 
 def file_degrees(db: StoreBackend, file_ids: Sequence[int]) -> tuple[dict[int, int], dict[int, int]]:
     """(fan-in, fan-out): how many other files refer to each file, and how many it refers to."""
+    # two index lookups each, counted here: as one join, PostgreSQL expects dozens of edges per
+    # unit and hashes the whole units table (0.4 s per call at 500,000 chunks)
     kinds = ",".join("?" * len(REF_KINDS))
-    fan_in = {int(f): int(n) for f, n in db.rows_in(
-        f"SELECT t.file_id, count(DISTINCT e.src_file) FROM edges e JOIN units t ON t.id=e.dst "
-        f"WHERE t.file_id IN ({{marks}}) AND e.kind IN ({kinds}) AND e.src_file<>t.file_id GROUP BY t.file_id",
-        list(file_ids), REF_KINDS)}
-    fan_out = {int(f): int(n) for f, n in db.rows_in(
-        f"SELECT e.src_file, count(DISTINCT t.file_id) FROM edges e JOIN units t ON t.id=e.dst "
-        f"WHERE e.src_file IN ({{marks}}) AND e.kind IN ({kinds}) AND e.src_file<>t.file_id GROUP BY e.src_file",
-        list(file_ids), REF_KINDS)}
-    return fan_in, fan_out
+    file_of = {int(u): int(f) for u, f in db.rows_in("SELECT id, file_id FROM units WHERE file_id IN ({marks})",
+                                                       list(file_ids))}
+    referrers: dict[int, set[int]] = {}
+    for dst, src_file in db.rows_in(f"SELECT dst, src_file FROM edges WHERE dst IN ({{marks}}) AND kind IN ({kinds})",
+                                    list(file_of), REF_KINDS):
+        target = file_of[int(dst)]
+        if int(src_file) != target:
+            referrers.setdefault(target, set()).add(int(src_file))
+    out_edges = db.rows_in(f"SELECT src_file, dst FROM edges WHERE src_file IN ({{marks}}) AND kind IN ({kinds}) "
+                           "AND dst IS NOT NULL", list(file_ids), REF_KINDS)
+    dst_file = {int(u): int(f) for u, f in db.rows_in("SELECT id, file_id FROM units WHERE id IN ({marks})",
+                                                        sorted({int(d) for _, d in out_edges}))}
+    referred: dict[int, set[int]] = {}
+    for src_file, dst in out_edges:
+        target = dst_file.get(int(dst))
+        if target is not None and target != int(src_file):
+            referred.setdefault(int(src_file), set()).add(target)
+    return ({f: len(s) for f, s in referrers.items()}, {f: len(s) for f, s in referred.items()})
 
 
 def stored_file_fan_ins(db: StoreBackend, exclude: Iterable[int]) -> list[int]:
