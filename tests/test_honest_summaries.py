@@ -99,7 +99,11 @@ class _Busy:
     def __init__(self, n: int, seconds: float) -> None:
         from types import SimpleNamespace
 
-        self.targets = [SimpleNamespace(key=f"k{i}", label=f"unit {i}") for i in range(n)]
+        from coderag_tui.answering.summarize import Target
+
+        # folders: no unit, so nothing above them is due (the runner counts what a run makes)
+        self.targets = [Target(f"k{i}", f"pkg{i}", "folder", f"pkg{i}", None) for i in range(n)]
+        self.tree = SimpleNamespace(units={})
         self.seconds = seconds
         self.done: list[float] = []
 
@@ -138,4 +142,4 @@ def test_background_summaries_work_at_most_half_the_time_and_say_so() -> None:
     assert len(busy.done) == 4
     assert elapsed >= 2 * 4 * 0.3 * 0.95  # as long at rest as at work
     line = summaries_line(next(p for p in seen if p.phase == "summarize"))
-    assert line.startswith("summaries 1/4 (background, low priority)")
+    assert line.startswith("summaries 1/4 units (background, low priority)")
