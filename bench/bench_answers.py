@@ -118,13 +118,14 @@ _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def disk_words(folder: Path) -> set[str]:
-    """Every identifier-like word in the repository's files on disk and their names (not the index)."""
+    """Every identifier-like word in the repository's files on disk and their names (not the index;
+    markdown's `\\_` read as `_`)."""
     out: set[str] = set()
     for path in folder.rglob("*"):
         out.update(_WORDS.findall(str(path.relative_to(folder))))
         if path.is_file() and path.stat().st_size < 2_000_000:
             try:
-                out.update(_WORDS.findall(path.read_text("utf-8", "replace")))
+                out.update(_WORDS.findall(path.read_text("utf-8", "replace").replace("\\_", "_")))
             except OSError:
                 continue
     return out
