@@ -98,6 +98,18 @@ def test_a_markdown_escape_makes_no_name_known(make_repo: Callable[..., Path],
     assert unknown_names("It keeps `self._hook` and calls `dispatch_hook`.", reads) == ("self._hook",)
 
 
+def test_an_import_the_code_writes_is_known(make_repo: Callable[..., Path],
+                                            open_service: Callable[..., CodeRag]) -> None:
+    # `from __future__ import ...` is no import the index records; `typing` is imported as `t`
+    service = open_service(make_repo({**SHOP, "shop/typed.py": "from __future__ import annotations\n\n"
+                                      "import typing as t\n\n\ndef first(items: t.Any) -> t.Any:\n"
+                                      "    return items[0]\n"}))
+    reads = StoreNames(service.db)
+    text = ("`from __future__ import annotations` and `from typing import Any` are real; "
+            "`from __future__ import braces` and `from typing import Anything` are not.")
+    assert unknown_names(text, reads) == ("from __future__ import braces", "from typing import Anything")
+
+
 def test_a_citation_is_judged_by_its_lines_and_apart_by_what_the_model_saw(
         make_repo: Callable[..., Path], open_service: Callable[..., CodeRag]) -> None:
     service = open_service(make_repo(SHOP))
