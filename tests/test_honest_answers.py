@@ -101,13 +101,19 @@ def test_a_markdown_escape_makes_no_name_known(make_repo: Callable[..., Path],
 def test_an_import_the_code_writes_is_known(make_repo: Callable[..., Path],
                                             open_service: Callable[..., CodeRag]) -> None:
     # `from __future__ import ...` is no import the index records; `typing` is imported as `t`
+    # and shop/unittest.py is not the `unittest` the tests import from
     service = open_service(make_repo({**SHOP, "shop/typed.py": "from __future__ import annotations\n\n"
                                       "import typing as t\n\n\ndef first(items: t.Any) -> t.Any:\n"
-                                      "    return items[0]\n"}))
+                                      "    return items[0]\n",
+                                      "shop/unittest.py": "def collect(cls):\n    return cls\n",
+                                      "tests/test_cases.py": "from unittest import TestCase\n\n\n"
+                                      "class CartCase(TestCase):\n    pass\n"}))
     reads = StoreNames(service.db)
-    text = ("`from __future__ import annotations` and `from typing import Any` are real; "
-            "`from __future__ import braces` and `from typing import Anything` are not.")
-    assert unknown_names(text, reads) == ("from __future__ import braces", "from typing import Anything")
+    text = ("`from __future__ import annotations`, `from typing import Any`, `from unittest import TestCase` "
+            "are real; `from __future__ import braces`, `from typing import Anything` and "
+            "`from unittest import TestSuiteX` are not.")
+    assert unknown_names(text, reads) == ("from __future__ import braces", "from typing import Anything",
+                                          "from unittest import TestSuiteX")
 
 
 def test_a_citation_is_judged_by_its_lines_and_apart_by_what_the_model_saw(

@@ -19,7 +19,8 @@ A name is known when the index has it (deterministic lookups only, `NameReads`):
   `app.route`, even beside a module app.py), A's first word and B known as identifiers;
 - `from M import N`: M a module of the repository that defines N (as above), or a module the
   repository imports and N imported from it or written in its code (`from typing import Any`
-  beside `t.Any`); `import M`: a module of the repository, or one it imports; either also when
+  beside `t.Any`; `from unittest import TestCase` when the tests write it, beside a file
+  _pytest/unittest.py); `import M`: a module of the repository, or one it imports; either also when
   the statement is written so in the code (`from __future__ import annotations`, which the
   index records as no import);
 - a path: an indexed file or folder, or the end of one.
@@ -266,9 +267,11 @@ class _Check:
         module = m.group("module")
         names = _import_names(statement)
         files = self.modules(module)
-        if files:
-            return all(self.top_level(files, module.strip("."), n) for n in names)
+        if files and all(self.top_level(files, module.strip("."), n) for n in names):
+            return True
         if not self.reads.imported_modules([module.lstrip(".")]):
             return statement in self.written
         imported = self.reads.imported_names(module)
+        if files:  # a file of the same name elsewhere (`unittest` beside _pytest/unittest.py): what is imported
+            return all(n in imported for n in names) or statement in self.written
         return all(n in imported or self.ident(n) for n in names)
