@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.bench_answers --repo flask=/src/flask-3.0.3 \
         --repo requests=/src/requests-2.32.3 --repo pytest=/src/pytest-8.3.3 \
         [--sweqa /work/shared/eval/sweqa] [--per-repo 48] [--answers 48] [--bare-every 0] \
+        [--answer-every 1] [--answer-offset 0] \
         [--model PATH|NAME ...] [--work /tmp/bench-answers] [--json OUT.json]
     .venv/bin/python -m bench.bench_answers --merge a.json b.json c.json   # one report of several runs
 
@@ -14,7 +15,9 @@ REPO names a file `<sweqa>/<REPO>.jsonl`; its sources come from PyPI sdists (`pi
 commits. Each repository is indexed once into WORK (structure, keywords and graph; `--vectors`
 adds embeddings). Of each repository's first `--per-repo` questions, every one gets its opening
 section (retrieval and the graph only, no model), and the first `--answers` go through the whole
-`CodeRag.ask` with the bundled model. Printed:
+`CodeRag.ask` with the bundled model (of those, with `--answer-every N`, only the questions whose
+number mod N is `--answer-offset`: answers spread over the questions, and another run with
+another offset answers others; `--merge` counts each opening once). Printed:
 
 - opening cites evidence: the share of questions whose opening names a file of the evidence (a
   file the reference names, or one that defines an identifier of its evidence, when at most 3
@@ -115,13 +118,14 @@ _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def disk_words(folder: Path) -> set[str]:
-    """Every identifier-like word in the repository's files on disk and their names (not the index)."""
+    """Every identifier-like word in the repository's files on disk and their names (not the index;
+    markdown's `\\_` read as `_`)."""
     out: set[str] = set()
     for path in folder.rglob("*"):
         out.update(_WORDS.findall(str(path.relative_to(folder))))
         if path.is_file() and path.stat().st_size < 2_000_000:
             try:
-                out.update(_WORDS.findall(path.read_text("utf-8", "replace")))
+                out.update(_WORDS.findall(path.read_text("utf-8", "replace").replace("\\_", "_")))
             except OSError:
                 continue
     return out
@@ -168,6 +172,10 @@ def main() -> None:
     parser.add_argument("--per-repo", type=int, default=48, help="questions per repository (openings)")
     parser.add_argument("--start", type=int, default=0, help="skip this many questions of each repository")
     parser.add_argument("--answers", type=int, default=5, help="of those, answered by each model")
+    parser.add_argument("--answer-every", type=int, default=1, metavar="N",
+                        help="of those, answer only every Nth (spread over the questions)")
+    parser.add_argument("--answer-offset", type=int, default=0, metavar="K",
+                        help="with --answer-every: answer the questions whose number mod N is K")
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-answers"))
     parser.add_argument("--vectors", action="store_true", help="embed the repositories too")
     parser.add_argument("--bare-every", type=int, default=0, metavar="N",
@@ -180,7 +188,7 @@ def main() -> None:
                         "default: the bundled tiny model and every GGUF in models/)")
     args = parser.parse_args()
     if args.merge:
-        rows = [row for path in args.merge for row in json.loads(path.read_text())]
+        rows = merged([row for path in args.merge for row in json.loads(path.read_text())])
         if args.recheck:
             recheck(rows, dict(spec.partition("=")[::2] for spec in args.repo), args.work)
         report(rows)
@@ -208,7 +216,8 @@ def main() -> None:
                                     "evidence_files": sorted(want), "has_evidence": bool(want)}
             opening = build_opening(service.db, q["question"], service.context(q["question"]))
             per_question.append({**head, "model": "", **opening_figures(opening, want)})
-            for model in models if i < args.answers else ():
+            answered = i < args.answers and i % args.answer_every == args.answer_offset
+            for model in models if answered else ():
                 row = {**head, "model": Path(model).name}
                 answer_one(service, model, recordings, q["question"], want, words, row, args, i)
                 per_question.append(row)
@@ -217,6 +226,13 @@ def main() -> None:
         service.close()
 
     report(per_question)
+
+
+def merged(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of several runs, each question's opening counted once (runs over the same questions
+    with other answered ones each have every opening): the last run's."""
+    openings = {(r["repo"], r["index"]): r for r in rows if not r.get("model")}
+    return [*openings.values(), *(r for r in rows if r.get("model"))]
 
 
 def recheck(rows: list[dict[str, Any]], folders: dict[str, str], work: Path) -> None:

@@ -176,3 +176,17 @@ def test_sdist_takes_only_the_asked_version(tmp_path: Path) -> None:
     _sdist_archive(tmp_path / "downloads", "demo-1.0")
     assert sdist("demo", "1.0", tmp_path) == tmp_path / "demo-1.0"
     assert "'demo-1.0'" in (tmp_path / "demo-1.0" / "pkg" / "hello.py").read_text()
+
+
+def test_merged_runs_count_each_question_s_opening_once() -> None:
+    from bench.bench_answers import merged
+
+    def opening(index: int, hit: bool) -> dict[str, object]:
+        return {"repo": "flask", "index": index, "model": "", "opening_hit": hit}
+
+    # two runs over the same questions, each answering others: every opening twice, answers once
+    first = [opening(0, True), opening(1, False), {"repo": "flask", "index": 0, "model": "tiny"}]
+    second = [opening(0, True), opening(1, True), {"repo": "flask", "index": 1, "model": "tiny"}]
+    rows = merged(first + second)
+    assert [(r["index"], r["model"]) for r in rows] == [(0, ""), (1, ""), (0, "tiny"), (1, "tiny")]
+    assert rows[1]["opening_hit"] is True  # the last run's

@@ -41,7 +41,8 @@ def checkout(cart: Cart) -> float:
 
 
 def _cart_piece(service: CodeRag) -> ContextPiece:
-    lines = (Path(service.root) / "shop/cart.py").read_text().splitlines()
+    assert service.root is not None
+    lines = (service.root / "shop/cart.py").read_text().splitlines()
     # packed: lines 1-4 and 15-17 shown, 5-14 left out behind a marker
     text = "\n".join([*lines[0:4], "    \u22ef (lines 5-14 left out)", *lines[14:17]])
     return ContextPiece("shop/cart.py", 1, 17, "primary", "shop/cart.py", text, 60, "python")
@@ -85,6 +86,34 @@ def test_the_names_a_model_invented_are_listed_and_kept(make_repo: Callable[...,
     exported = to_markdown([turn], "shop")
     assert "> answered by scripted\n" in exported
     assert "> not in the index (the model may have invented them): CartManager, " in exported
+
+
+def test_a_markdown_escape_makes_no_name_known(make_repo: Callable[..., Path],
+                                                open_service: Callable[..., CodeRag]) -> None:
+    # a changelog writes `dispatch\_hook` for dispatch_hook: `_hook` is no name of the repository
+    service = open_service(make_repo({**SHOP, "HISTORY.md": "# History\n\n- Remove exception eating from "
+                                      "dispatch\\_hook, and \\_\\_init\\_\\_ is quieter.\n",
+                                      "shop/hooks.py": "def dispatch_hook(key):\n    return key\n"}))
+    reads = StoreNames(service.db)
+    assert unknown_names("It keeps `self._hook` and calls `dispatch_hook`.", reads) == ("self._hook",)
+
+
+def test_an_import_the_code_writes_is_known(make_repo: Callable[..., Path],
+                                            open_service: Callable[..., CodeRag]) -> None:
+    # `from __future__ import ...` is no import the index records; `typing` is imported as `t`
+    # and shop/unittest.py is not the `unittest` the tests import from
+    service = open_service(make_repo({**SHOP, "shop/typed.py": "from __future__ import annotations\n\n"
+                                      "import typing as t\n\n\ndef first(items: t.Any) -> t.Any:\n"
+                                      "    return items[0]\n",
+                                      "shop/unittest.py": "def collect(cls):\n    return cls\n",
+                                      "tests/test_cases.py": "from unittest import TestCase\n\n\n"
+                                      "class CartCase(TestCase):\n    pass\n"}))
+    reads = StoreNames(service.db)
+    text = ("`from __future__ import annotations`, `from typing import Any`, `from unittest import TestCase` "
+            "are real; `from __future__ import braces`, `from typing import Anything` and "
+            "`from unittest import TestSuiteX` are not.")
+    assert unknown_names(text, reads) == ("from __future__ import braces", "from typing import Anything",
+                                          "from unittest import TestSuiteX")
 
 
 def test_a_citation_is_judged_by_its_lines_and_apart_by_what_the_model_saw(

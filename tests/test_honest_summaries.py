@@ -99,8 +99,10 @@ class _Busy:
     def __init__(self, n: int, seconds: float) -> None:
         from types import SimpleNamespace
 
-        self.targets = [SimpleNamespace(key=f"k{i}", label=f"unit {i}", level=0, kind="function", path=f"m{i}.py",
-                                        unit=None) for i in range(n)]
+        from coderag_tui.answering.summarize import Target
+
+        # folders: no unit, so nothing above them is due (the runner counts what a run makes)
+        self.targets = [Target(f"k{i}", f"pkg{i}", "folder", f"pkg{i}", None) for i in range(n)]
         self.tree = SimpleNamespace(units={})
         self.seconds = seconds
         self.done: list[float] = []

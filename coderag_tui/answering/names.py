@@ -18,7 +18,11 @@ A name is known when the index has it (deterministic lookups only, `NameReads`):
   when A is neither a class nor a package or dotted module path of the repository (a variable:
   `app.route`, even beside a module app.py), A's first word and B known as identifiers;
 - `from M import N`: M a module of the repository that defines N (as above), or a module the
-  repository imports N from; `import M`: a module of the repository, or one it imports;
+  repository imports and N imported from it or written in its code (`from typing import Any`
+  beside `t.Any`; `from unittest import TestCase` when the tests write it, beside a file
+  _pytest/unittest.py); `import M`: a module of the repository, or one it imports; either also when
+  the statement is written so in the code (`from __future__ import annotations`, which the
+  index records as no import);
 - a path: an indexed file or folder, or the end of one.
 """
 
@@ -144,11 +148,23 @@ def unknown_names(text: str, reads: NameReads) -> tuple[str, ...]:
     return tuple(name for kind, name in found if not check.known(kind, name))
 
 
+def _import_names(statement: str) -> list[str]:
+    """The names `from M import a, b as c` imports (a, b); none for `import M`."""
+    m = _IMPORT.match(statement)
+    if m is None or not m.group("names"):
+        return []
+    return [n.split()[0] for n in m.group("names").split(",") if n.strip()]
+
+
 class _Check:
     def __init__(self, reads: NameReads, found: list[tuple[str, str]]) -> None:
         self.reads = reads
         words = {n for k, n in found if k in ("ident", "dotted")}
         words |= {p for k, n in found if k in ("dotted", "path") for p in (n.split(".")[0], n.split(".")[-1])}
+        # an import statement as written (`from __future__ import ...` is no import the index
+        # records), and the names it imports (`Any`, written as `t.Any`)
+        words |= {n for k, n in found if k == "import"} | {w for k, n in found if k == "import"
+                                                          for w in _import_names(n)}
         self.written = reads.in_code(words)
         self._units: dict[str, list[UnitRef]] = {}
 
@@ -246,13 +262,16 @@ class _Check:
             return True
         if m.group("plain"):
             module = m.group("plain")
-            return bool(self.modules(module)) or bool(self.reads.imported_modules([module]))
+            return (bool(self.modules(module)) or bool(self.reads.imported_modules([module]))
+                    or statement in self.written)
         module = m.group("module")
-        names = [n.split()[0] for n in m.group("names").split(",") if n.strip()]
+        names = _import_names(statement)
         files = self.modules(module)
-        if files:
-            return all(self.top_level(files, module.strip("."), n) for n in names)
+        if files and all(self.top_level(files, module.strip("."), n) for n in names):
+            return True
         if not self.reads.imported_modules([module.lstrip(".")]):
-            return False
+            return statement in self.written
         imported = self.reads.imported_names(module)
+        if files:  # a file of the same name elsewhere (`unittest` beside _pytest/unittest.py): what is imported
+            return all(n in imported for n in names) or statement in self.written
         return all(n in imported or self.ident(n) for n in names)

@@ -1,4 +1,5 @@
-"""The opening of an answer: what retrieval and the graph know for certain, rendered by coderag.
+"""The opening of an answer: what the index found (its best matches, ranked, and for a flow
+question a call path in the call graph), rendered by coderag, not by the model.
 
 The units are the top search hits (kind, qualified name, `path:start-end`, one line: the
 docstring's first sentence, else the signature). For a question about a flow the call path

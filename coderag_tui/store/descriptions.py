@@ -168,9 +168,9 @@ def file_degrees(db: StoreBackend, file_ids: Sequence[int]) -> tuple[dict[int, i
                                                         sorted({int(d) for _, d in out_edges}))}
     referred: dict[int, set[int]] = {}
     for src_file, dst in out_edges:
-        target = dst_file.get(int(dst))
-        if target is not None and target != int(src_file):
-            referred.setdefault(int(src_file), set()).add(target)
+        to = dst_file.get(int(dst))
+        if to is not None and to != int(src_file):
+            referred.setdefault(int(src_file), set()).add(to)
     return ({f: len(s) for f, s in referrers.items()}, {f: len(s) for f, s in referred.items()})
 
 

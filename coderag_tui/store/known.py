@@ -74,6 +74,12 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[^\W_]+", text.lower())
 
 
+def _unescaped(text: str) -> str:
+    """Markdown's escaped underscores as written (`dispatch\\_hook` is dispatch_hook, which
+    holds no `_hook`)."""
+    return text.replace("\\_", "_")
+
+
 def in_code(db: StoreBackend, texts: Iterable[str]) -> set[str]:
     """Of `texts` (identifiers, `a.b` attribute chains), those written in some indexed chunk
     exactly, as a whole word (`dispatch_request` is not in `full_dispatch_request`)."""
@@ -86,7 +92,7 @@ def in_code(db: StoreBackend, texts: Iterable[str]) -> set[str]:
         pattern = re.compile(r"(?<![\w])" + r"\s*\.\s*".join(parts) + r"(?![\w])")
         for offset in range(0, MAX_ROWS + PAGE, PAGE):
             rows = db.word_chunks(words, PAGE, offset)
-            if offset >= MAX_ROWS or any(pattern.search(r[2]) for r in rows):
+            if offset >= MAX_ROWS or any(pattern.search(_unescaped(r[2])) for r in rows):
                 found.add(text)
                 break
             if len(rows) < PAGE:

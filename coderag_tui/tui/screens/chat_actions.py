@@ -137,7 +137,7 @@ class ChatActions(MainBase):
             view.set_status("")
             await view.append(event.text)
         elif event.kind == "opening" and event.opening is not None:
-            # what the index knows for certain, shown before the model starts writing
+            # what the index found (its ranked matches, a call path), shown before the model writes
             view.turn.opening = event.opening.render()
             await view.append(chatlog.with_opening(view.turn.opening, ""))
         elif event.kind == "tool" and event.tool is not None:
