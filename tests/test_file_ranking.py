@@ -50,7 +50,13 @@ def test_module_paths() -> None:
 
 def test_a_dotted_module_name_in_a_report_finds_its_file(
         make_repo: Callable[..., Path], open_service: Callable[..., CodeRag], monkeypatch: pytest.MonkeyPatch) -> None:
-    service = open_service(make_repo(ASCII))
+    from dataclasses import replace
+
+    from coderag_tui.config import Settings
+
+    # the fusion's module signal (the learned ranker weighs it among its features)
+    fusion = replace(Settings(), search=replace(Settings().search, ranker="fusion"))
+    service = open_service(make_repo(ASCII), fusion)
     files = [h.unit.path for h in service.search_files(REPORT, k=5)]
     assert files[0] == "pkg/io/ascii/rst.py", files
     monkeypatch.setattr(report, "MAX_MODULES", 0)  # without the signal, the words alone do not find it
