@@ -31,6 +31,18 @@ T = TypeVar("T")
 # --------------------------------------------------------------------------- percentiles
 
 
+Q = TypeVar("Q", bound=tuple)
+
+
+def unambiguous(cases: Sequence[Q]) -> list[Q]:
+    """The cases whose query (the last field) no other case has: a query that documents two
+    units (or lines) cannot say which one it means."""
+    seen: dict[object, int] = {}
+    for case in cases:
+        seen[case[-1]] = seen.get(case[-1], 0) + 1
+    return [c for c in cases if seen[c[-1]] == 1]
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th quantile (0 <= q <= 1) of values, interpolated linearly between closest ranks."""
     if not values:

@@ -21,7 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import ROOT, Unreachable, data_cache
+from bench.harness import ROOT, Unreachable, data_cache, unambiguous
 from coderag_tui.config import Settings
 from coderag_tui.retrieval.evaluate import KS, Case, Hunk, accuracy, evaluate_case, table
 from coderag_tui.retrieval.search import MODES
@@ -209,10 +209,7 @@ def build(corpus: Corpus, root: Path, cache: Path | None = None) -> list[tuple[s
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(stripped)
         triples.extend((rel, line, q) for line, q in found)
-    seen: dict[str, int] = {}
-    for _, _, q in triples:
-        seen[q] = seen.get(q, 0) + 1
-    return [t for t in triples if seen[t[2]] == 1]
+    return unambiguous(triples)
 
 
 

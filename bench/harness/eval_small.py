@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from bench.harness import ROOT, Unreachable, sdist
+from bench.harness import ROOT, Unreachable, sdist, unambiguous
 from coderag_tui.config import Settings
 from coderag_tui.retrieval.evaluate import KS, Case, Hunk, accuracy, evaluate_case, table
 from coderag_tui.retrieval.search import MODES
@@ -75,10 +75,7 @@ def build_corpus(tmp: Path) -> tuple[Path, list[tuple[str, str, str]]]:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(stripped)
         triples.extend((rel, qual, q) for qual, q in queries)
-    seen: dict[str, int] = {}
-    for _, _, q in triples:
-        seen[q] = seen.get(q, 0) + 1
-    return repo, [t for t in triples if seen[t[2]] == 1]  # a query that documents two units is ambiguous
+    return repo, unambiguous(triples)
 
 
 def cases_for(service: CodeRag, triples: list[tuple[str, str, str]]) -> list[Case]:
