@@ -36,9 +36,10 @@ def test_search_reuses_the_file_order_search_files_computed_for_the_same_report(
     root = make_repo(REPO)
     service = open_service(root)  # the shipped model
     calls = count_calls(monkeypatch, rank_features, "file_candidates")
+    reach = count_calls(monkeypatch, rank_features, "graph_reach")
     files = [(h.unit.path, h.score) for h in service.search_files(REPORT, k=5)]
     service.search(REPORT, k=5)
-    assert len(calls) == 1
+    assert len(calls) == 1 and len(reach) == 1
     assert [(h.unit.path, h.score) for h in service.search_files(REPORT, k=5)] == files
     assert len(calls) == 1
     # another report, or the same one on a changed index, is ranked anew
@@ -89,7 +90,7 @@ def test_the_words_a_text_holds_are_its_substrings_exactly() -> None:
                                          for _ in range(300)]
     for text in texts:
         words = TRICKY + ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3))) for _ in range(30)]
-        assert rank_features.words_in(text, words) == {w for w in words if w in text}, text
+        assert rank_features.WordTest(words).held(text) == {w for w in words if w in text}, text
 
 
 def walk_node_by_node(trees: ranker.Trees, x: np.ndarray) -> np.ndarray:

@@ -175,8 +175,9 @@ def coverage(db: StoreBackend, facts: QueryFacts, paths: Sequence[str]) -> dict[
     whole = sum(idf.values())
     title = [w for w in facts.title_words if w in idf]
     out: dict[str, tuple[float, float]] = {}
+    test = WordTest(idf)
     for path, parts in texts.items():
-        held = words_in("\n".join(parts).lower(), idf)  # substrings: sub-words of names count
+        held = test.held("\n".join(parts).lower())  # substrings: sub-words of names count
         out[path] = (sum(idf[w] for w in held) / whole,
                      sum(1 for w in title if w in held) / len(title) if title else 0.0)
     return out
@@ -186,26 +187,32 @@ def coverage(db: StoreBackend, facts: QueryFacts, paths: Sequence[str]) -> dict[
 _RUN_BYTES = bytes(b if chr(b).isalnum() or b >= 0x80 else 0x20 for b in range(256))
 
 
-def words_in(text: str, words: Iterable[str]) -> set[str]:
-    """The words that occur in text as substrings (`w in text`), found faster.
+class WordTest:
+    """Which of some words occur in a text as substrings (`w in text`), found faster.
 
-    A word of letters and digits only lies inside one run of such characters, so it occurs in
-    the text exactly when it is one of the text's distinct runs or occurs in them joined by
-    spaces: much shorter than a source file, where the same names come back on every line. The
-    runs are cut in UTF-8, where a substring of the text is a substring of its bytes; a non-ASCII
-    byte never ends a run (a superset of the letters keeps the test exact)."""
-    plain: list[str] = []
-    found: set[str] = set()
-    for w in words:
-        if all(c.isalnum() for c in w if c.isascii()):
-            plain.append(w)
-        elif w in text:  # a word with other characters (none that query_terms makes): tested as is
-            found.add(w)
-    if plain:
-        runs = set(text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES).split())
-        joined = b" ".join(runs)
-        found.update(w for w in plain if (b := w.encode("utf-8", "surrogatepass")) in runs or b in joined)
-    return found
+    A word whose ASCII characters are letters and digits lies inside one run of such characters
+    (and non-ASCII ones), so it occurs in the text exactly when it is one of the text's distinct
+    runs or occurs in them joined by spaces: much shorter than a source file, where the same
+    names come back on every line. The runs are cut in UTF-8, where a substring of the text is a
+    substring of its bytes; no byte of a non-ASCII character ends a run (a superset of the
+    letters keeps the test exact)."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.plain: list[tuple[str, bytes]] = []
+        self.other: list[str] = []  # words with other characters (query_terms makes none): tested as they are
+        for w in words:
+            if w.isalnum() or all(c.isalnum() for c in w if c.isascii()):
+                self.plain.append((w, w.encode("utf-8", "surrogatepass")))
+            else:
+                self.other.append(w)
+
+    def held(self, text: str) -> set[str]:
+        found = {w for w in self.other if w in text}
+        if self.plain:
+            runs = set(text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES).split())
+            joined = b" ".join(runs)
+            found.update(w for w, b in self.plain if b in runs or b in joined)
+        return found
 
 
 def file_candidates(

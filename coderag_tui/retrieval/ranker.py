@@ -156,9 +156,25 @@ class Prepared:
 
 def prepare(db: StoreBackend, query: str, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],
             tests: bool, docs: bool) -> Prepared:
+    """The report's signals and facts, and where the graph leads from the code it names (kept
+    per store, as the file order is, for the second call on the same report and lists)."""
+    key = (db.chunk_state(), query, tests, docs, _lists_key(lists))
+    last = _LAST_PREPARED.get(db)
+    if last is not None and last[0] == key:
+        return last[1]
     sig = report.signals(query)
     facts = rank_features.query_facts(query, sig, len(symbols.mentioned_names(sig.text)), tests, docs)
-    return Prepared(sig, facts, rank_features.graph_reach(db, lists, units))
+    out = Prepared(sig, facts, rank_features.graph_reach(db, lists, units))
+    _LAST_PREPARED[db] = (key, out)
+    return out
+
+
+def _lists_key(lists: Mapping[str, Sequence[int]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((name, tuple(ids)) for name, ids in sorted(lists.items()))
+
+
+# per store: the last query's Prepared and what it was computed from
+_LAST_PREPARED: weakref.WeakKeyDictionary[StoreBackend, tuple[object, Prepared]] = weakref.WeakKeyDictionary()
 
 
 def file_matrix(db: StoreBackend, prep: Prepared, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],
@@ -178,8 +194,7 @@ def rank_files(db: StoreBackend, model: Model, prep: Prepared, lists: Mapping[st
     units of the best files) from the same retrievers' lists: the last order is kept per store and
     given again when everything it was computed from is the same (the query's facts, every list,
     the filters, the model and the index's state)."""
-    key = (db.chunk_state(), model.source, prep.facts, filters, tuple(fused), tuple(chunks),
-           tuple((name, tuple(ids)) for name, ids in sorted(lists.items())))
+    key = (db.chunk_state(), model.source, prep.facts, filters, tuple(fused), tuple(chunks), _lists_key(lists))
     last = _LAST_FILES.get(db)
     if last is not None and last[0] == key:
         return list(last[1])
