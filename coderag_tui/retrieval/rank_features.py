@@ -11,6 +11,7 @@ time (ranker.py); a retriever that did not run (vectors, on an index without the
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -77,7 +78,7 @@ def package_match(path: str, modules: Sequence[tuple[str, ...]]) -> tuple[int, b
     """How many leading folders (and the file's stem) of the path a dotted name the query writes
     spells (`sklearn.linear_model.X` and `sklearn/linear_model/_logistic.py`: 2), and whether it
     spells all of the file's folders (the file lies in the package the report imports from)."""
-    parts = PurePosixPath(path).with_suffix("").parts
+    parts = _shape(path).bare_parts
     best = 0
     for mod in modules:
         n = 0
@@ -87,6 +88,25 @@ def package_match(path: str, modules: Sequence[tuple[str, ...]]) -> tuple[int, b
             n += 1
         best = max(best, n)
     return best, best >= len(parts) - 1 > 0
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the features read of a path alone."""
+
+    parts: tuple[str, ...]
+    bare_parts: tuple[str, ...]  # the parts without the file's extension
+    name: str
+    stem: str
+    folders: frozenset[str]  # lower case
+    words: frozenset[str]
+
+
+@functools.lru_cache(maxsize=65536)
+def _shape(path: str) -> _Shape:
+    pure = PurePosixPath(path)
+    return _Shape(pure.parts, pure.with_suffix("").parts, pure.name, pure.stem.lower(),
+                  frozenset(part.lower() for part in pure.parts[:-1]), frozenset(path_words(path)))
 
 
 def path_words(path: str) -> set[str]:
@@ -273,13 +293,13 @@ def file_candidates(
         row += [math.log1p(ranks[name][1].get(path, 0)) for name in LISTS]
         row += [best.get(path, 0.0) / top, decayed.get(path, 0.0) / top_decayed, math.log1p(n_chunks.get(path, 0))]
         lines, n_units, language, structured = sizes.get(path, (0, 0, "text", False))
-        pure = PurePosixPath(path)
-        folders = {part.lower() for part in pure.parts[:-1]}
-        words = path_words(path)
+        shape = _shape(path)
+        folders = shape.folders
+        words = shape.words
         hits = len(words & facts.words)
-        stem = pure.stem.lower()
+        stem = shape.stem
         row += [float(is_test_path(path)), float(prose.is_prose_unit(path, language)),
-                float(pure.name == "__init__.py"), float(len(pure.parts) - 1), float(bool(folders & _DOC_DIRS)),
+                float(shape.name == "__init__.py"), float(len(shape.parts) - 1), float(bool(folders & _DOC_DIRS)),
                 float(bool(folders & _EXAMPLE_DIRS)), float(hits), hits / max(len(words), 1),
                 float(stem in facts.words), float(stem in facts.title_words)]
         matched, full = package_match(path, facts.modules)
