@@ -12,9 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from coderag_tui.config import EmbedSettings, Settings
+from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.retrieval import rank_features, ranker
+from coderag_tui.retrieval.search import Searcher
 from coderag_tui.service import CodeRag
 from coderag_tui.store import rank_reads
+from coderag_tui.store.backend import open_store
 from tests.test_ranker import REPO, REPORT
 
 
@@ -120,3 +124,22 @@ def test_the_shipped_trees_score_as_walked_node_by_node() -> None:
             x[100 + i, trees.feature[j]] = np.float32(trees.threshold[j])
         x[200:] = 0.0
         assert np.array_equal(trees.score(x), walk_node_by_node(trees, x))
+
+
+def test_on_postgresql_a_report_is_ranked_once_too(
+        make_repo: Callable[..., Path], pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_repo(REPO)
+    settings = Settings(embed=EmbedSettings(enabled=False))
+    store = open_store(pg_url, source=str(root), create=True)
+    try:
+        Indexer(store, root, settings).run()
+        searcher = Searcher(store, settings.search, None)
+        calls = count_calls(monkeypatch, rank_features, "file_candidates")
+        files = searcher.search_files(REPORT, k=5)
+        units = searcher.search(REPORT, k=5).hits
+        assert len(calls) == 1
+        assert files and all("learned" in h.reasons for h in [*files, *units])
+        inbound = rank_reads.inbound_files(store, ["pkg/_layout.py", "pkg/arrange.py"])
+        assert inbound == {"pkg/_layout.py": (1, 0), "pkg/arrange.py": (1, 0)}
+    finally:
+        store.close()
