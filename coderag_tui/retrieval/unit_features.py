@@ -138,7 +138,7 @@ def unit_candidates(
             low = text.lower()
             raw = set(_WORDS.findall(text))
             words = {w.lower() for w in raw}
-            words |= {p.lower() for w in words for p in w.split("_") if p}
+            words |= {p for w in words if "_" in w for p in w.split("_") if p}  # ASCII: lower already
             present = sorted(words.intersection(rt.terms), key=term_at.__getitem__)  # in the report's order
             idf = sum(rt.terms[t] for t in present)
             idf_rows.append(idf)
