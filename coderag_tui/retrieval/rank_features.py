@@ -11,9 +11,10 @@ time (ranker.py); a retriever that did not run (vectors, on an index without the
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -77,7 +78,7 @@ def package_match(path: str, modules: Sequence[tuple[str, ...]]) -> tuple[int, b
     """How many leading folders (and the file's stem) of the path a dotted name the query writes
     spells (`sklearn.linear_model.X` and `sklearn/linear_model/_logistic.py`: 2), and whether it
     spells all of the file's folders (the file lies in the package the report imports from)."""
-    parts = PurePosixPath(path).with_suffix("").parts
+    parts = _shape(path).bare_parts
     best = 0
     for mod in modules:
         n = 0
@@ -87,6 +88,25 @@ def package_match(path: str, modules: Sequence[tuple[str, ...]]) -> tuple[int, b
             n += 1
         best = max(best, n)
     return best, best >= len(parts) - 1 > 0
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the features read of a path alone."""
+
+    parts: tuple[str, ...]
+    bare_parts: tuple[str, ...]  # the parts without the file's extension
+    name: str
+    stem: str
+    folders: frozenset[str]  # lower case
+    words: frozenset[str]
+
+
+@functools.lru_cache(maxsize=65536)
+def _shape(path: str) -> _Shape:
+    pure = PurePosixPath(path)
+    return _Shape(pure.parts, pure.with_suffix("").parts, pure.name, pure.stem.lower(),
+                  frozenset(part.lower() for part in pure.parts[:-1]), frozenset(path_words(path)))
 
 
 def path_words(path: str) -> set[str]:
@@ -175,12 +195,44 @@ def coverage(db: StoreBackend, facts: QueryFacts, paths: Sequence[str]) -> dict[
     whole = sum(idf.values())
     title = [w for w in facts.title_words if w in idf]
     out: dict[str, tuple[float, float]] = {}
+    test = WordTest(idf)
     for path, parts in texts.items():
-        low = "\n".join(parts).lower()  # a substring test: cheap, and sub-words of names count
-        held = {w for w in idf if w in low}
+        held = test.held("\n".join(parts).lower())  # substrings: sub-words of names count
         out[path] = (sum(idf[w] for w in held) / whole,
                      sum(1 for w in title if w in held) / len(title) if title else 0.0)
     return out
+
+
+# ASCII letters and digits, and every byte of a non-ASCII character, stay; the rest is a space
+_RUN_BYTES = bytes(b if chr(b).isalnum() or b >= 0x80 else 0x20 for b in range(256))
+
+
+class WordTest:
+    """Which of some words occur in a text as substrings (`w in text`), found faster.
+
+    A word whose ASCII characters are letters and digits lies inside one run of such characters
+    (and non-ASCII ones), so it occurs in the text exactly when it is one of the text's distinct
+    runs or occurs in them joined by spaces: much shorter than a source file, where the same
+    names come back on every line. The runs are cut in UTF-8, where a substring of the text is a
+    substring of its bytes; no byte of a non-ASCII character ends a run (a superset of the
+    letters keeps the test exact)."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.plain: list[tuple[str, bytes]] = []
+        self.other: list[str] = []  # words with other characters (query_terms makes none): tested as they are
+        for w in words:
+            if w.isalnum() or all(c.isalnum() for c in w if c.isascii()):
+                self.plain.append((w, w.encode("utf-8", "surrogatepass")))
+            else:
+                self.other.append(w)
+
+    def held(self, text: str) -> set[str]:
+        found = {w for w in self.other if w in text}
+        if self.plain:
+            runs = set(text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES).split())
+            joined = b" ".join(runs)
+            found.update(w for w, b in self.plain if b in runs or b in joined)
+        return found
 
 
 def file_candidates(
@@ -241,13 +293,13 @@ def file_candidates(
         row += [math.log1p(ranks[name][1].get(path, 0)) for name in LISTS]
         row += [best.get(path, 0.0) / top, decayed.get(path, 0.0) / top_decayed, math.log1p(n_chunks.get(path, 0))]
         lines, n_units, language, structured = sizes.get(path, (0, 0, "text", False))
-        pure = PurePosixPath(path)
-        folders = {part.lower() for part in pure.parts[:-1]}
-        words = path_words(path)
+        shape = _shape(path)
+        folders = shape.folders
+        words = shape.words
         hits = len(words & facts.words)
-        stem = pure.stem.lower()
+        stem = shape.stem
         row += [float(is_test_path(path)), float(prose.is_prose_unit(path, language)),
-                float(pure.name == "__init__.py"), float(len(pure.parts) - 1), float(bool(folders & _DOC_DIRS)),
+                float(shape.name == "__init__.py"), float(len(shape.parts) - 1), float(bool(folders & _DOC_DIRS)),
                 float(bool(folders & _EXAMPLE_DIRS)), float(hits), hits / max(len(words), 1),
                 float(stem in facts.words), float(stem in facts.title_words)]
         matched, full = package_match(path, facts.modules)

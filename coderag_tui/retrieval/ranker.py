@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -59,19 +60,30 @@ class Trees:
                    np.asarray(nodes["value"], dtype=np.float64),
                    np.asarray(data["roots"], dtype=np.int32), int(data["depth"]))  # type: ignore[call-overload]
 
+    @functools.cached_property
+    def _walk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The nodes as one step of a walk: (feature, threshold, children), where a leaf tests
+        feature 0 against +inf and both its children are itself (a walk that reached it stays),
+        and node i's children are at 2i (the test fails: right) and 2i + 1 (left)."""
+        idx = np.arange(len(self.feature))
+        leaf = self.feature < 0
+        feature = np.where(leaf, 0, self.feature).astype(np.intp)
+        threshold = np.where(leaf, np.inf, self.threshold)
+        children = np.stack([np.where(leaf, idx, self.right), np.where(leaf, idx, self.left)], axis=1)
+        return feature, threshold, children.ravel().astype(np.intp)
+
     def score(self, x: np.ndarray) -> np.ndarray:
-        """One score per row of x (rows: candidates, columns: `features` in order)."""
+        """One score per row of x (rows: candidates, columns: `features` in order): every tree
+        walked one level at a time for all rows together, `depth` levels."""
         if not len(x) or not len(self.roots):
             return np.zeros(len(x))
-        rows = np.arange(len(x))[:, None]
-        node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
+        feature, threshold, children = self._walk
+        flat = np.ascontiguousarray(x).ravel()
+        row_at = (np.arange(len(x), dtype=np.intp) * x.shape[1])[:, None]
+        node = np.broadcast_to(self.roots.astype(np.intp), (len(x), len(self.roots)))
         for _ in range(self.depth):
-            f = self.feature[node]
-            inner = f >= 0
-            if not inner.any():
-                break
-            go_left = x[rows, np.where(inner, f, 0)] <= self.threshold[node]
-            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+            go_left = flat[row_at + feature[node]] <= threshold[node]
+            node = children[2 * node + go_left]
         return self.value[node].sum(axis=1)
 
 
@@ -144,9 +156,25 @@ class Prepared:
 
 def prepare(db: StoreBackend, query: str, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],
             tests: bool, docs: bool) -> Prepared:
+    """The report's signals and facts, and where the graph leads from the code it names (kept
+    per store, as the file order is, for the second call on the same report and lists)."""
+    key = (db.chunk_state(), query, tests, docs, _lists_key(lists))
+    last = _LAST_PREPARED.get(db)
+    if last is not None and last[0] == key:
+        return last[1]
     sig = report.signals(query)
     facts = rank_features.query_facts(query, sig, len(symbols.mentioned_names(sig.text)), tests, docs)
-    return Prepared(sig, facts, rank_features.graph_reach(db, lists, units))
+    out = Prepared(sig, facts, rank_features.graph_reach(db, lists, units))
+    _LAST_PREPARED[db] = (key, out)
+    return out
+
+
+def _lists_key(lists: Mapping[str, Sequence[int]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((name, tuple(ids)) for name, ids in sorted(lists.items()))
+
+
+# per store: the last query's Prepared and what it was computed from
+_LAST_PREPARED: weakref.WeakKeyDictionary[StoreBackend, tuple[object, Prepared]] = weakref.WeakKeyDictionary()
 
 
 def file_matrix(db: StoreBackend, prep: Prepared, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],
@@ -160,9 +188,25 @@ def file_matrix(db: StoreBackend, prep: Prepared, lists: Mapping[str, Sequence[i
 def rank_files(db: StoreBackend, model: Model, prep: Prepared, lists: Mapping[str, Sequence[int]],
                units: Mapping[int, UnitRef], chunks: Sequence[ChunkMatch], fused: Sequence[Fused[str]],
                filters: SearchFilters | None) -> list[Fused[str]]:
-    """The fusion's files (and the graph's and the title's) re-ordered by the model's scores."""
+    """The fusion's files (and the graph's and the title's) re-ordered by the model's scores.
+
+    `coderag search` on a report ranks its files twice (`search_files`, then `search` for the
+    units of the best files) from the same retrievers' lists: the last order is kept per store and
+    given again when everything it was computed from is the same (the query's facts, every list,
+    the filters, the model and the index's state)."""
+    key = (db.chunk_state(), model.source, prep.facts, filters, tuple(fused), tuple(chunks), _lists_key(lists))
+    last = _LAST_FILES.get(db)
+    if last is not None and last[0] == key:
+        return list(last[1])
     paths, x = file_matrix(db, prep, lists, units, chunks, fused, filters)
-    return ordered(paths, model.files.score(x), {f.key: f.reasons for f in fused})
+    out = ordered(paths, model.files.score(x), {f.key: f.reasons for f in fused})
+    _LAST_FILES[db] = (key, tuple(out))
+    return out
+
+
+# per store: the key of the last file order rank_files computed, and that order
+_LAST_FILES: weakref.WeakKeyDictionary[StoreBackend, tuple[object, tuple[Fused[str], ...]]] = (
+    weakref.WeakKeyDictionary())
 
 
 def unit_matrix(db: StoreBackend, prep: Prepared, lists: Mapping[str, Sequence[int]], units: Mapping[int, UnitRef],

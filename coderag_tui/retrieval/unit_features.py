@@ -113,6 +113,7 @@ def unit_candidates(
     idf_rows: list[float] = []
     title = facts.title_words
     quoted = rt.quoted
+    term_at = {t: i for i, t in enumerate(rt.terms)}
     for i, u in enumerate(candidates):
         at, score = fused_at.get(u.id, (MAX_FUSED + 1, 0.0))
         fr = file_at.get(u.path, len(files) + 1)
@@ -135,12 +136,12 @@ def unit_candidates(
         if lines is not None and kind != "file":
             text = "\n".join(lines.get(n, "") for n in range(u.start_line, u.end_line + 1))
             low = text.lower()
-            words = {w.lower() for w in _WORDS.findall(text)}
-            words |= {p.lower() for w in words for p in w.split("_") if p}
-            present = [t for t in rt.terms if t in words]
+            raw = set(_WORDS.findall(text))
+            words = {w.lower() for w in raw}
+            words |= {p for w in words if "_" in w for p in w.split("_") if p}  # ASCII: lower already
+            present = sorted(words.intersection(rt.terms), key=term_at.__getitem__)  # in the report's order
             idf = sum(rt.terms[t] for t in present)
             idf_rows.append(idf)
-            raw = set(_WORDS.findall(text))
             row += [float(len(present)), idf, 0.0, float(len(title & words)),
                     float(len(rt.code_names & raw)), float(sum(1 for q in quoted if q in low)),
                     float(len(rt.errors & raw))]

@@ -54,13 +54,13 @@ def file_paths(db: StoreBackend, file_ids: Sequence[int]) -> dict[int, str]:
     return {int(i): str(p) for i, p in db.rows_in("SELECT id, path FROM files WHERE id IN ({marks})", list(file_ids))}
 
 
+# the edges' index holds (dst, kind, src_file): the counts come from it without a table row per edge
+INBOUND = ("SELECT f.path, count(DISTINCT CASE WHEN e.kind IN ('CALLS', 'IMPORTS', 'INHERITS') THEN e.src_file END), "
+           "count(DISTINCT CASE WHEN e.kind = 'TESTS' THEN e.src_file END) "
+           "FROM files f JOIN units u ON u.file_id = f.id JOIN edges e ON e.dst = u.id "
+           "WHERE f.path IN ({marks}) AND e.src_file <> f.id GROUP BY f.path")
+
+
 def inbound_files(db: StoreBackend, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
     """path -> (how many other files call, import or subclass its units; how many test files test them)."""
-    out: dict[str, tuple[int, int]] = {}
-    for path, refs, tests in db.rows_in(
-            "SELECT f.path, count(DISTINCT CASE WHEN e.kind IN ('CALLS', 'IMPORTS', 'INHERITS') THEN e.src_file END), "
-            "count(DISTINCT CASE WHEN e.kind = 'TESTS' THEN e.src_file END) "
-            "FROM files f JOIN units u ON u.file_id = f.id JOIN edges e ON e.dst = u.id "
-            "WHERE f.path IN ({marks}) AND e.src_file <> f.id GROUP BY f.path", list(paths)):
-        out[str(path)] = (int(refs), int(tests))
-    return out
+    return {str(path): (int(refs), int(tests)) for path, refs, tests in db.rows_in(INBOUND, list(paths))}

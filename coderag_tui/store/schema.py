@@ -250,6 +250,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
     """,
+    # 15: the edges into a unit name their source file in the index: the learned ranker counts the
+    # distinct files that refer to each of ~140 candidate files (~60,000 edges at 200,000 chunks)
+    # from the index alone (18 ms) instead of a table row per edge (55 ms)
+    """
+    DROP INDEX IF EXISTS edges_dst;
+    CREATE INDEX edges_dst ON edges(dst, kind, src_file) WHERE dst IS NOT NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
