@@ -275,7 +275,7 @@ class Indexer:
             with db.transaction():
                 restore_indexes(db)
         apply_summary_search(db, self.settings.summaries.search)
-        edges = tracked.edge_count(db)
+        edges = tracked.edge_count(db) if only_set is None else None
         if only_set is None:  # a partial run did not look at the excluded folders
             save_excluded(db, walked.excluded)
         summary = IndexSummary(

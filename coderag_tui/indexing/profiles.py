@@ -303,7 +303,7 @@ def invalidate_summaries(db: StoreBackend, changed_files: Collection[int] | None
     """Mark stale the summaries of changed units' parents, callers and importers (what
     summarized them); a changed unit's own summary no longer matches its code hash. Summaries
     of units that are gone are dropped. Returns how many were marked."""
-    if not store.summary_count(db):
+    if not store.has_summaries(db):
         return 0
     store.drop_orphan_summaries(db)
     files = store.all_file_ids(db) if changed_files is None else sorted(changed_files)

@@ -331,6 +331,10 @@ def summary_count(db: StoreBackend) -> int:
     return int(db.scalar("SELECT count(*) FROM unit_summaries", default=0))
 
 
+def has_summaries(db: StoreBackend) -> bool:
+    return db.one("SELECT 1 FROM unit_summaries LIMIT 1") is not None
+
+
 def importer_file_units(db: StoreBackend, file_ids: Sequence[int]) -> set[int]:
     """The file units of the files that import any of these files."""
     return {int(r[0]) for r in db.rows_in(
