@@ -165,9 +165,13 @@ class Lookup(Resolver):
         lk._preload_imports = load_imports_of
 
         def load_parents(ids: Iterable[int]) -> None:
-            # two levels: a method's class, and the function a local class sits in
+            # two levels: a method's class, and the function a local class sits in; not the
+            # file units (a scope's walk stops at them unread, and a common name's definitions
+            # sit in thousands of files)
+            file_unit = lk.file_unit
             for _ in range(2):
-                ids = [u.parent_id for u in map(lk.units.get, ids) if u is not None and u.parent_id is not None]
+                ids = [u.parent_id for u in map(lk.units.get, ids) if u is not None and u.parent_id is not None
+                       and u.parent_id != file_unit.get(u.file_id)]
                 lk.preload_units(ids, db)
 
         lk._preload_parents = load_parents
