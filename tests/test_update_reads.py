@@ -1,10 +1,12 @@
 """A one-file update reads what the change touches, not whole tables: at 500,000 chunks each
 pass over every profile, edge or unit cost a PostgreSQL update 0.2-0.5 s. Checked on SQLite's
 own query plans of every statement an update runs (a watcher's update: the process has done
-one before), so a new statement that scans a large table fails here, not in a bench."""
+one before), so a new statement that scans a large table fails here, not in a bench; and it
+rewrites no row it leaves as it was."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from coderag_tui.config import EmbedSettings, IndexSettings, Settings
@@ -28,6 +30,8 @@ def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
+    (root / "assets").mkdir()
+    (root / "assets/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)  # a skipped file
     settings = Settings(index=IndexSettings(workers=1), embed=EmbedSettings(enabled=False))
     db = open_store(tmp_path / "index.db")
     assert isinstance(db, SqliteStore)
@@ -56,6 +60,8 @@ def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
             if whole:
                 scans[" ".join(sql.split())[:160]] = whole
         assert not scans, "\n".join(f"{k}: {v}" for k, v in scans.items())
+        # and writes no row it leaves as it was: the skips (thousands in a large repository)
+        assert not [sql for sql in seen if re.search(r"\b(DELETE FROM|INSERT INTO) skips\b", sql)]
         assert len(seen) > 50  # (the trace saw the update's statements)
     finally:
         db.close()
