@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from coderag_tui.config import EmbedSettings, IndexSettings, Settings
 from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.store.backend import open_store
@@ -63,5 +65,26 @@ def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
         # and writes no row it leaves as it was: the skips (thousands in a large repository)
         assert not [sql for sql in seen if re.search(r"\b(DELETE FROM|INSERT INTO) skips\b", sql)]
         assert len(seen) > 50  # (the trace saw the update's statements)
+    finally:
+        db.close()
+
+
+def test_postgres_rewrites_a_few_hundred_rows_without_reading_the_table(pg_url: str, tmp_path: Path,
+                                                                         request: pytest.FixtureRequest) -> None:
+    """Re-pointing the edges into a changed file (hundreds in a much-used one) goes through a
+    scratch table: the UPDATE must find them by id, not hash the whole edges table."""
+    db = open_store(request.getfixturevalue("pg_url"), source=str(tmp_path), create=True)
+    try:
+        with db.transaction():
+            db.insert_rows("edges", ("id", "src", "src_file", "dst", "kind", "name"),
+                           [(i, i, i // 10, None, "CALLS", f"f{i % 97}") for i in range(1, 60_001)])
+        db.execute("ANALYZE edges")
+        updates = [(i + 1, i) for i in range(1000, 1700)]  # (dst, id): more than are sent one by one
+        with db.transaction():
+            before = db.scalar("SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid='edges'::regclass")
+            db.update_rows("edges", ("dst",), "id", updates)
+            after = db.scalar("SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid='edges'::regclass")
+        assert after == before
+        assert db.rows("SELECT id, dst FROM edges WHERE dst IS NOT NULL ORDER BY id") == [(i, d) for d, i in updates]
     finally:
         db.close()
