@@ -18,18 +18,18 @@ from coderag_tui.store.sqlite_backend import SqliteStore
 
 # one row per file: reading these whole is part of an update (the files and skips tables)
 SMALL = ("files", "skips", "meta")
+FILES = {
+    "shop/money.py": '"""Money helpers."""\n\n\ndef parse_amount(text):\n    return round(float(text), 2)\n',
+    "shop/cart.py": "from shop.money import parse_amount\n\n\nclass Cart:\n    def add(self, text):\n"
+                    "        return parse_amount(text)\n",
+    "shop/report.py": "from shop.cart import Cart\n\n\ndef report():\n    return Cart().add('1')\n",
+    "tests/test_cart.py": "from shop.cart import Cart\n\n\ndef test_add():\n    assert Cart().add('2') == 2\n",
+}
 
 
 def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
     root = tmp_path / "repo"
-    files = {
-        "shop/money.py": '"""Money helpers."""\n\n\ndef parse_amount(text):\n    return round(float(text), 2)\n',
-        "shop/cart.py": "from shop.money import parse_amount\n\n\nclass Cart:\n    def add(self, text):\n"
-                        "        return parse_amount(text)\n",
-        "shop/report.py": "from shop.cart import Cart\n\n\ndef report():\n    return Cart().add('1')\n",
-        "tests/test_cart.py": "from shop.cart import Cart\n\n\ndef test_add():\n    assert Cart().add('2') == 2\n",
-    }
-    for path, text in files.items():
+    for path, text in FILES.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
     (root / "assets").mkdir()
@@ -41,7 +41,7 @@ def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
         Indexer(db, root, settings).run()
         seen: list[str] = []
         for n in range(2):
-            (root / "shop/cart.py").write_text(files["shop/cart.py"] + f"\n\ndef extra{n}():\n    return Cart()\n")
+            (root / "shop/cart.py").write_text(FILES["shop/cart.py"] + f"\n\ndef extra{n}():\n    return Cart()\n")
             seen.clear()
             db.conn.exec_trace = lambda _cursor, sql, _bindings: seen.append(sql) or True
             try:
@@ -65,6 +65,42 @@ def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
         # and writes no row it leaves as it was: the skips (thousands in a large repository)
         assert not [sql for sql in seen if re.search(r"\b(DELETE FROM|INSERT INTO) skips\b", sql)]
         assert len(seen) > 50  # (the trace saw the update's statements)
+    finally:
+        db.close()
+
+
+def test_an_update_rewrites_each_edge_into_the_changed_file_once_each_way(tmp_path: Path) -> None:
+    """The edges from other files into a changed file's definitions lose their target and get
+    the new one: two row writes each (each a new row version with an entry in every index of
+    edges on PostgreSQL), not one per column touched."""
+    import apsw
+
+    root = tmp_path / "repo"
+    for path, text in FILES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    settings = Settings(index=IndexSettings(workers=1), embed=EmbedSettings(enabled=False))
+    db = open_store(tmp_path / "index.db")
+    assert isinstance(db, SqliteStore)
+    try:
+        Indexer(db, root, settings).run()
+        (root / "shop/cart.py").write_text(FILES["shop/cart.py"] + "\n\ndef extra():\n    return Cart()\n")
+        writes: dict[int, int] = {}
+
+        def seen(op: int, _db: str, table: str, rowid: int) -> None:
+            if table == "edges" and op == apsw.SQLITE_UPDATE:
+                writes[rowid] = writes.get(rowid, 0) + 1
+
+        db.conn.set_update_hook(seen)
+        try:
+            Indexer(db, root, settings).run(only=["shop/cart.py"])
+        finally:
+            db.conn.set_update_hook(None)
+        inbound = {int(r[0]) for r in db.rows(
+            "SELECT e.id FROM edges e JOIN units u ON u.id=e.dst JOIN files f ON f.id=u.file_id "
+            "WHERE f.path='shop/cart.py' AND e.src_file<>f.id AND u.kind<>'file' AND e.kind='CALLS'")}
+        assert inbound and inbound <= set(writes)  # (the calls of report.py and the test, re-pointed)
+        assert max(writes.values()) <= 2, writes
     finally:
         db.close()
 

@@ -136,7 +136,7 @@ def resolve(db: StoreBackend, *, changed_files: set[int] | None, names: set[str]
     import_rows = (list(graph_edges.import_edges(db)) if files_changed
                    else graph_edges.import_edges_of(db, sorted(changed)))
     import_updates, fresh_imports, files_with_new_imports = _resolve_imports(lk, import_rows)
-    graph_edges.set_targets(db, import_updates)
+    graph_edges.set_targets(db, import_updates, clear_orphans=True)  # (an edge that resolves is no orphan)
     for fid in changed:
         fresh_imports.setdefault(fid, [])
     for fid, entries in fresh_imports.items():
@@ -161,10 +161,10 @@ def resolve(db: StoreBackend, *, changed_files: set[int] | None, names: set[str]
         target = lk.resolve_call(src, name, receiver)
         if target != dst:
             call_updates.append((target, eid))
-    graph_edges.set_targets(db, call_updates)
-    # only an edge that was just resolved can stop being an orphan
-    resolved = [eid for dst, eid in (*import_updates, *call_updates) if dst is not None]
-    graph_edges.clear_orphans(db, resolved + [eid for dst, _, eid in base_updates if dst is not None])
+    graph_edges.set_targets(db, call_updates, clear_orphans=True)
+    # only an edge that was just resolved can stop being an orphan (imports and calls: cleared
+    # with their new targets)
+    graph_edges.clear_orphans(db, [eid for dst, _, eid in base_updates if dst is not None])
 
     # 4. derived TESTS edges: redone for the changed test files, and where a call of another
     # test file now resolves differently
