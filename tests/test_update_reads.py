@@ -1,8 +1,8 @@
 """A one-file update reads what the change touches, not whole tables: at 500,000 chunks each
 pass over every profile, edge or unit cost a PostgreSQL update 0.2-0.5 s. Checked on SQLite's
 own query plans of every statement an update runs (a watcher's update: the process has done
-one before), so a new statement that scans a large table fails here, not in a bench; and it
-rewrites no row it leaves as it was."""
+one before, and updates another repository in between), so a new statement that scans a large
+table fails here, not in a bench; and it rewrites no row it leaves as it was."""
 
 from __future__ import annotations
 
@@ -39,8 +39,17 @@ def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
     assert isinstance(db, SqliteStore)
     try:
         Indexer(db, root, settings).run()
+        # another repository updated by the same process in between (a workspace's watcher)
+        other_root = tmp_path / "other"
+        (other_root / "lib").mkdir(parents=True)
+        for name in "abc":  # (an update of one file of three: an incremental resolve)
+            (other_root / f"lib/{name}.py").write_text(f"def {name}():\n    return 1\n")
+        other = open_store(tmp_path / "other.db")
         seen: list[str] = []
         for n in range(2):
+            Indexer(other, other_root, settings).run()
+            (other_root / "lib/a.py").write_text(f"def a():\n    return {n}\n")
+            Indexer(other, other_root, settings).run(only=["lib/a.py"])
             (root / "shop/cart.py").write_text(FILES["shop/cart.py"] + f"\n\ndef extra{n}():\n    return Cart()\n")
             seen.clear()
             db.conn.exec_trace = lambda _cursor, sql, _bindings: seen.append(sql) or True
@@ -65,6 +74,7 @@ def test_a_one_file_update_scans_no_large_table(tmp_path: Path) -> None:
         # and writes no row it leaves as it was: the skips (thousands in a large repository)
         assert not [sql for sql in seen if re.search(r"\b(DELETE FROM|INSERT INTO) skips\b", sql)]
         assert len(seen) > 50  # (the trace saw the update's statements)
+        other.close()
     finally:
         db.close()
 
