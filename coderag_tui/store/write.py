@@ -121,11 +121,8 @@ def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
                    [(None, former, eid) for eid, former in inbound if eid in into_definitions])
     db.update_rows("edges", ("orphan",), "id",
                    [(former, eid) for eid, former in inbound if eid not in into_definitions])
-    db.execute(  # the edges of other kinds into its definitions (the ones above have no target now)
-        "UPDATE edges SET dst=NULL WHERE src_file<>? AND dst IN "
-        "(SELECT id FROM units WHERE file_id=? AND kind<>'file')",
-        (file_id, file_id),
-    )
+    # (no other edge from another file points into its definitions: TESTS edges went above,
+    # imports point at file units, DEFINES and CONTAINS stay inside a file)
     db.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
     db.delete_keyword_rows(file_id)
     db.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
