@@ -188,7 +188,9 @@ class IndexSummary:
     files_failed: int
     units: int
     chunks: int
-    edges: int
+    # edges in the graph after the run; None after a run limited to given paths (`only`: a
+    # watcher's or the app's update), which does not count them (a count reads every edge)
+    edges: int | None
     skips: dict[str, int]
     seconds: float
     errors: tuple[str, ...] = ()  # one line each: "path: what went wrong"

@@ -117,15 +117,16 @@ def summary_text(s: IndexSummary, counts: IndexCounts | None = None) -> str:
     """What an index run did, in lines of at most 80 columns; with `counts`, the index's totals
     (the same counts `status` and the app show) head it."""
     if counts is not None:
-        head = (f"indexed {counts.files:,} files, {counts.units:,} units, {counts.chunks:,} chunks, "
-                f"{s.edges:,} edges in {s.seconds:.2f}s")
+        edges = "" if s.edges is None else f", {s.edges:,} edges"
+        head = f"indexed {counts.files:,} files, {counts.units:,} units, {counts.chunks:,} chunks{edges} in {s.seconds:.2f}s"
         run = (f"this run: {s.files_indexed:,} parsed, {s.files_unchanged:,} unchanged, "
                f"{s.files_deleted:,} deleted, {s.files_failed:,} failed")
         lines = [head, run]
     else:
         lines = [f"indexed {s.files_indexed:,} files ({s.files_unchanged:,} unchanged, "
                  f"{s.files_deleted:,} deleted, {s.files_failed:,} failed) in {s.seconds:.2f}s",
-                 f"{s.units:,} units, {s.chunks:,} chunks written; {s.edges:,} edges in the graph"]
+                 f"{s.units:,} units, {s.chunks:,} chunks written"
+                 + ("" if s.edges is None else f"; {s.edges:,} edges in the graph")]
     skips = {r: n for r, n in s.skips.items() if r != "error"}
     if skips:
         lines.append("skipped: " + ", ".join(f"{n:,} {r}" for r, n in skips.items()))

@@ -117,12 +117,14 @@ def _resolve_bases(lk: Lookup, base_rows: Iterable[tuple[Any, ...]]
 
 
 def resolve(db: StoreBackend, *, changed_files: set[int] | None, names: set[str], files_changed: bool = True,
-            edge_ids: set[int] | None = None) -> int:
+            edge_ids: set[int] | None = None, touched: set[int] | None = None) -> int:
     """Re-resolve the edges whose target may have changed. Returns the number of edges updated.
 
     changed_files None means everything (a fresh build). Otherwise: edges from changed files,
     edges that name one of `names` (defined in changed files before or after), and, when the
-    set of files changed (`files_changed`: files added or deleted), every import.
+    set of files changed (`files_changed`: files added or deleted), every import. `touched`
+    (an incremental resolve) gets the files an updated edge leaves, points from or points at:
+    their profiles' connectivity may have changed with it.
     """
     if changed_files is None:
         rows = graph_edges.StoreGraph(db)
@@ -134,7 +136,7 @@ def resolve(db: StoreBackend, *, changed_files: set[int] | None, names: set[str]
     import_rows = (list(graph_edges.import_edges(db)) if files_changed
                    else graph_edges.import_edges_of(db, sorted(changed)))
     import_updates, fresh_imports, files_with_new_imports = _resolve_imports(lk, import_rows)
-    graph_edges.set_targets(db, import_updates)
+    graph_edges.set_targets(db, import_updates, clear_orphans=True)  # (an edge that resolves is no orphan)
     for fid in changed:
         fresh_imports.setdefault(fid, [])
     for fid, entries in fresh_imports.items():
@@ -159,14 +161,37 @@ def resolve(db: StoreBackend, *, changed_files: set[int] | None, names: set[str]
         target = lk.resolve_call(src, name, receiver)
         if target != dst:
             call_updates.append((target, eid))
-    graph_edges.set_targets(db, call_updates)
-    # only an edge that was just resolved can stop being an orphan
-    resolved = [eid for dst, eid in (*import_updates, *call_updates) if dst is not None]
-    graph_edges.clear_orphans(db, resolved + [eid for dst, _, eid in base_updates if dst is not None])
+    graph_edges.set_targets(db, call_updates, clear_orphans=True)
+    # only an edge that was just resolved can stop being an orphan (imports and calls: cleared
+    # with their new targets)
+    graph_edges.clear_orphans(db, [eid for dst, _, eid in base_updates if dst is not None])
 
     # 4. derived TESTS edges: redone for the changed test files, and where a call of another
     # test file now resolves differently
     derive_tests(db, lk, scope, files_changed,
                   updated_calls=[eid for _, eid in call_updates])
+    if touched is not None:
+        touched.update(_touched_files(db, import_updates, import_rows, 0, 1, 4))
+        touched.update(_touched_files(db, [(d, e) for d, _, e in base_updates], base_rows, 0, 2, 4))
+        touched.update(_touched_files(db, call_updates, call_rows, 0, 2, 5))
     return len(import_updates) + len(base_updates) + len(call_updates)
+
+
+def _touched_files(db: StoreBackend, updates: Iterable[tuple[int | None, int]], rows: Iterable[tuple[Any, ...]],
+                   id_at: int, file_at: int, dst_at: int) -> set[int]:
+    """The files of updated edges: where each comes from, and the files of its former and new
+    targets (`rows` as read before the update: the id, source file and former target at these
+    positions)."""
+    new = {eid: dst for dst, eid in updates}
+    if not new:
+        return set()
+    files: set[int] = set()
+    units = {d for d in new.values() if d is not None}
+    for r in rows:
+        if r[id_at] in new:
+            files.add(int(r[file_at]))
+            if r[dst_at] is not None:
+                units.add(int(r[dst_at]))
+    places = graph_edges.unit_places(db, sorted(units))
+    return files | {f for f, _, _ in places.values()}
 

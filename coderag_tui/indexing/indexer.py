@@ -31,6 +31,7 @@ from coderag_tui.sources.discovery import stat_paths, walk
 from coderag_tui.sources.names import fs_path
 from coderag_tui.store import read, tracked
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.descriptions import neighbour_files
 from coderag_tui.store.graph_edges import StoreGraph
 from coderag_tui.store.write import (
     FileMeta,
@@ -135,6 +136,11 @@ class Indexer:
         names: set[str] = set()
         inbound: set[int] = set()
         own_calls: dict[int, dict[tuple[str, str], str]] = {}  # a changed file's calls' former targets
+        # files whose profiles a change can alter beyond the changed files' present neighbours:
+        # those they referred to or were referred to by before it, those a re-resolved edge
+        # touches; and whether a file went (a full pass of the profiles finds what listed it)
+        also: set[int] = set()
+        removed_any = [bool(deleted)]
         errors: list[str] = list(walked.warnings)
         indexed = failed = units = chunks = 0
         pending_writes: list[Outcome] = []
@@ -164,6 +170,8 @@ class Indexer:
                 # write lock (another writer may have added one since this run looked)
                 batch = WriteBatch(known={p: v[0] for p, v in tracked.file_states(
                     db, [o.job.path for o in pending_writes if o.kind != "unchanged"]).items()})
+                if batch.known:
+                    also.update(neighbour_files(db, sorted(batch.known.values())))
                 for out in pending_writes:
                     job = out.job
                     if out.kind == "unchanged":
@@ -205,6 +213,7 @@ class Indexer:
                 skips[job.path] = (out.reason, job.size, job.mtime_ns)
                 if job.path in known:
                     file_set[0] = True
+                    removed_any[0] = True
                     with db.transaction():
                         removed = delete_file(db, job.path)
                     if removed is not None:
@@ -248,11 +257,11 @@ class Indexer:
                     restore_indexes(db)
                 else:
                     resolve(db, changed_files=None if full else changed_ids, names=names, edge_ids=inbound,
-                            files_changed=bool(deleted) or file_set_changed)
+                            files_changed=bool(deleted) or file_set_changed, touched=also)
                 for file_id, prior in own_calls.items():
                     mark_own_orphans(db, file_id, prior)
                 # profiles list importers and callers: a deleted file's are found only by a full pass
-                describe_changes(db, None if full or plan is not None or deleted else changed_ids)
+                describe_changes(db, None if full or plan is not None or removed_any[0] else changed_ids, also)
                 db.set_meta("resolve_pending", "0")
                 db.set_meta("last_update", str(time.time()))
                 db.set_meta("repo_root", str(self.root))
@@ -266,7 +275,7 @@ class Indexer:
             with db.transaction():
                 restore_indexes(db)
         apply_summary_search(db, self.settings.summaries.search)
-        edges = tracked.edge_count(db)
+        edges = tracked.edge_count(db) if only_set is None else None
         if only_set is None:  # a partial run did not look at the excluded folders
             save_excluded(db, walked.excluded)
         summary = IndexSummary(

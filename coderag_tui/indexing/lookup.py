@@ -30,10 +30,14 @@ class _FileTables:
     dir_stems: dict[str, list[int]] | None = None
 
 
-# The last repository's file tables, keyed by the database and its `files_generation` (meta: a
+# The last repositories' file tables, keyed by the database and its `files_generation` (meta: a
 # new random value whenever a file is added, removed or renamed), so the watcher's batches that
 # only edit files neither read every file nor rebuild the suffix tables again.
 _FILES_CACHE: dict[tuple[str, str], _FileTables] = {}
+# repositories whose tables are kept, the last used: a process updating several in turn (a
+# workspace's watcher, a bench writing one folder into both backends) read every file's row
+# again at each turn when only one was kept
+_FILES_CACHED = 4
 
 
 class Unit(NamedTuple):
@@ -165,9 +169,13 @@ class Lookup(Resolver):
         lk._preload_imports = load_imports_of
 
         def load_parents(ids: Iterable[int]) -> None:
-            # two levels: a method's class, and the function a local class sits in
+            # two levels: a method's class, and the function a local class sits in; not the
+            # file units (a scope's walk stops at them unread, and a common name's definitions
+            # sit in thousands of files)
+            file_unit = lk.file_unit
             for _ in range(2):
-                ids = [u.parent_id for u in map(lk.units.get, ids) if u is not None and u.parent_id is not None]
+                ids = [u.parent_id for u in map(lk.units.get, ids) if u is not None and u.parent_id is not None
+                       and u.parent_id != file_unit.get(u.file_id)]
                 lk.preload_units(ids, db)
 
         lk._preload_parents = load_parents
@@ -193,15 +201,20 @@ class Lookup(Resolver):
         lk.bases = LazyMap(load_bases, default=list)
         generation = db.get_meta(FILES_GENERATION)
         key = (db.location, generation)
-        tables = _FILES_CACHE.get(key) if generation else None
+        tables = _FILES_CACHE.pop(key, None) if generation else None
+        if tables is not None:
+            _FILES_CACHE[key] = tables  # (the most recently used last)
         if tables is None:
             for fid, uid in graph_edges.file_units(db):
                 lk.file_unit[fid] = uid
             lk._load_files(graph_edges.file_paths(db))
             tables = _FileTables(lk.file_unit, lk.file_path, lk.file_stem)
-            _FILES_CACHE.clear()  # one repository's tables at a time
+            for stale in [k for k in _FILES_CACHE if k[0] == db.location]:
+                del _FILES_CACHE[stale]  # (this repository's tables of another set of files)
             if generation:
                 _FILES_CACHE[key] = tables
+                while len(_FILES_CACHE) > _FILES_CACHED:
+                    del _FILES_CACHE[next(iter(_FILES_CACHE))]
         else:
             lk.file_unit, lk.file_path, lk.file_stem = tables.file_unit, tables.file_path, tables.file_stem
             lk._stems_ready = False

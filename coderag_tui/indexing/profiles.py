@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from coderag_tui.parsing.kinds import is_test_path
@@ -79,67 +81,160 @@ def file_role(path: str, language: str, units: Sequence[UnitRow], fan_in: int, c
 
 
 def core_threshold(fan_ins: Sequence[int]) -> int:
-    if not fan_ins:
+    return threshold_of(Counter(fan_ins))
+
+
+def threshold_of(counts: Mapping[int, int]) -> int:
+    """`core_threshold` of the fan-ins these counts hold (fan-in -> how many files have it)."""
+    n = sum(counts.values())
+    if not n:
         return CORE_MIN_FAN_IN
-    ranked = sorted(fan_ins, reverse=True)
-    return max(CORE_MIN_FAN_IN, ranked[min(len(ranked) - 1, int(len(ranked) * CORE_SHARE))])
+    rank = min(n - 1, int(n * CORE_SHARE))  # the rank-th best connected file, counted from 0
+    for fan_in in sorted(counts, reverse=True):
+        rank -= counts[fan_in]
+        if rank < 0:
+            return max(CORE_MIN_FAN_IN, fan_in)
+    raise AssertionError("unreachable")
 
 
-def refresh_profiles(db: StoreBackend, changed_files: Collection[int] | None) -> int:
-    """Recompute the profiles of the changed files and their neighbours (None: of every file).
-    Call inside the graph's transaction. Returns how many profiles were written."""
+# meta: how many files have each fan-in ([[fan-in, files], ...]): the core threshold of every
+# file's fan-in, kept in step with the profiles so an update needs no pass over all of them
+FAN_INS_META = "file_fan_ins"
+
+
+def refresh_profiles(db: StoreBackend, changed_files: Collection[int] | None, also: Collection[int] = ()) -> int:
+    """Recompute the profiles of the changed files, their neighbours and the files in `also`
+    (None: of every file), leaving what a full pass would: a file whose role moves with the core
+    threshold is rewritten too. Only the rows that differ are written. Call inside the graph's
+    transaction. Returns how many profiles were written."""
+    known = store.all_file_ids(db)
     if changed_files is None:
-        file_ids: list[int] = store.all_file_ids(db)
-        scope: list[int] | None = None
+        file_ids = known
     else:
-        known = set(store.all_file_ids(db))
-        wanted = {f for f in changed_files if f in known}
+        present = set(known)
+        wanted = {f for f in changed_files if f in present}
         wanted |= store.neighbour_files(db, sorted(wanted)) if wanted else set()
-        file_ids = sorted(f for f in wanted if f in known)
-        scope = file_ids
-    units = store.units_of(db, file_ids)
-    fan_in, fan_out = store.file_degrees(db, file_ids)
-    others = store.stored_file_fan_ins(db, exclude=file_ids) if scope is not None else []
-    core_at = core_threshold(others + [fan_in.get(f, 0) for f in file_ids])
-    imports = store.imports_of(db, file_ids)
-    importers = store.importer_paths(db, file_ids)
-    unit_ids = [u.id for u in units]
-    callers = store.callers(db, unit_ids)
-    callees = store.callee_counts(db, file_ids)
-    lines = store.file_lines(db, file_ids)
-    by_file: dict[int, list[UnitRow]] = {}
-    for u in units:
-        by_file.setdefault(u.file_id, []).append(u)
-    rows: list[tuple[int, int, str, int, int, str, str]] = []
-    keywords: dict[int, str] = {}
-    for fid, members in by_file.items():
-        members.sort(key=lambda u: (u.kind != "file", u.start_line, u.id))
-        head = members[0]
-        role = file_role(head.path, head.language, members, fan_in.get(fid, 0), core_at)
-        main = [u for u in members if u.kind != "file" and u.parent_id in (None, head.id)]
-        main.sort(key=lambda u: (-len(callers.get(u.id, ())), u.start_line))
-        data: dict[str, object] = {
-            "path": head.path, "language": head.language, "lines": lines.get(fid, 0), "role": role,
-            "fan_in": fan_in.get(fid, 0), "fan_out": fan_out.get(fid, 0),
-            "main": [f"{u.kind} {u.qualname}" for u in main[:MAIN_NAMES]],
-            "imports": list(dict.fromkeys(imports.get(fid, [])))[:30],
-            "imported_by": importers.get(fid, [])[:30],
-            "doc": first_sentence(head.docstring) if head.docstring else "",
-        }
-        text = file_profile_text(data)
-        rows.append((head.id, fid, role, fan_in.get(fid, 0), fan_out.get(fid, 0), json.dumps(data), text))
-        keywords[head.id] = keyword_text(data)
-        for u in members[1:]:
-            urole = "test" if u.is_test else ("entry point" if u.name == "main" else role)
-            called_by = callers.get(u.id, [])
-            udata: dict[str, object] = {"kind": u.kind, "qualname": u.qualname, "signature": u.signature, "role": urole,
-                     "callers": called_by[:CALLERS_LISTED], "doc": first_sentence(u.docstring) if u.docstring else ""}
-            rows.append((u.id, fid, urole, len(called_by), callees.get(u.id, 0), json.dumps(udata),
-                         unit_profile_text(udata, len(called_by), callees.get(u.id, 0))))
-    store.replace_profiles(db, scope, rows)
-    _with_summaries(db, units, keywords)
+        file_ids = sorted(f for f in wanted | set(also) if f in present)
+    part = _Part.load(db, file_ids)
+    if changed_files is None:
+        counts = Counter(part.fan_in.get(f, 0) for f in file_ids)
+        core_at = threshold_of(counts)
+        rows, keywords = part.rows(db, core_at)
+        store.replace_profiles(db, rows)
+        _with_summaries(db, part.units, keywords)
+        store.write_keyword_rows(db, keywords)
+        _save_counts(db, counts)
+        return len(rows)
+    before, counts = _fan_in_counts(db, part, len(known))
+    core_at = threshold_of(counts)
+    old_at = threshold_of(before)
+    if old_at != core_at:  # files whose fan-in lies between the two thresholds change role
+        moved = store.files_with_fan_in(db, min(old_at, core_at), max(old_at, core_at))
+        extra = sorted(set(moved) - set(file_ids))
+        if extra:
+            part.add(_Part.load(db, extra))
+    rows, keywords = part.rows(db, core_at)
+    changed_rows = [r for r in rows if part.stored.get(r[0]) != r]
+    new_ids = {r[0] for r in rows}
+    gone = sorted(uid for uid in part.stored if uid not in new_ids)
+    store.write_profile_changes(db, gone, changed_rows)
+    changed_ids = {r[0] for r in changed_rows}
+    keywords = {uid: text for uid, text in keywords.items() if uid in changed_ids}
+    _with_summaries(db, [u for u in part.units if u.id in changed_ids], keywords)
     store.write_keyword_rows(db, keywords)
-    return len(rows)
+    _save_counts(db, counts)
+    return len(changed_rows)
+
+
+def _fan_in_counts(db: StoreBackend, part: _Part, files: int) -> tuple[Counter[int], Counter[int]]:
+    """(the fan-in counts of the stored profiles, those with these files' new fan-ins): from the
+    counts kept in meta, or, when they are missing or do not add up to every file, from every
+    stored file profile."""
+    heads = {u.file_id: u.id for u in part.units if u.kind == "file"}
+    stored: Counter[int] = Counter()
+    try:
+        stored.update({int(k): int(v) for k, v in json.loads(db.get_meta(FAN_INS_META) or "x")})
+    except (ValueError, TypeError):
+        stored.clear()
+    after = stored.copy()
+    for fid, head in heads.items():
+        old = part.stored.get(head)
+        if old is not None:
+            after[old[3]] -= 1
+        after[part.fan_in.get(fid, 0)] += 1
+    if not stored or sum(after.values()) != files or any(v < 0 for v in after.values()):
+        every = store.stored_file_fan_ins(db)
+        stored = Counter(every.values())
+        after = Counter(n for fid, n in every.items() if fid not in heads)
+        after.update(part.fan_in.get(f, 0) for f in heads)
+    return stored, +after
+
+
+def _save_counts(db: StoreBackend, counts: Counter[int]) -> None:
+    db.set_meta(FAN_INS_META, json.dumps(sorted([k, v] for k, v in counts.items() if v > 0)))
+
+
+@dataclass
+class _Part:
+    """What the profiles of some files are made from, as stored now."""
+
+    file_ids: list[int]
+    units: list[UnitRow]
+    fan_in: dict[int, int]
+    fan_out: dict[int, int]
+    stored: dict[int, store.ProfileRow]
+
+    @classmethod
+    def load(cls, db: StoreBackend, file_ids: list[int]) -> _Part:
+        fan_in, fan_out = store.file_degrees(db, file_ids)
+        return cls(list(file_ids), store.units_of(db, file_ids), fan_in, fan_out, store.stored_profiles(db, file_ids))
+
+    def add(self, other: _Part) -> None:
+        self.file_ids += other.file_ids
+        self.units += other.units
+        self.fan_in.update(other.fan_in)
+        self.fan_out.update(other.fan_out)
+        self.stored.update(other.stored)
+
+    def rows(self, db: StoreBackend, core_at: int) -> tuple[list[store.ProfileRow], dict[int, str]]:
+        """Every profile row of these files' units, and the files' keyword texts."""
+        file_ids, units, fan_in, fan_out = self.file_ids, self.units, self.fan_in, self.fan_out
+        imports = store.imports_of(db, file_ids)
+        importers = store.importer_paths(db, file_ids)
+        callers = store.callers(db, [u.id for u in units])
+        callees = store.callee_counts(db, file_ids)
+        lines = store.file_lines(db, file_ids)
+        by_file: dict[int, list[UnitRow]] = {}
+        for u in units:
+            by_file.setdefault(u.file_id, []).append(u)
+        rows: list[store.ProfileRow] = []
+        keywords: dict[int, str] = {}
+        for fid, members in by_file.items():
+            members.sort(key=lambda u: (u.kind != "file", u.start_line, u.id))
+            head = members[0]
+            role = file_role(head.path, head.language, members, fan_in.get(fid, 0), core_at)
+            main = [u for u in members if u.kind != "file" and u.parent_id in (None, head.id)]
+            main.sort(key=lambda u: (-len(callers.get(u.id, ())), u.start_line))
+            data: dict[str, object] = {
+                "path": head.path, "language": head.language, "lines": lines.get(fid, 0), "role": role,
+                "fan_in": fan_in.get(fid, 0), "fan_out": fan_out.get(fid, 0),
+                "main": [f"{u.kind} {u.qualname}" for u in main[:MAIN_NAMES]],
+                "imports": list(dict.fromkeys(imports.get(fid, [])))[:30],
+                "imported_by": importers.get(fid, [])[:30],
+                "doc": first_sentence(head.docstring) if head.docstring else "",
+            }
+            text = file_profile_text(data)
+            rows.append((head.id, fid, role, fan_in.get(fid, 0), fan_out.get(fid, 0), json.dumps(data), text))
+            keywords[head.id] = keyword_text(data)
+            for u in members[1:]:
+                urole = "test" if u.is_test else ("entry point" if u.name == "main" else role)
+                called_by = callers.get(u.id, [])
+                udata: dict[str, object] = {"kind": u.kind, "qualname": u.qualname, "signature": u.signature,
+                                            "role": urole, "callers": called_by[:CALLERS_LISTED],
+                                            "doc": first_sentence(u.docstring) if u.docstring else ""}
+                rows.append((u.id, fid, urole, len(called_by), callees.get(u.id, 0), json.dumps(udata),
+                             unit_profile_text(udata, len(called_by), callees.get(u.id, 0))))
+        return rows, keywords
 
 
 def _with_summaries(db: StoreBackend, units: Sequence[UnitRow], keywords: dict[int, str]) -> None:
@@ -196,10 +291,11 @@ def apply_summary_search(db: StoreBackend, on: bool) -> bool:
     return True
 
 
-def describe_changes(db: StoreBackend, changed_files: Collection[int] | None) -> None:
-    """After the graph is resolved: rewrite the profiles, then mark the model summaries that the
-    change made stale (call inside the graph's transaction)."""
-    refresh_profiles(db, changed_files)
+def describe_changes(db: StoreBackend, changed_files: Collection[int] | None, also: Collection[int] = ()) -> None:
+    """After the graph is resolved: rewrite the profiles (of the changed files, their neighbours
+    and the files in `also`), then mark the model summaries that the change made stale (call
+    inside the graph's transaction)."""
+    refresh_profiles(db, changed_files, also)
     invalidate_summaries(db, changed_files)
 
 
@@ -207,7 +303,7 @@ def invalidate_summaries(db: StoreBackend, changed_files: Collection[int] | None
     """Mark stale the summaries of changed units' parents, callers and importers (what
     summarized them); a changed unit's own summary no longer matches its code hash. Summaries
     of units that are gone are dropped. Returns how many were marked."""
-    if not store.summary_count(db):
+    if not store.has_summaries(db):
         return 0
     store.drop_orphan_summaries(db)
     files = store.all_file_ids(db) if changed_files is None else sorted(changed_files)

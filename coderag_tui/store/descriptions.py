@@ -174,11 +174,17 @@ def file_degrees(db: StoreBackend, file_ids: Sequence[int]) -> tuple[dict[int, i
     return ({f: len(s) for f, s in referrers.items()}, {f: len(s) for f, s in referred.items()})
 
 
-def stored_file_fan_ins(db: StoreBackend, exclude: Iterable[int]) -> list[int]:
-    skip = set(exclude)
-    return [int(n) for fid, n in db.execute(
-        "SELECT p.file_id, p.fan_in FROM profiles p JOIN units u ON u.id=p.unit_id WHERE u.kind='file'")
-        if int(fid) not in skip]
+def stored_file_fan_ins(db: StoreBackend) -> dict[int, int]:
+    """File id -> the fan-in its stored profile holds (a pass over every profile)."""
+    return {int(fid): int(n) for fid, n in db.execute(
+        "SELECT p.file_id, p.fan_in FROM profiles p JOIN units u ON u.id=p.unit_id WHERE u.kind='file'")}
+
+
+def files_with_fan_in(db: StoreBackend, low: int, high: int) -> list[int]:
+    """The files whose stored profile has a fan-in from `low` up to (not including) `high`."""
+    return sorted(int(r[0]) for r in db.execute(
+        "SELECT p.file_id FROM profiles p JOIN units u ON u.id=p.unit_id WHERE u.kind='file' "
+        "AND p.fan_in>=? AND p.fan_in<?", (low, high)))
 
 
 def code_hashes(db: StoreBackend, units: Sequence[UnitRow]) -> dict[int, str]:
@@ -201,28 +207,35 @@ def code_hashes(db: StoreBackend, units: Sequence[UnitRow]) -> dict[int, str]:
 
 
 # ---------------------------------------------------------------------- profiles
-def replace_profiles(db: StoreBackend, file_ids: Sequence[int] | None,
-                     rows: Sequence[tuple[int, int, str, int, int, str, str]]) -> None:
-    """Replace the profiles of the given files (None: of every file) with `rows`
-    (unit id, file id, role, fan-in, fan-out, data JSON, text); keeps the keyword rows in step.
+ProfileRow = tuple[int, int, str, int, int, str, str]  # unit id, file id, role, fan-in, fan-out, data, text
+_PROFILE_COLS = ("unit_id", "file_id", "role", "fan_in", "fan_out", "data", "text")
+
+
+def replace_profiles(db: StoreBackend, rows: Sequence[ProfileRow]) -> None:
+    """Replace every profile with `rows`, and empty the descriptions' keyword rows (call inside
+    a transaction; `write_keyword_rows` writes them)."""
+    db.clear_description_rows()
+    db.execute("DELETE FROM profiles")
+    db.insert_rows("profiles", _PROFILE_COLS, rows)
+
+
+def stored_profiles(db: StoreBackend, file_ids: Sequence[int]) -> dict[int, ProfileRow]:
+    """Unit id -> the stored profile row, of these files' units."""
+    return {int(r[0]): (int(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]), str(r[5]), str(r[6]))
+            for r in db.rows_in(f"SELECT {', '.join(_PROFILE_COLS)} FROM profiles WHERE file_id IN ({{marks}})",
+                                list(file_ids))}
+
+
+def write_profile_changes(db: StoreBackend, gone: Sequence[int], rows: Sequence[ProfileRow]) -> None:
+    """Delete the profiles of units that are gone and write `rows` in place of the stored rows
+    of their units, with their keyword rows (those of `rows` are written by `write_keyword_rows`).
     Call inside a transaction."""
-    new_ids = [r[0] for r in rows]
-    if file_ids is None:
-        db.clear_description_rows()
-        db.execute("DELETE FROM profiles")
-    else:
-        old = {int(r[0]) for r in db.rows_in("SELECT unit_id FROM profiles WHERE file_id IN ({marks})",
-                                             list(file_ids))}
-        old.update(int(r[0]) for r in db.execute(
-            "SELECT unit_id FROM profiles WHERE file_id NOT IN (SELECT id FROM files)"))
-        old.update(int(r[0]) for r in db.rows_in("SELECT unit_id FROM profiles WHERE unit_id IN ({marks})", new_ids))
-        gone = sorted(old)
-        for i in range(0, len(gone), 500):
-            part = gone[i:i + 500]
-            marks = ",".join("?" * len(part))
-            db.delete_description_rows(part)
-            db.execute(f"DELETE FROM profiles WHERE unit_id IN ({marks})", part)
-    db.insert_rows("profiles", ("unit_id", "file_id", "role", "fan_in", "fan_out", "data", "text"), rows)
+    ids = sorted({*gone, *(r[0] for r in rows)})
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        db.delete_description_rows(part)
+        db.execute(f"DELETE FROM profiles WHERE unit_id IN ({','.join('?' * len(part))})", part)
+    db.insert_rows("profiles", _PROFILE_COLS, rows)
 
 
 def write_keyword_rows(db: StoreBackend, texts: dict[int, str]) -> None:
@@ -316,6 +329,10 @@ def mark_stale(db: StoreBackend, keys: Iterable[str]) -> int:
 
 def summary_count(db: StoreBackend) -> int:
     return int(db.scalar("SELECT count(*) FROM unit_summaries", default=0))
+
+
+def has_summaries(db: StoreBackend) -> bool:
+    return db.one("SELECT 1 FROM unit_summaries LIMIT 1") is not None
 
 
 def importer_file_units(db: StoreBackend, file_ids: Sequence[int]) -> set[int]:

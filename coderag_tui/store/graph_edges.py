@@ -146,9 +146,15 @@ def call_spots(db: StoreBackend, ids: Sequence[int]) -> list[Row]:
 # ---------------------------------------------------------------- writes
 
 
-def set_targets(db: StoreBackend, updates: Iterable[tuple[int | None, int]]) -> None:
-    """Point edges at new targets: (dst, edge id) pairs."""
-    db.update_rows("edges", ("dst",), "id", list(updates))
+def set_targets(db: StoreBackend, updates: Iterable[tuple[int | None, int]], clear_orphans: bool = False) -> None:
+    """Point edges at new targets: (dst, edge id) pairs; `clear_orphans`: an edge given a target
+    is no orphan (in the same write: each row rewritten once)."""
+    if not clear_orphans:
+        db.update_rows("edges", ("dst",), "id", list(updates))
+        return
+    updates = list(updates)
+    db.update_rows("edges", ("dst", "orphan"), "id", [(d, "", e) for d, e in updates if d is not None])
+    db.update_rows("edges", ("dst",), "id", [(d, e) for d, e in updates if d is None])
 
 
 def set_base_targets(db: StoreBackend, updates: Iterable[tuple[int | None, str, int]]) -> None:

@@ -35,9 +35,15 @@ def skips(db: StoreBackend) -> dict[str, tuple[str, int, int]]:
 
 
 def replace_skips(db: StoreBackend, skipped: dict[str, tuple[str, int, int]]) -> None:
-    db.execute("DELETE FROM skips")
+    """Make the skips table hold these rows, writing only the rows that differ (an update that
+    skips nothing new rewrote thousands of rows)."""
+    stored = skips(db)
+    gone = sorted(p for p, v in stored.items() if skipped.get(p) != v)
+    for i in range(0, len(gone), 500):
+        part = gone[i:i + 500]
+        db.execute(f"DELETE FROM skips WHERE path IN ({','.join('?' * len(part))})", part)
     db.insert_rows("skips", ("path", "reason", "size", "mtime_ns"),
-                   [(p, r, s, m) for p, (r, s, m) in sorted(skipped.items())])
+                   [(p, r, s, m) for p, (r, s, m) in sorted(skipped.items()) if stored.get(p) != (r, s, m)])
 
 
 def edge_count(db: StoreBackend) -> int:

@@ -87,14 +87,13 @@ def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
     layout = {(n, k, q) for n, k, q in db.execute(
         "SELECT name, kind, qualname FROM units WHERE file_id=? AND kind<>'file'", (file_id,))}
     names = {n for n, _, _ in layout}
-    inbound = [
-        (eid, f"{qual} ({path}:{line})")
-        for eid, qual, line in db.execute(
-            "SELECT e.id, u.qualname, u.start_line FROM edges e JOIN units u ON u.id = e.dst "
-            "WHERE u.file_id=? AND e.src_file<>? AND e.kind IN ('CALLS','INHERITS','IMPLEMENTS')",
-            (file_id, file_id),
-        )
-    ]
+    found = db.rows(
+        "SELECT e.id, u.qualname, u.start_line, u.kind FROM edges e JOIN units u ON u.id = e.dst "
+        "WHERE u.file_id=? AND e.src_file<>? AND e.kind IN ('CALLS','INHERITS','IMPLEMENTS')",
+        (file_id, file_id),
+    )
+    inbound = [(eid, f"{qual} ({path}:{line})") for eid, qual, line, _ in found]
+    into_definitions = {eid for eid, _, _, kind in found if kind != "file"}
     prior = {
         (sq, name): f"{tq} ({tp}:{tl})"
         for sq, name, tq, tp, tl in db.execute(
@@ -115,12 +114,15 @@ def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
         "(SELECT id FROM units WHERE file_id=? AND kind<>'file')",
         (file_id, file_id),
     )
-    db.execute(
-        "UPDATE edges SET dst=NULL WHERE src_file<>? AND dst IN "
-        "(SELECT id FROM units WHERE file_id=? AND kind<>'file')",
-        (file_id, file_id),
-    )
-    db.update_rows("edges", ("orphan",), "id", [(former, eid) for eid, former in inbound])
+    # each edge into a definition rewritten once, target and former target together (a
+    # PostgreSQL row rewritten is a new row version with an entry in every index of edges); an
+    # edge into the file unit keeps its target
+    db.update_rows("edges", ("dst", "orphan"), "id",
+                   [(None, former, eid) for eid, former in inbound if eid in into_definitions])
+    db.update_rows("edges", ("orphan",), "id",
+                   [(former, eid) for eid, former in inbound if eid not in into_definitions])
+    # (no other edge from another file points into its definitions: TESTS edges went above,
+    # imports point at file units, DEFINES and CONTAINS stay inside a file)
     db.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
     db.delete_keyword_rows(file_id)
     db.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))

@@ -72,7 +72,7 @@ def merge_summaries(summaries: Sequence[tuple[str, IndexSummary]], tree_paths: b
         files_failed=sum(s.files_failed for _, s in summaries),
         units=sum(s.units for _, s in summaries),
         chunks=sum(s.chunks for _, s in summaries),
-        edges=sum(s.edges for _, s in summaries),
+        edges=None if any(s.edges is None for _, s in summaries) else sum(s.edges or 0 for _, s in summaries),
         skips=skips,
         seconds=sum(s.seconds for _, s in summaries),
         errors=tuple(f"{name}{sep}{line}" for name, s in summaries for line in s.errors),
