@@ -190,11 +190,16 @@ def store_reads(db: StoreBackend) -> dict[str, Callable[[], Any]]:
         "chunk_texts": lambda: retrieval_reads.chunk_texts(db, chunk_ids),
         "units_inside": lambda: sorted(retrieval_reads.units_inside(db, spans)),
         "unit_briefs": lambda: retrieval_reads.unit_briefs(db, ids),
+        "refine_rows": lambda: (lambda t, inside, b: (t, sorted(inside), b))(*retrieval_reads.refine_rows(
+            db, [(c, f, s, e, u) for (c, f, s, e), (u,) in zip(spans, db.rows("SELECT unit_id FROM chunks ORDER BY id"),
+                                                               strict=True)])),
         "references": lambda: sorted(retrieval_reads.references(db, ("CALLS", "IMPORTS", "INHERITS"))),
         "outline_rows": lambda: sorted(retrieval_reads.outline_rows(db), key=repr),
         "files_at": lambda: [retrieval_reads.files_at(db, s) for s in ("shop", "shop/money", "web/util")],
         "units_named": lambda: [retrieval_reads.units_named(db, n, files=f) for n in ("wallet", "AREA", "x")
                                 for f in (True, False)],
+        "units_named_each": lambda: retrieval_reads.units_named_each(db, ["wallet", "AREA", "x", "deposit"], 2,
+                                                                     files=False),
         "units_name_like": lambda: [retrieval_reads.units_name_like(db, p, 50) for p in ("%amount", "de%", "\\_%")],
         "files_path_like": lambda: [retrieval_reads.files_path_like(db, p, 50) for p in ("%.ts", "SHOP/%", "%\\%%")],
         "units_overlapping": lambda: sorted(retrieval_reads.units_overlapping(db, money, 10, 14)),

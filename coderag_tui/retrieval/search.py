@@ -168,6 +168,11 @@ class Searcher:
     ) -> SearchResult:
         """The top-k units for a query (mode: hybrid, bm25, vector, or rerank: hybrid whose top
         hits the reranker re-orders; the default is the searcher's default mode)."""
+        with lexical.one_state():  # one read of the index state for every count of words
+            return self._search(query, k, filters, mode, candidates)
+
+    def _search(self, query: str, k: int | None, filters: SearchFilters | None, mode: str | None,
+                candidates: int | None) -> SearchResult:
         mode = mode or self.default_mode
         if mode == RERANK:
             result = self.search(query, k, filters, "hybrid", candidates)
@@ -307,6 +312,10 @@ class Searcher:
         mode = mode or self.default_mode
         mode = "hybrid" if mode == RERANK else mode
         k = k or self.settings.k
+        with lexical.one_state():
+            return self._search_files(query, k, filters, mode)
+
+    def _search_files(self, query: str, k: int, filters: SearchFilters | None, mode: str) -> list[SearchHit]:
         ranked, units, fused, top_unit = self._fused_files(query, k, filters, mode)
         model = self.learned(mode, query)
         if model is not None:

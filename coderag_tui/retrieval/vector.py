@@ -46,8 +46,9 @@ def vectors_by_id(db: StoreBackend, ids: Sequence[int], matrix: VectorMatrix | N
 
 def knn_hashes(db: StoreBackend, vec: np.ndarray, k: int, matrix: VectorMatrix | None = None) -> list[tuple[str, float]]:
     """(chunk hash, cosine distance) of the k nearest vectors (in memory when `matrix` can hold
-    the index's vectors, else a sqlite-vec scan)."""
-    if k <= 0 or not db.vec_ready():
+    the index's vectors, else the backend's search; each asks itself whether the index has
+    vectors, so that a search to a server makes no round trip for it)."""
+    if k <= 0:
         return []
     nearest = matrix.knn(db, vec, k) if matrix is not None else None
     if nearest is not None:

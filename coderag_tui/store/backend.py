@@ -250,6 +250,11 @@ class StoreBackend(Sql, Protocol):
 
     def has_vectors(self) -> bool: ...
 
+    def vector_model(self) -> str:
+        """The model the index's vectors were made by, "" when it holds none (one read: a search
+        asks before each query)."""
+        ...
+
     def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, np.ndarray]: ...
 
     def vectors_after(self, after: int) -> list[tuple[int, bytes]]:

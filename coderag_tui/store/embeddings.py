@@ -17,6 +17,8 @@ from coderag_tui.store.backend import StoreBackend
 
 VEC_TABLE = "vec_chunks"
 REMOVALS_KEY = "vector_removals"  # meta: how many times vectors were removed
+# the model of the index's vectors when it holds any (both backends' `vector_model`)
+VECTOR_MODEL = "SELECT value FROM meta WHERE key = 'embed_model' AND EXISTS (SELECT 1 FROM vectors)"
 
 
 def to_blob(vec: np.ndarray) -> bytes:

@@ -17,7 +17,7 @@ from coderag_tui.models import SearchFilters
 from coderag_tui.store import sql as q
 from coderag_tui.store.backend import KEYWORD_WEIGHTS
 from coderag_tui.store.db import Database, open_database
-from coderag_tui.store.embeddings import VEC_TABLE, note_removal
+from coderag_tui.store.embeddings import VEC_TABLE, VECTOR_MODEL, note_removal
 from coderag_tui.store.filters import filter_sql, has_filters
 
 COLUMN_WEIGHTS = tuple(KEYWORD_WEIGHTS.values())  # FTS5's bm25() weights of the keyword columns
@@ -242,6 +242,11 @@ class SqliteStore(Database):
     def has_vectors(self) -> bool:
         """Whether the index holds any vector (a count would read the whole table)."""
         return self.has_table(VEC_TABLE) and bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
+
+    def vector_model(self) -> str:
+        if not self.has_table(VEC_TABLE):
+            return ""
+        return str(self.scalar(VECTOR_MODEL, default=""))
 
     def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """Stored vectors of chunk hashes (those that have one)."""

@@ -20,7 +20,7 @@ from coderag_tui.errors import StoreError
 from coderag_tui.models import SearchFilters
 from coderag_tui.store import sql as q
 from coderag_tui.store.backend import redact
-from coderag_tui.store.embeddings import note_removal
+from coderag_tui.store.embeddings import VECTOR_MODEL, note_removal
 from coderag_tui.store.filters import filter_sql, has_filters
 from coderag_tui.store.postgres import keywords, repos
 from coderag_tui.store.postgres.layout import schema_name
@@ -449,6 +449,9 @@ class PostgresStore:
     def has_vectors(self) -> bool:
         return bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
 
+    def vector_model(self) -> str:
+        return str(self.scalar(VECTOR_MODEL, default=""))
+
     def _binary_rows(self, sql: str, params: q.Params) -> list[q.Row]:
         try:
             with self.conn.cursor(binary=True) as cur:
@@ -475,8 +478,9 @@ class PostgresStore:
             "SELECT id, embedding FROM vectors WHERE id = ANY(?)", ([int(i) for i in ids],))}
 
     def knn_rows(self, vec: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """(hash, cosine distance) of the k vectors nearest `vec` (HNSW)."""
-        if k <= 0 or not self.vec_ready():
+        """(hash, cosine distance) of the k vectors nearest `vec` (HNSW). No vectors (the table
+        is always there): no rows, without a round trip to ask `vec_ready` first."""
+        if k <= 0:
             return []
         literal = vector_literal(vec)
         query = "SELECT hash, embedding <=> ?::vector AS d FROM vectors ORDER BY embedding <=> ?::vector LIMIT ?"
