@@ -267,6 +267,17 @@ class StoreBackend(Sql, Protocol):
         """(vector hash, cosine distance) of the k nearest vectors."""
         ...
 
+    def knn_chunk_rows(self, vec: np.ndarray, k: int) -> list[Row]:
+        """The k nearest vectors with the chunks of their hash, in one read: (vector hash,
+        cosine distance, chunk id, unit id, file id, start line, end line), nearest first, a
+        row per chunk (the chunk's columns NULL when no chunk has the hash: a document's key)."""
+        ...
+
+    def vector_state(self) -> tuple[str, str, int] | None:
+        """(model, removals count, largest vector id) of the vectors, in one read; None when
+        the index has no vector table (what an in-memory copy follows, before each search)."""
+        ...
+
 
 def redact(url: str) -> str:
     """A store URL without its password or options (errors and status show it; secrets never)."""

@@ -20,7 +20,7 @@ from coderag_tui.errors import StoreError
 from coderag_tui.models import SearchFilters
 from coderag_tui.store import sql as q
 from coderag_tui.store.backend import redact
-from coderag_tui.store.embeddings import VECTOR_MODEL, note_removal
+from coderag_tui.store.embeddings import KNN_CHUNKS, VECTOR_MODEL, VECTOR_STATE, note_removal
 from coderag_tui.store.filters import filter_sql, has_filters
 from coderag_tui.store.postgres import keywords, repos
 from coderag_tui.store.postgres.layout import schema_name
@@ -449,6 +449,12 @@ class PostgresStore:
     def has_vectors(self) -> bool:
         return bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
 
+    def vector_state(self) -> tuple[str, str, int] | None:
+        row = self.one(VECTOR_STATE)
+        if row is None or not row[0]:  # (no dimension: no model's vectors yet)
+            return None
+        return str(row[1] or ""), str(row[2] or ""), int(row[3] or 0)
+
     def vector_model(self) -> str:
         return str(self.scalar(VECTOR_MODEL, default=""))
 
@@ -491,6 +497,19 @@ class PostgresStore:
                 self._run("SELECT set_config('hnsw.ef_search', ?, true)", (str(min(k, 1000)),))
                 rows = self.rows(query, (literal, literal, k))
         return [(str(h), float(d)) for h, d in rows]
+
+    def knn_chunk_rows(self, vec: np.ndarray, k: int) -> list[q.Row]:
+        """(HNSW, then the chunks of the hashes found: one round trip.)"""
+        if k <= 0:
+            return []
+        literal = vector_literal(vec)
+        query = ("WITH nn AS MATERIALIZED (SELECT hash, embedding <=> ?::vector AS d FROM vectors "
+                 f"ORDER BY embedding <=> ?::vector LIMIT ?) {KNN_CHUNKS}")
+        if k <= _EF_SEARCH:
+            return self.rows(query, (literal, literal, k))
+        with self.conn.transaction():
+            self._run("SELECT set_config('hnsw.ef_search', ?, true)", (str(min(k, 1000)),))
+            return self.rows(query, (literal, literal, k))
 
     def chunk_state(self) -> tuple[int, int]:
         """(about how many chunks, largest chunk id): the planner's count (an exact count reads
