@@ -54,7 +54,7 @@ QUERIES = ["How does the cart pay from a wallet?", "Wallet", "parse amount of mo
 # statements per hybrid search with vectors read by the backend: the query embedder's check,
 # keyword counts, BM25, descriptions, symbols and names, the vectors' HNSW search and their
 # chunks, each list's refinement (one read each), the fused units
-MAX_STATEMENTS = 14
+MAX_STATEMENTS = 13
 
 
 @pytest.fixture(scope="module")
