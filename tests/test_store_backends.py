@@ -306,6 +306,10 @@ def test_the_fixture_gives_the_reads_something_to_compare(indexed: StoreBackend)
     assert embeddings.pending_chunks(db)[1] == read.counts(db).chunks
     assert read.paths_ending(db, "Guide_100%.md") == ["docs/Guide_100%.md"] and read.paths_ending(db, "%") == []
     assert tracked.paths_under(db, "sho") == [] and len(tracked.paths_under(db, "shop")) == 4
+    spans = db.rows("SELECT id, file_id, start_line, end_line, unit_id FROM chunks ORDER BY id")
+    texts, inside, briefs = retrieval_reads.refine_rows(db, [tuple(int(x or 0) for x in s) for s in spans])
+    assert len(texts) == len(spans) and inside and {uid for _, uid, *_ in inside} <= briefs.keys()
+    assert [len(us) for us in retrieval_reads.units_named_each(db, ["Deposit", "wallet", "nothing"], 5, False)] == [2, 1, 0]
 
 
 def test_summaries_documents_and_their_vectors_follow_alike(pair: tuple[StoreBackend, StoreBackend]) -> None:
