@@ -190,11 +190,16 @@ def store_reads(db: StoreBackend) -> dict[str, Callable[[], Any]]:
         "chunk_texts": lambda: retrieval_reads.chunk_texts(db, chunk_ids),
         "units_inside": lambda: sorted(retrieval_reads.units_inside(db, spans)),
         "unit_briefs": lambda: retrieval_reads.unit_briefs(db, ids),
+        "refine_rows": lambda: (lambda t, inside, b: (t, sorted(inside), b))(*retrieval_reads.refine_rows(
+            db, [(c, f, s, e, u) for (c, f, s, e), (u,) in zip(spans, db.rows("SELECT unit_id FROM chunks ORDER BY id"),
+                                                               strict=True)])),
         "references": lambda: sorted(retrieval_reads.references(db, ("CALLS", "IMPORTS", "INHERITS"))),
         "outline_rows": lambda: sorted(retrieval_reads.outline_rows(db), key=repr),
         "files_at": lambda: [retrieval_reads.files_at(db, s) for s in ("shop", "shop/money", "web/util")],
         "units_named": lambda: [retrieval_reads.units_named(db, n, files=f) for n in ("wallet", "AREA", "x")
                                 for f in (True, False)],
+        "units_named_each": lambda: retrieval_reads.units_named_each(db, ["wallet", "AREA", "x", "deposit"], 2,
+                                                                     files=False),
         "units_name_like": lambda: [retrieval_reads.units_name_like(db, p, 50) for p in ("%amount", "de%", "\\_%")],
         "files_path_like": lambda: [retrieval_reads.files_path_like(db, p, 50) for p in ("%.ts", "SHOP/%", "%\\%%")],
         "units_overlapping": lambda: sorted(retrieval_reads.units_overlapping(db, money, 10, 14)),
@@ -301,6 +306,10 @@ def test_the_fixture_gives_the_reads_something_to_compare(indexed: StoreBackend)
     assert embeddings.pending_chunks(db)[1] == read.counts(db).chunks
     assert read.paths_ending(db, "Guide_100%.md") == ["docs/Guide_100%.md"] and read.paths_ending(db, "%") == []
     assert tracked.paths_under(db, "sho") == [] and len(tracked.paths_under(db, "shop")) == 4
+    spans = db.rows("SELECT id, file_id, start_line, end_line, unit_id FROM chunks ORDER BY id")
+    texts, inside, briefs = retrieval_reads.refine_rows(db, [tuple(int(x or 0) for x in s) for s in spans])
+    assert len(texts) == len(spans) and inside and {uid for _, uid, *_ in inside} <= briefs.keys()
+    assert [len(us) for us in retrieval_reads.units_named_each(db, ["Deposit", "wallet", "nothing"], 5, False)] == [2, 1, 0]
 
 
 def test_summaries_documents_and_their_vectors_follow_alike(pair: tuple[StoreBackend, StoreBackend]) -> None:

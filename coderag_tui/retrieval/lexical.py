@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from coderag_tui.models import SearchFilters
 from coderag_tui.parsing.identifiers import split_identifier
@@ -23,6 +25,8 @@ MAX_DF = 15_000  # nor a word in more chunks than this (BM25 time grows with the
 MAX_POSTINGS = 20_000  # the rarest words of a long query, up to this many postings in all
 DF_CACHE_TERMS = 100_000
 _DF_CACHE: weakref.WeakKeyDictionary[StoreBackend, tuple[tuple[int, int], dict[str, int]]] = weakref.WeakKeyDictionary()
+# the chunk state read once per store within `one_state()`
+_STATE: ContextVar[dict[StoreBackend, tuple[int, int]] | None] = ContextVar("coderag_chunk_state", default=None)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)
 _STOP = (
@@ -58,11 +62,33 @@ def query_terms(text: str, limit: int | None = None) -> list[str]:
     return list(out)
 
 
+@contextmanager
+def one_state() -> Iterator[None]:
+    """Within it, the index state keyword counts are remembered by is read once per store: a
+    search's retrievers, names and features each count words, and on a server each read of
+    the state is a round trip."""
+    token = _STATE.set({}) if _STATE.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _STATE.reset(token)
+
+
+def _chunk_state(db: StoreBackend) -> tuple[int, int]:
+    memo = _STATE.get()
+    if memo is None:
+        return db.chunk_state()
+    if db not in memo:
+        memo[db] = db.chunk_state()
+    return memo[db]
+
+
 def doc_freqs(db: StoreBackend, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     """How many chunks hold each term (terms absent from the index left out), and the number of
     chunks. fts5vocab counts a term by reading its whole doclist, so counts are remembered per
     index state (number and largest id of the chunks) and looked up once per term."""
-    state = db.chunk_state()
+    state = _chunk_state(db)
     cached = _DF_CACHE.get(db)
     if cached is None or cached[0] != state or len(cached[1]) > DF_CACHE_TERMS:
         cached = (state, {})

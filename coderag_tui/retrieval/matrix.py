@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from coderag_tui.store.backend import StoreBackend
-from coderag_tui.store.embeddings import REMOVALS_KEY, max_vector_id, vector_count, vector_ids
+from coderag_tui.store.embeddings import vector_count, vector_ids
 
 MAX_VECTORS = 2_000_000  # ~0.9 GB of int8 rows and codes at 384 dimensions
 EXACT_MAX = 60_000  # up to here the copy is float32 and KNN exact (~90 MB at 384 dimensions)
@@ -104,12 +104,11 @@ class VectorMatrix:
 
     def refresh(self, db: StoreBackend) -> bool:
         """Bring the copy up to date. False when the index has too many vectors to keep."""
-        if not db.vec_ready():
+        state = db.vector_state()  # one read before each search
+        if state is None:
             self._reset("")
             return True
-        model = db.get_meta("embed_model")
-        removals = db.get_meta(REMOVALS_KEY)
-        top = max_vector_id(db)
+        model, removals, top = state
         if model != self.model:
             self._reset(model)
         if self._seen == (model, removals, top):

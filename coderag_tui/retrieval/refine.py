@@ -45,18 +45,20 @@ def refine(db: StoreBackend, matches: Sequence[ChunkMatch], terms: Sequence[str]
     if not wanted or not matches:
         return list(matches)
     head = list(matches[:limit])
-    texts = retrieval_reads.chunk_texts(db, [m.chunk_id for m in head])
-    # the units wholly inside each matched chunk (one query joining the chunks' spans to units)
+    # the chunks' code, the units wholly inside each matched chunk and the names, signatures and
+    # docstrings of those and of the chunks' own units: one read
+    spans = list({m.chunk_id: m for m in head}.values())
+    texts, inside, info = retrieval_reads.refine_rows(
+        db, [(m.chunk_id, m.file_id, m.start_line, m.end_line, m.unit_id) for m in spans])
     inner_of: dict[int, list[tuple[int, int, int, str]]] = {m.chunk_id: [] for m in head}
     unit_of = {m.chunk_id: m.unit_id for m in head}
-    spans = list({m.chunk_id: m for m in head}.values())
-    for cid, uid, start, end, kind in retrieval_reads.units_inside(
-            db, [(m.chunk_id, m.file_id, m.start_line, m.end_line) for m in spans]):
+    for cid, uid, start, end, kind in inside:
         if uid != unit_of[cid]:
-            inner_of[int(cid)].append((int(start), int(end), int(uid), str(kind)))
-    # names, signatures and docstrings only of the units that matter
-    wanted_ids = sorted({u[2] for us in inner_of.values() for u in us} | {m.unit_id for m in head})
-    info = retrieval_reads.unit_briefs(db, wanted_ids)
+            inner_of[cid].append((start, end, uid, kind))
+    # (a chunk matched twice, for two units: the other unit's brief)
+    missing = sorted({m.unit_id for m in head} - {m.unit_id for m in spans})
+    if missing:
+        info.update(retrieval_reads.unit_briefs(db, missing))
     out: list[ChunkMatch] = []
     for m in head:
         inner = sorted(inner_of[m.chunk_id], key=lambda u: (u[1] - u[0], u[0]))

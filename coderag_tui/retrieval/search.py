@@ -168,6 +168,11 @@ class Searcher:
     ) -> SearchResult:
         """The top-k units for a query (mode: hybrid, bm25, vector, or rerank: hybrid whose top
         hits the reranker re-orders; the default is the searcher's default mode)."""
+        with lexical.one_state():  # one read of the index state for every count of words
+            return self._search(query, k, filters, mode, candidates)
+
+    def _search(self, query: str, k: int | None, filters: SearchFilters | None, mode: str | None,
+                candidates: int | None) -> SearchResult:
         mode = mode or self.default_mode
         if mode == RERANK:
             result = self.search(query, k, filters, "hybrid", candidates)
@@ -207,17 +212,23 @@ class Searcher:
     def _fused_units(self, query: str, ranked: Ranked, files: bool, depth: int
                      ) -> tuple[list[Fused[int]], dict[int, UnitRef]]:
         """The retrievers' units fused (the first `depth`, tests and prose demoted) and those units."""
+        known: dict[int, UnitRef] = {}
         if ranked.lists.get("summary"):  # a file's profile ranks files, not the file's head as a unit
-            described = read.get_units(self.db, ranked.lists["summary"])
+            # read with the summary's units: the first `depth` of every list, where the fused
+            # first `depth` nearly always come from (one round trip to a server, not two)
+            known = read.get_units(self.db, [*ranked.lists["summary"],
+                                             *(uid for ids in ranked.lists.values() for uid in ids[:depth])])
             ranked.lists["summary"] = [uid for uid in ranked.lists["summary"]
-                                       if uid in described and described[uid].kind != "file"]
+                                       if uid in known and known[uid].kind != "file"]
         if files and ranked.chunks and "bm25" in ranked.lists:
             chunk_units = read.get_units(self.db, [*ranked.lists["bm25"], *(m.unit_id for m in ranked.chunks)])
             ranked.lists["filed"] = filerank.units_by_file(ranked.lists["bm25"], chunk_units, [
                 (chunk_units[m.unit_id].path, m.score) for m in ranked.chunks if m.unit_id in chunk_units])
             ranked.weights["filed"] = self.settings.weight_bm25 * filerank.UNIT_SHARE
         fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
-        units = read.get_units(self.db, [f.key for f in fused[:depth]])
+        top = [f.key for f in fused[:depth]]
+        known.update(read.get_units(self.db, [key for key in top if key not in known]))
+        units = {key: known[key] for key in top if key in known}
         fused = demote_tests(fused[:depth], lambda key: units[key].path if key in units else "", query)
         fused = demote_prose(fused, lambda key: key in units and prose.is_prose_unit(units[key].path,
                                                                                   units[key].language), query)
@@ -307,6 +318,10 @@ class Searcher:
         mode = mode or self.default_mode
         mode = "hybrid" if mode == RERANK else mode
         k = k or self.settings.k
+        with lexical.one_state():
+            return self._search_files(query, k, filters, mode)
+
+    def _search_files(self, query: str, k: int, filters: SearchFilters | None, mode: str) -> list[SearchHit]:
         ranked, units, fused, top_unit = self._fused_files(query, k, filters, mode)
         model = self.learned(mode, query)
         if model is not None:

@@ -18,7 +18,6 @@ from coderag_tui.indexing.embedder import (
 )
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.retrieval.repo_map import RepoGraph
-from coderag_tui.retrieval.vector import has_vectors
 from coderag_tui.store import retrieval_reads
 from coderag_tui.store.backend import StoreBackend
 
@@ -99,9 +98,7 @@ class RetrievalState:
     def query_embedder(self, db: StoreBackend, settings: EmbedSettings) -> Callable[[str], np.ndarray | None] | None:
         """A function giving a query's vector, or None when the index has no usable vectors
         (none yet, or made by another model): then the model is not even loaded."""
-        if not settings.enabled or db.get_meta("embed_model") != model_identity(settings):
-            return None
-        if not has_vectors(db):
+        if not settings.enabled or db.vector_model() != model_identity(settings):
             return None
         self.preload_query_model(settings)
 

@@ -101,12 +101,20 @@ def mentioned_names(text: str, limit: int = MAX_NAMES) -> list[str]:
     return sorted(counts, key=lambda n: (-counts[n], order[n]))[:limit]
 
 
-def exact_units(db: StoreBackend, name: str, filters: SearchFilters | None = None, limit: int = 8) -> list[UnitRef]:
-    """Definitions whose name or qualified name is exactly `name` (last segment for dotted names)."""
+def _last(name: str) -> str:
+    return name.replace("::", ".").replace("#", ".").split(".")[-1]
+
+
+def exact_units(db: StoreBackend, name: str, filters: SearchFilters | None = None, limit: int = 8,
+                named: list[UnitRef] | None = None) -> list[UnitRef]:
+    """Definitions whose name or qualified name is exactly `name` (last segment for dotted names);
+    `named`: the units named like its last segment, when already read."""
     qual = name.replace("::", ".").replace("#", ".")
-    last = qual.split(".")[-1]
+    last = _last(name)
+    if named is None:
+        named = retrieval_reads.units_named(db, last, 400, files=False)
     # the lookup ignores case (to use the index); the case must still match
-    units = [u for u in retrieval_reads.units_named(db, last, 400, files=False) if u.name == last]
+    units = [u for u in named if u.name == last]
     if "." in qual:
         tail = [u for u in units if u.qualname == qual or u.qualname.endswith("." + qual)]
         if tail:
@@ -122,7 +130,9 @@ def exact_units(db: StoreBackend, name: str, filters: SearchFilters | None = Non
 
 def mentioned_units(db: StoreBackend, text: str, filters: SearchFilters | None = None, limit: int = 60) -> list[UnitRef]:
     """Definitions of the names a free-text query mentions, interleaved by mention rank."""
-    per_name = [exact_units(db, n, filters) for n in mentioned_names(text)]
+    mentioned = mentioned_names(text)
+    named = retrieval_reads.units_named_each(db, [_last(n) for n in mentioned], 400, files=False)
+    per_name = [exact_units(db, n, filters, named=units) for n, units in zip(mentioned, named, strict=True)]
     per_name = [units for units in per_name if units and len(units) <= 6]  # common names say little
     out: list[UnitRef] = []
     seen: set[int] = set()
@@ -139,7 +149,5 @@ def mentioned_units(db: StoreBackend, text: str, filters: SearchFilters | None =
 def units_named(db: StoreBackend, words: list[str], filters: SearchFilters | None = None,
                 per_name: int = 50) -> list[UnitRef]:
     """Definitions (not files) whose name is one of the words, any case; few per name."""
-    out: list[UnitRef] = []
-    for w in words:
-        out.extend(u for u in retrieval_reads.units_named(db, w, per_name, files=False) if passes(u, filters))
-    return out
+    return [u for units in retrieval_reads.units_named_each(db, words, per_name, files=False)
+            for u in units if passes(u, filters)]

@@ -46,8 +46,9 @@ def vectors_by_id(db: StoreBackend, ids: Sequence[int], matrix: VectorMatrix | N
 
 def knn_hashes(db: StoreBackend, vec: np.ndarray, k: int, matrix: VectorMatrix | None = None) -> list[tuple[str, float]]:
     """(chunk hash, cosine distance) of the k nearest vectors (in memory when `matrix` can hold
-    the index's vectors, else a sqlite-vec scan)."""
-    if k <= 0 or not db.vec_ready():
+    the index's vectors, else the backend's search; each asks itself whether the index has
+    vectors, so that a search to a server makes no round trip for it)."""
+    if k <= 0:
         return []
     nearest = matrix.knn(db, vec, k) if matrix is not None else None
     if nearest is not None:
@@ -56,6 +57,21 @@ def knn_hashes(db: StoreBackend, vec: np.ndarray, k: int, matrix: VectorMatrix |
         hashes = ranked.vector_hashes(db, [i for i, _ in nearest])
         return [(str(hashes[i]), d) for i, d in nearest if i in hashes]
     return db.knn_rows(vec, min(k, MAX_K))
+
+
+def _nearest_chunks(db: StoreBackend, vec: np.ndarray, k: int,
+                    matrix: VectorMatrix | None) -> list[tuple[str, float, tuple[Any, ...]]]:
+    """(vector key, cosine distance, chunk row of its hash or Nones) of the k nearest vectors,
+    nearest first, with the chunks in the same read (each read is a round trip to a server)."""
+    if k <= 0:
+        return []
+    nearest = matrix.knn(db, vec, k) if matrix is not None else None
+    if nearest is None:
+        return [(str(r[0]), float(r[1]), tuple(r[2:])) for r in db.knn_chunk_rows(vec, min(k, MAX_K))]
+    by_id: dict[int, list[tuple[Any, ...]]] = {}
+    for row in ranked.vector_chunk_rows(db, [i for i, _ in nearest]) if nearest else []:
+        by_id.setdefault(int(row[0]), []).append(tuple(row[1:]))
+    return [(str(r[0]), d, r[1:]) for i, d in nearest for r in by_id.get(i, [])]
 
 
 def knn_chunks(
@@ -68,9 +84,17 @@ def knn_chunks(
 ) -> list[ChunkMatch]:
     """Chunks nearest to the vector (best first), at most `limit` of them."""
     fetch = int(limit * (8 if has_filters(filters) else 1.5)) + len(exclude_units) * 2
-    keyed = knn_hashes(db, vec, fetch, matrix)
-    if not keyed:
+    found = _nearest_chunks(db, vec, fetch, matrix)
+    if not found:
         return []
+    keyed: list[tuple[str, float]] = []
+    direct: dict[str, list[tuple[Any, ...]]] = {}  # key -> the chunks of that hash, as chunk rows
+    for key, d, chunk in found:
+        if key not in direct:
+            direct[key] = []
+            keyed.append((key, d))
+        if chunk[0] is not None:
+            direct[key].append((*chunk, key))
     # a document's vector stands for its chunk; a chunk found twice (its new document's vector
     # and the one it replaces, until that is dropped) keeps its nearer one
     of_doc = embed_docs.chunk_hashes(db, [k for k, _ in keyed])
@@ -83,9 +107,9 @@ def knn_chunks(
             hashes.append((h, d))
     order = {h: i for i, (h, _) in enumerate(hashes)}
     dist = dict(hashes)
-    by_hash: dict[str, list[tuple[Any, ...]]] = {}
     keys = list(order)
-    for row in ranked.chunk_rows_by_hash(db, keys):
+    by_hash = {h: direct[h] for h in keys if h in direct}
+    for row in ranked.chunk_rows_by_hash(db, [h for h in keys if h not in direct]):  # (a document's chunk)
         by_hash.setdefault(str(row[5]), []).append(row)
     rows = [row for h in keys for row in sorted(by_hash.get(h, []))]
     allowed = chunks_passing(db, [r[0] for r in rows], filters)

@@ -250,6 +250,11 @@ class StoreBackend(Sql, Protocol):
 
     def has_vectors(self) -> bool: ...
 
+    def vector_model(self) -> str:
+        """The model the index's vectors were made by, "" when it holds none (one read: a search
+        asks before each query)."""
+        ...
+
     def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, np.ndarray]: ...
 
     def vectors_after(self, after: int) -> list[tuple[int, bytes]]:
@@ -260,6 +265,17 @@ class StoreBackend(Sql, Protocol):
 
     def knn_rows(self, vec: np.ndarray, k: int) -> list[tuple[str, float]]:
         """(vector hash, cosine distance) of the k nearest vectors."""
+        ...
+
+    def knn_chunk_rows(self, vec: np.ndarray, k: int) -> list[Row]:
+        """The k nearest vectors with the chunks of their hash, in one read: (vector hash,
+        cosine distance, chunk id, unit id, file id, start line, end line), nearest first, a
+        row per chunk (the chunk's columns NULL when no chunk has the hash: a document's key)."""
+        ...
+
+    def vector_state(self) -> tuple[str, str, int] | None:
+        """(model, removals count, largest vector id) of the vectors, in one read; None when
+        the index has no vector table (what an in-memory copy follows, before each search)."""
         ...
 
 

@@ -17,6 +17,15 @@ from coderag_tui.store.backend import StoreBackend
 
 VEC_TABLE = "vec_chunks"
 REMOVALS_KEY = "vector_removals"  # meta: how many times vectors were removed
+# the model of the index's vectors when it holds any (both backends' `vector_model`)
+VECTOR_MODEL = "SELECT value FROM meta WHERE key = 'embed_model' AND EXISTS (SELECT 1 FROM vectors)"
+# (embed dimension, model, removals count, largest vector id): both backends' `vector_state`
+VECTOR_STATE = ("SELECT (SELECT value FROM meta WHERE key = 'embed_dim'), (SELECT value FROM meta WHERE key = "
+                f"'embed_model'), (SELECT value FROM meta WHERE key = '{REMOVALS_KEY}'), "
+                "(SELECT coalesce(max(id), 0) FROM vectors)")
+# the chunks of the nearest vectors' hashes (`knn_chunk_rows`), after a backend's nearest `nn(hash, d)`
+KNN_CHUNKS = ("SELECT nn.hash, nn.d, c.id, c.unit_id, c.file_id, c.start_line, c.end_line FROM nn "
+              "LEFT JOIN chunks c ON c.hash = nn.hash ORDER BY nn.d, c.id")
 
 
 def to_blob(vec: np.ndarray) -> bytes:

@@ -24,6 +24,14 @@ def chunk_rows_by_hash(db: StoreBackend, hashes: Sequence[str]) -> list[tuple[An
                       batch=400)
 
 
+def vector_chunk_rows(db: StoreBackend, ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    """(vector id, vector hash, chunk id, unit id, file id, start line, end line) of these
+    vectors and the chunks of their hash, in one read (the chunk's columns NULL when no chunk
+    has the hash)."""
+    return db.rows_in("SELECT v.id, v.hash, c.id, c.unit_id, c.file_id, c.start_line, c.end_line FROM vectors v "
+                      "LEFT JOIN chunks c ON c.hash = v.hash WHERE v.id IN ({marks})", list(ids))
+
+
 def span_vector_ids(db: StoreBackend, path: str, start: int, end: int) -> list[int]:
     """The ids of the vectors of the chunks overlapping lines start..end of a file (a chunk's
     own vector or its current document's)."""

@@ -62,6 +62,36 @@ def units_inside(db: StoreBackend, spans: Sequence[tuple[int, int, int, int]]) -
     return out
 
 
+def refine_rows(db: StoreBackend, spans: Sequence[tuple[int, int, int, int, int]]) -> tuple[
+        dict[int, str], list[tuple[int, int, int, int, str]], dict[int, tuple[str, str, str, str]]]:
+    """What refining matched chunks reads, in one statement per 200 chunks (a round trip to a
+    server costs more than these rows): for spans (chunk id, file id, start line, end line,
+    owning unit id), the chunks' code, the units wholly inside each span (chunk id, unit id,
+    start, end, kind; file units aside) and unit id -> (name, signature, docstring, kind) of
+    the owners and of those units."""
+    texts: dict[int, str] = {}
+    inside: list[tuple[int, int, int, int, str]] = []
+    briefs: dict[int, tuple[str, str, str, str]] = {}
+    for i in range(0, len(spans), 200):
+        batch = spans[i : i + 200]
+        values = ",".join(["(?,?,?,?,?)"] * len(batch))
+        params = [x for span in batch for x in span]
+        for cid, part, uid, start, end, kind, name, sig, doc, text in db.execute(
+                f"WITH m(cid, fid, s, e, owner) AS (VALUES {values}) "
+                "SELECT m.cid, 0, o.id, o.start_line, o.end_line, o.kind, o.name, o.signature, o.docstring, c.text "
+                "FROM m JOIN chunks c ON c.id = m.cid LEFT JOIN units o ON o.id = m.owner "
+                "UNION ALL SELECT m.cid, 1, u.id, u.start_line, u.end_line, u.kind, u.name, u.signature, u.docstring, "
+                "NULL FROM m JOIN units u ON u.file_id = m.fid WHERE u.start_line >= m.s AND u.end_line <= m.e "
+                "AND u.kind <> 'file'", params):
+            if part == 0:
+                texts[int(cid)] = str(text)
+            else:
+                inside.append((int(cid), int(uid), int(start), int(end), str(kind)))
+            if uid is not None:
+                briefs[int(uid)] = (str(name), str(sig), str(doc), str(kind))
+    return texts, inside, briefs
+
+
 def unit_briefs(db: StoreBackend, ids: Sequence[int]) -> dict[int, tuple[str, str, str, str]]:
     """unit id -> (name, signature, docstring, kind)."""
     return {int(uid): (str(name), str(sig), str(doc), str(kind)) for uid, name, sig, doc, kind in db.rows_in(
@@ -102,6 +132,21 @@ def units_named(db: StoreBackend, name: str, limit: int = 400, files: bool = Tru
     file units too."""
     where = f"{db.ci('u.name')} = {db.ci('?')}" + ("" if files else " AND u.kind <> 'file'")
     return [unit_from_row(r) for r in db.execute(UNIT_SELECT + f" WHERE {where} LIMIT ?", (name, limit))]
+
+
+def units_named_each(db: StoreBackend, names: Sequence[str], limit: int = 400,
+                     files: bool = True) -> list[list[UnitRef]]:
+    """`units_named` of each name, in one statement (a round trip to a server costs more than
+    the lookups): each name's own LIMITed lookup, their rows one after another."""
+    if len(names) <= 1:
+        return [units_named(db, n, limit, files) for n in names]
+    where = f"{db.ci('u.name')} = {db.ci('?')}" + ("" if files else " AND u.kind <> 'file'")
+    one = f"SELECT {{i}}, n.* FROM ({UNIT_SELECT} WHERE {where} LIMIT ?) n"
+    out: list[list[UnitRef]] = [[] for _ in names]
+    for row in db.execute(" UNION ALL ".join(one.format(i=i) for i in range(len(names))),
+                          [x for n in names for x in (n, limit)]):
+        out[int(row[0])].append(unit_from_row(row[1:]))
+    return out
 
 
 def units_name_prefix(db: StoreBackend, prefix: str, limit: int) -> list[UnitRef]:

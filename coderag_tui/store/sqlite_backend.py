@@ -17,7 +17,13 @@ from coderag_tui.models import SearchFilters
 from coderag_tui.store import sql as q
 from coderag_tui.store.backend import KEYWORD_WEIGHTS
 from coderag_tui.store.db import Database, open_database
-from coderag_tui.store.embeddings import VEC_TABLE, note_removal
+from coderag_tui.store.embeddings import (
+    KNN_CHUNKS,
+    VEC_TABLE,
+    VECTOR_MODEL,
+    VECTOR_STATE,
+    note_removal,
+)
 from coderag_tui.store.filters import filter_sql, has_filters
 
 COLUMN_WEIGHTS = tuple(KEYWORD_WEIGHTS.values())  # FTS5's bm25() weights of the keyword columns
@@ -242,6 +248,25 @@ class SqliteStore(Database):
     def has_vectors(self) -> bool:
         """Whether the index holds any vector (a count would read the whole table)."""
         return self.has_table(VEC_TABLE) and bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
+
+    def vector_state(self) -> tuple[str, str, int] | None:
+        if not self.has_table(VEC_TABLE):
+            return None
+        row = self.one(VECTOR_STATE)
+        return (str(row[1] or ""), str(row[2] or ""), int(row[3] or 0)) if row else ("", "", 0)
+
+    def knn_chunk_rows(self, vec: np.ndarray, k: int) -> list[tuple[Any, ...]]:
+        if k <= 0 or not self.has_table(VEC_TABLE):
+            return []
+        return self.rows(
+            f"WITH nn(hash, d) AS MATERIALIZED (SELECT v.hash, n.distance FROM (SELECT rowid, distance FROM {VEC_TABLE} "
+            f"WHERE embedding MATCH ? AND k = ?) n JOIN vectors v ON v.id = n.rowid) {KNN_CHUNKS}",
+            (_blob(vec), min(k, 4096)))
+
+    def vector_model(self) -> str:
+        if not self.has_table(VEC_TABLE):
+            return ""
+        return str(self.scalar(VECTOR_MODEL, default=""))
 
     def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """Stored vectors of chunk hashes (those that have one)."""

@@ -20,10 +20,11 @@ from coderag_tui.errors import StoreError
 from coderag_tui.models import SearchFilters
 from coderag_tui.store import sql as q
 from coderag_tui.store.backend import redact
-from coderag_tui.store.embeddings import note_removal
+from coderag_tui.store.embeddings import KNN_CHUNKS, VECTOR_MODEL, VECTOR_STATE, note_removal
 from coderag_tui.store.filters import filter_sql, has_filters
-from coderag_tui.store.postgres import keywords, repos
+from coderag_tui.store.postgres import keywords, repos, vectors
 from coderag_tui.store.postgres.layout import schema_name
+from coderag_tui.store.postgres.vectors import EF_SEARCH, vector_from_binary, vector_literal
 
 _TOKENS = re.compile(r"--[^\n]*|'(?:[^']|'')*'|\?|%")  # a comment, a quoted string, a mark
 _HNSW = "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)"
@@ -33,7 +34,6 @@ _CHUNK_COLUMNS = ("id", "file_id", "unit_id", "start_line", "end_line", "node_ki
                   "kw_names", "kw_meta", "kw_code")
 _WORD_OF: dict[str, re.Pattern[str]] = {}  # a table's name as a word of a statement
 _FEW_UPDATES = 500
-_EF_SEARCH = 200  # HNSW's search width (the vector retriever asks for up to ~100 neighbours)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -51,15 +51,6 @@ def _clean(value: Any) -> Any:
     return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
 
 
-def vector_literal(vec: np.ndarray) -> str:
-    return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).ravel().tolist())) + "]"
-
-
-def _vector_from_binary(data: bytes) -> bytes:
-    """pgvector's binary form (dimensions, unused, float4 big-endian) as float32 bytes."""
-    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32).tobytes()
-
-
 def failure(url: str, exc: psycopg.Error) -> StoreError:
     """A server's error as one line, without the URL's password."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -73,7 +64,7 @@ def session(repo_id: int) -> Callable[[psycopg.Connection[Any]], None]:
     first on the search path, HNSW's search width."""
     def setup(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET search_path TO {schema_name(repo_id)}, public")
-        conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
+        conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
     return setup
 
 
@@ -452,6 +443,13 @@ class PostgresStore:
     def has_vectors(self) -> bool:
         return bool(self.scalar("SELECT 1 FROM vectors LIMIT 1"))
 
+    def vector_state(self) -> tuple[str, str, int] | None:
+        row = self.one(VECTOR_STATE)  # (no dimension: no model's vectors yet)
+        return (str(row[1] or ""), str(row[2] or ""), int(row[3] or 0)) if row and row[0] else None
+
+    def vector_model(self) -> str:
+        return str(self.scalar(VECTOR_MODEL, default=""))
+
     def _binary_rows(self, sql: str, params: q.Params) -> list[q.Row]:
         try:
             with self.conn.cursor(binary=True) as cur:
@@ -464,32 +462,24 @@ class PostgresStore:
         wanted = list(dict.fromkeys(hashes))
         if not wanted:
             return {}
-        return {str(h): np.frombuffer(_vector_from_binary(bytes(b)), dtype=np.float32) for h, b in self._binary_rows(
+        return {str(h): np.frombuffer(vector_from_binary(bytes(b)), dtype=np.float32) for h, b in self._binary_rows(
             "SELECT hash, embedding FROM vectors WHERE hash = ANY(?)", (wanted,))}
 
     def vectors_after(self, after: int) -> list[tuple[int, bytes]]:
-        return [(int(i), _vector_from_binary(bytes(b))) for i, b in self._binary_rows(
+        return [(int(i), vector_from_binary(bytes(b))) for i, b in self._binary_rows(
             "SELECT id, embedding FROM vectors WHERE id > ? ORDER BY id", (int(after),))]
 
     def vector_blobs(self, ids: Sequence[int]) -> dict[int, bytes]:
         if not ids:
             return {}
-        return {int(i): _vector_from_binary(bytes(b)) for i, b in self._binary_rows(
+        return {int(i): vector_from_binary(bytes(b)) for i, b in self._binary_rows(
             "SELECT id, embedding FROM vectors WHERE id = ANY(?)", ([int(i) for i in ids],))}
 
     def knn_rows(self, vec: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """(hash, cosine distance) of the k vectors nearest `vec` (HNSW)."""
-        if k <= 0 or not self.vec_ready():
-            return []
-        literal = vector_literal(vec)
-        query = "SELECT hash, embedding <=> ?::vector AS d FROM vectors ORDER BY embedding <=> ?::vector LIMIT ?"
-        if k <= _EF_SEARCH:  # the connection's search width
-            rows = self.rows(query, (literal, literal, k))
-        else:
-            with self.conn.transaction():  # a wider search for this query alone
-                self._run("SELECT set_config('hnsw.ef_search', ?, true)", (str(min(k, 1000)),))
-                rows = self.rows(query, (literal, literal, k))
-        return [(str(h), float(d)) for h, d in rows]
+        return [(str(h), float(d)) for h, d in vectors.nearest(self, vec, k, "SELECT hash, d FROM nn ORDER BY d")]
+
+    def knn_chunk_rows(self, vec: np.ndarray, k: int) -> list[q.Row]:
+        return vectors.nearest(self, vec, k, KNN_CHUNKS)  # (the chunks in the same round trip)
 
     def chunk_state(self) -> tuple[int, int]:
         """(about how many chunks, largest chunk id): the planner's count (an exact count reads
