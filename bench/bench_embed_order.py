@@ -58,6 +58,7 @@ class Score:
     recall: float
     files: float  # evidence files in the top 5 files, mean over questions with evidence files
     questions: int
+    with_files: int  # questions whose evidence names a file of the index
     seconds: float
 
 
@@ -173,7 +174,7 @@ def score(repo: Path, index: Path, cases: Sequence[dict[str, Any]], max_tokens: 
             files.append(len(gold & top) / len(gold))
         recalls.append(recall(evidence, service.context(question, max_tokens=max_tokens).render()))
     service.close()
-    return Score(sum(recalls) / max(len(recalls), 1), sum(files) / max(len(files), 1), len(recalls),
+    return Score(sum(recalls) / max(len(recalls), 1), sum(files) / max(len(files), 1), len(recalls), len(files),
                  time.perf_counter() - started)
 
 
@@ -231,7 +232,7 @@ def main() -> None:
         plain_db.close()
     base = score(args.repo, keywords, cases, args.max_tokens)
     print(f"keywords only (no vectors, no model): recall {base.recall:.3f}  files {base.files:.3f}  "
-          f"(n={base.questions}, {base.seconds:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
+          f"(n={base.questions}, {base.with_files} with evidence files, {base.seconds:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
 
     table: dict[str, dict[float, Score]] = {name: {} for name in names}
     shared: dict[float, Score] = {}
