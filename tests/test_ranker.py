@@ -16,6 +16,7 @@ from coderag_tui.config import Settings
 from coderag_tui.errors import ConfigError
 from coderag_tui.retrieval import rank_features, ranker, unit_features
 from coderag_tui.service import CodeRag
+from tests.helpers.ranker_repo import REPO, REPORT
 
 
 def _leaf(value: float) -> dict[str, Any]:
@@ -80,54 +81,6 @@ def test_a_model_file_of_another_format_or_features_is_a_config_error(tmp_path: 
         ranker.load_model(str(tmp_path / "missing.json"))
     with pytest.raises(ConfigError, match="learned or fusion"):
         ranker.check_ranker("lerned")
-
-
-REPO: dict[str, str | bytes] = {
-    # the report names `Plotter.draw`; the bug is in `_layout.compute_span`, which draw calls
-    # through `arrange`: no word of the report is in that file
-    "pkg/plot.py": '''from pkg.arrange import arrange
-
-
-class Plotter:
-    """Draw a figure of series with a legend and labels on both axes."""
-
-    def draw(self, series, legend=True):
-        """Draw the series, with their legend and labels."""
-        boxes = arrange(series)
-        return [self.label(b) for b in boxes] if legend else boxes
-
-    def label(self, box):
-        return f"label {box}"
-''',
-    "pkg/arrange.py": '''from pkg._layout import compute_span
-
-
-def arrange(series):
-    return [compute_span(s) for s in series]
-''',
-    "pkg/_layout.py": '''def compute_span(item):
-    lo, hi = min(item), max(item)
-    return hi - lo
-
-
-def unrelated(x):
-    return x
-''',
-    **{f"pkg/legend_{i}.py": f'''def legend_{i}(series, legend, labels):
-    """Draw a legend for the series with labels, like draw does for a figure of series."""
-    return [legend, labels, series]
-''' for i in range(6)},
-}
-REPORT = '''Plotter.draw gives the wrong width for a figure of series with a legend
-When I draw a figure with two series and the legend on, the labels are too far apart:
-
-```python
-p = Plotter()
-p.draw([[1, 5], [2, 3]], legend=True)
-```
-
-I expected the labels to follow the series, but each label is as wide as the figure.
-'''
 
 
 def test_the_graph_brings_in_files_the_named_code_calls(

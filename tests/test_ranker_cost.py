@@ -19,7 +19,7 @@ from coderag_tui.retrieval.search import Searcher
 from coderag_tui.service import CodeRag
 from coderag_tui.store import rank_reads
 from coderag_tui.store.backend import open_store
-from tests.test_ranker import REPO, REPORT
+from tests.helpers.ranker_repo import REPO, REPORT
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
