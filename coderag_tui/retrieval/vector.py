@@ -8,24 +8,48 @@ returned at the vector's rank. Filters are applied after the KNN (over-fetching)
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from coderag_tui.models import SearchFilters
+from coderag_tui.retrieval import lexical
 from coderag_tui.retrieval.common import ChunkMatch, match_from_row
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.store import embed_docs, ranked
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.embeddings import embedded_counts
 from coderag_tui.store.filters import chunks_passing, has_filters
 
 MAX_K = 4096  # sqlite-vec's limit on k
+# the embedded share of each store, by the chunk and vector state it was counted at
+_SHARE: weakref.WeakKeyDictionary[StoreBackend, tuple[tuple[object, ...], float]] = weakref.WeakKeyDictionary()
+_SHARE_LOCK = threading.Lock()
 
 
 def has_vectors(db: StoreBackend) -> bool:
     """Whether the index holds any vector."""
     return db.has_vectors()
+
+
+def embedded_share(db: StoreBackend) -> float:
+    """The share of the index's chunk hashes that have a vector (1.0 when every one has, or
+    the index has no chunks): while an index is being embedded, the KNN ranks only that share
+    of the chunks. Counted again only when the chunk or vector state changes (the chunk state
+    is the one a search has already read; the vector state is one read)."""
+    key = (lexical.chunk_state(db), db.vector_state())
+    with _SHARE_LOCK:
+        cached = _SHARE.get(db)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    vectors, hashes = embedded_counts(db)
+    share = 1.0 if hashes <= 0 or vectors >= hashes else vectors / hashes
+    with _SHARE_LOCK:
+        _SHARE[db] = (key, share)
+    return share
 
 
 def vectors_by_id(db: StoreBackend, ids: Sequence[int], matrix: VectorMatrix | None = None) -> np.ndarray:
