@@ -75,6 +75,11 @@ def one_state() -> Iterator[None]:
             _STATE.reset(token)
 
 
+def chunk_state(db: StoreBackend) -> tuple[int, int]:
+    """The index's chunk state (`StoreBackend.chunk_state`), read once per store within `one_state()`."""
+    return _chunk_state(db)
+
+
 def _chunk_state(db: StoreBackend) -> tuple[int, int]:
     memo = _STATE.get()
     if memo is None:

@@ -105,6 +105,7 @@ class Ranked:
     vectors_used: bool = False
     chunks: list[ChunkMatch] = field(default_factory=list)  # BM25's chunk matches, best first (unrefined)
     vector_top: float = 0.0  # the nearest chunk's cosine similarity
+    spread: dict[str, float] = field(default_factory=dict)  # list -> its ranks' stretch in the fusion
 
     def only_weak_vectors(self) -> bool:
         """Nothing but vector hits, none of them near: the query matches nothing (the nearest
@@ -225,7 +226,7 @@ class Searcher:
             ranked.lists["filed"] = filerank.units_by_file(ranked.lists["bm25"], chunk_units, [
                 (chunk_units[m.unit_id].path, m.score) for m in ranked.chunks if m.unit_id in chunk_units])
             ranked.weights["filed"] = self.settings.weight_bm25 * filerank.UNIT_SHARE
-        fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS)
+        fused = rrf(ranked.lists, ranked.weights, k=self.settings.rrf_k, labels=LABELS, spread=ranked.spread)
         top = [f.key for f in fused[:depth]]
         known.update(read.get_units(self.db, [key for key in top if key not in known]))
         units = {key: known[key] for key in top if key in known}
@@ -291,6 +292,13 @@ class Searcher:
             matches = branch.result() if branch is not None else None
             out.vectors_used = matches is not None and bool(matches)
             out.vector_top = max((m.score for m in matches or []), default=0.0)
+            if matches:
+                # a partly embedded index: the KNN ranked only the embedded share of the chunks,
+                # so its i-th hit is fused as about the (i / share)-th of them all, not as a
+                # strong match that crowds out the keywords' (a full index: share 1, no stretch)
+                share = vector.embedded_share(self.db)
+                if share < 1.0:
+                    out.spread["vector"] = 1.0 / share
             order, best = unit_ranking(matches or [])
             out.lists["vector"] = order[:n]
             for uid, m in best.items():
@@ -364,7 +372,7 @@ class Searcher:
             weights["files"] = self.settings.weight_bm25 * filerank.SHARE
         if "vector" in weights:
             weights["vector"] *= FILE_VECTOR_SHARE
-        fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS),
+        fused = demote_tests(rrf(file_lists, weights, k=self.settings.rrf_k, labels=LABELS, spread=ranked.spread),
                              lambda path: path, query)
         fused = demote_prose(fused, lambda path: prose.is_prose_unit(path, top_unit[path].language), query)
         return ranked, units, fused, top_unit

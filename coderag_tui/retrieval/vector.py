@@ -8,24 +8,55 @@ returned at the vector's rank. Filters are applied after the KNN (over-fetching)
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from coderag_tui.models import SearchFilters
+from coderag_tui.retrieval import lexical
 from coderag_tui.retrieval.common import ChunkMatch, match_from_row
 from coderag_tui.retrieval.matrix import VectorMatrix
 from coderag_tui.store import embed_docs, ranked
 from coderag_tui.store.backend import StoreBackend
+from coderag_tui.store.embeddings import embedded_counts, vector_count
 from coderag_tui.store.filters import chunks_passing, has_filters
 
 MAX_K = 4096  # sqlite-vec's limit on k
+# each store's (chunk state, distinct chunk hashes, embedded share), as last counted
+_SHARE: weakref.WeakKeyDictionary[StoreBackend, tuple[tuple[int, int], int, float]] = weakref.WeakKeyDictionary()
+_SHARE_LOCK = threading.Lock()
 
 
 def has_vectors(db: StoreBackend) -> bool:
     """Whether the index holds any vector."""
     return db.has_vectors()
+
+
+def embedded_share(db: StoreBackend) -> float:
+    """The share of the index's chunk hashes that have a vector (1.0 when every one has, or
+    the index has no chunks): while an index is being embedded, the KNN ranks only that share
+    of the chunks.
+
+    Keyed by the chunk state a search has already read: a full index reads nothing more (its
+    vectors only go with their chunks; a new model's vectors start over, and until the chunks
+    change are fused as a full index's were); a partly embedded one counts its vectors again
+    at each search (one read), as the embedder adds them."""
+    state = lexical.chunk_state(db)
+    with _SHARE_LOCK:
+        cached = _SHARE.get(db)
+    if cached is not None and cached[0] == state:
+        if cached[2] >= 1.0:
+            return 1.0
+        vectors, hashes = vector_count(db), cached[1]
+    else:
+        vectors, hashes = embedded_counts(db)
+    share = 1.0 if hashes <= 0 or vectors >= hashes else vectors / hashes
+    with _SHARE_LOCK:
+        _SHARE[db] = (state, hashes, share)
+    return share
 
 
 def vectors_by_id(db: StoreBackend, ids: Sequence[int], matrix: VectorMatrix | None = None) -> np.ndarray:

@@ -117,3 +117,11 @@ def max_vector_id(db: StoreBackend) -> int:
 
 def vector_count(db: StoreBackend) -> int:
     return int(db.scalar("SELECT count(*) FROM vectors", default=0))
+
+
+def embedded_counts(db: StoreBackend) -> tuple[int, int]:
+    """(vectors, distinct chunk hashes), in one read: how much of the index is embedded, to
+    first order (a vector not yet collected after its chunk changed counts too, so the share
+    errs high, never low: a fully embedded index always reads as fully embedded)."""
+    row = db.one("SELECT (SELECT count(*) FROM vectors), (SELECT count(DISTINCT hash) FROM chunks)")
+    return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
