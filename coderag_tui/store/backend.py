@@ -190,6 +190,11 @@ class StoreBackend(Sql, Protocol):
         creates them again at its end)."""
         ...
 
+    def bulk_mode(self, on: bool) -> None:
+        """Enter (`on`) or leave the way of working of a bulk build: from the drop of its indexes
+        to their creation again (on this connection; a new one starts outside it)."""
+        ...
+
     def refresh_statistics(self, full: bool = False) -> None:
         """After a build (`full`: a large one): whatever the backend's searches need counted again."""
         ...

@@ -112,6 +112,9 @@ class SqliteStore(Database):
             "SELECT name, tbl_name, sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL "
             "AND tbl_name IN ({marks}) ORDER BY name", list(tables))]
 
+    def bulk_mode(self, on: bool) -> None:
+        """(Nothing differs for SQLite.)"""
+
     def chunk_state(self) -> tuple[int, int]:
         """(number of chunks, largest chunk id): a change of either means new term counts."""
         # two statements: together the aggregates scan the whole table (~20 ms at 200k chunks),

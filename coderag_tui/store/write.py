@@ -60,6 +60,7 @@ def defer_indexes(db: StoreBackend) -> None:
     db.set_meta(_DEFERRED_META, json.dumps(pending + [list(row) for row in found]))
     for name, _table, _sql in found:
         db.execute(f'DROP INDEX "{name}"')
+    db.bulk_mode(True)
 
 
 def restore_indexes(db: StoreBackend, skip: Collection[str] = ()) -> None:
@@ -68,6 +69,7 @@ def restore_indexes(db: StoreBackend, skip: Collection[str] = ()) -> None:
     stored = db.get_meta(_DEFERRED_META)
     if not stored:
         return
+    db.bulk_mode(True)  # (also for a killed build's indexes, made by the next run)
     left = []
     for name, table, sql in json.loads(stored):
         if db.has_table(name):
@@ -80,6 +82,7 @@ def restore_indexes(db: StoreBackend, skip: Collection[str] = ()) -> None:
         db.set_meta(_DEFERRED_META, json.dumps(left))
     else:
         db.execute("DELETE FROM meta WHERE key=?", (_DEFERRED_META,))
+        db.bulk_mode(False)
 
 
 def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
