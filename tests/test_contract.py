@@ -24,6 +24,7 @@ from coderag_tui.cli import main
 from tests.helpers.files import git_init, write_tree
 from tests.helpers.loopback import Handler, Loopback, openai_sse
 from tests.helpers.pg import fresh_database
+from tests.helpers.watch import ctrl_c_stops_it
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOP = {
@@ -231,7 +232,8 @@ def test_watch_keeps_the_index_current(repo: dict[str, Any]) -> None:
     `watch --server` follows it and prints its update as it happens."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "coderag_tui", "watch", *repo["args"]], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=ctrl_c_stops_it)
     lines: list[str] = []
     watching = threading.Event()
 

@@ -22,7 +22,7 @@ from coderag_tui.config import EmbedSettings, Settings, WatchSettings
 from coderag_tui.indexing.watcher import Watcher
 from coderag_tui.service import CodeRag
 from coderag_tui.sources.discovery import IgnoreMatcher, walk
-from tests.helpers.watch import DEBOUNCE_MS, WAIT_S, Recorder, _settings, wait_for
+from tests.helpers.watch import DEBOUNCE_MS, WAIT_S, Recorder, _settings, ctrl_c_stops_it, wait_for
 
 
 def defined(service: CodeRag, name: str) -> list[str]:
@@ -400,7 +400,7 @@ def test_watch_command_prints_a_line_per_batch_and_stops_on_ctrl_c(make_repo, tm
     proc = subprocess.Popen(
         [sys.executable, "-m", "coderag_tui", "watch", str(root), "--db", str(tmp_path / "cli.db"),
          "--config", str(cfg)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=ctrl_c_stops_it,
     )
     lines: queue.Queue[str] = queue.Queue()
 

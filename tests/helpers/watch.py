@@ -42,3 +42,11 @@ class Recorder:
     def clear(self) -> None:
         with self._lock:
             self.events.clear()
+
+
+def ctrl_c_stops_it() -> None:
+    """`preexec_fn` for a `coderag watch` child the test stops with SIGINT (Ctrl+C): a child of
+    a shell's background job inherits SIGINT ignored, and Python then raises no KeyboardInterrupt."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
