@@ -279,6 +279,9 @@ def train(args: argparse.Namespace) -> int:
     features = unit_features.UNIT_FEATURES if level == "units" else rank_features.FILE_FEATURES
     if tuple(data["features"]) != features:
         raise SystemExit("the features file was extracted with other features: extract again")
+    for name in filter(None, (args.drop or "").split(",")):
+        for e in examples:  # a constant column: no tree splits on it (the ablation of a feature)
+            e.x[:, features.index(name)] = 0.0
     fit_sets = set(args.fit.split(","))
     fitted = [e for e in examples if e.set in fit_sets]
     rounds = args.rounds
@@ -351,6 +354,8 @@ def main() -> int:
     t.add_argument("--leaves", type=int)
     t.add_argument("--min-data", type=int)
     t.add_argument("--lr", type=float)
+    t.add_argument("--drop", help="features (comma-separated) set to 0 before fitting: what the model "
+                   "scores without them, on the same extraction")
     t.add_argument("--model", help="write the model fitted on --fit here")
     t.add_argument("--loro-dir", help="write each leave-one-repository-out model here as <project>.json")
     args = p.parse_args()

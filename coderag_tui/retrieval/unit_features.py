@@ -26,6 +26,9 @@ from coderag_tui.retrieval.rank_features import QUERY_FEATURES, QueryFacts
 from coderag_tui.store import rank_reads
 from coderag_tui.store.backend import StoreBackend
 
+# how a unit's own text meets the report beside its file's other units (what orders the units of
+# a file the file ranking already found)
+TEXT_FEATURES = ("idf_density", "file_share", "rank_in_file", "name_idf", "owner_mentioned", "trigrams")
 UNIT_LISTS = ("bm25", "symbol", "fuzzy", "name", "trace", "summary", "vector", "filed")
 UNIT_FEATURES = (
     *QUERY_FEATURES,
@@ -35,6 +38,7 @@ UNIT_FEATURES = (
     "name_mentioned", "qual_mentioned", "name_words", "name_frac", "name_title", "name_frame",
     "text_terms", "text_idf", "text_idf_rel", "title_terms", "code_names", "quoted", "errors",
     "g1", "g2", "has_text",
+    *TEXT_FEATURES,
 )
 TOP_FILES = 3  # every function and method of the best files joins the candidates
 MAX_FUSED = 60
@@ -55,6 +59,7 @@ class ReportText:
     quoted: tuple[str, ...]  # quoted strings (error messages, arguments), lower case
     errors: frozenset[str]  # error types it names
     terms: dict[str, float]  # search word -> idf
+    trigrams: frozenset[tuple[str, str, str]] = frozenset()  # runs of three words, lower case
 
 
 def report_text(db: StoreBackend, query: str, sig: report.ReportSignals) -> ReportText:
@@ -68,7 +73,13 @@ def report_text(db: StoreBackend, query: str, sig: report.ReportSignals) -> Repo
     df, total = lexical.doc_freqs(db, words)
     terms = {w: math.log((1 + total) / (1 + df[w])) for w in words if w in df}
     return ReportText(names, quals, frozenset(f.function for f in sig.frames if f.function), code_names,
-                      quoted, frozenset(sig.errors), terms)
+                      quoted, frozenset(sig.errors), terms, word_trigrams(sig.text.lower()))
+
+
+def word_trigrams(low: str) -> frozenset[tuple[str, str, str]]:
+    """Runs of three words (quoted code, an error message's text, a docstring's phrase)."""
+    seq = _WORDS.findall(low)
+    return frozenset(zip(seq, seq[1:], seq[2:]))
 
 
 def _lines_of(chunks: Sequence[tuple[object, ...]]) -> dict[str, dict[int, str]]:
@@ -111,6 +122,7 @@ def unit_candidates(
     hop1, hop2 = graph
     rows = np.zeros((len(candidates), len(UNIT_FEATURES)), dtype=np.float32)
     idf_rows: list[float] = []
+    extra = np.zeros((len(candidates), len(TEXT_FEATURES)), dtype=np.float32)
     title = facts.title_words
     quoted = rt.quoted
     term_at = {t: i for i, t in enumerate(rt.terms)}
@@ -142,16 +154,52 @@ def unit_candidates(
             present = sorted(words.intersection(rt.terms), key=term_at.__getitem__)  # in the report's order
             idf = sum(rt.terms[t] for t in present)
             idf_rows.append(idf)
+            extra[i] = unit_text_row(rt, u, idf, low)
             row += [float(len(present)), idf, 0.0, float(len(title & words)),
                     float(len(rt.code_names & raw)), float(sum(1 for q in quoted if q in low)),
                     float(len(rt.errors & raw))]
         else:
             idf_rows.append(0.0)
+            extra[i] = unit_text_row(rt, u, 0.0, None)
             row += [0.0] * 7
         row += [hop1.get(u.id, 0.0), hop2.get(u.id, 0.0), float(lines is not None and kind != "file")]
-        rows[i] = row
+        rows[i] = [*row, *extra[i]]
     if len(candidates):
+        within_file(candidates, rows, text_of)
         col = UNIT_FEATURES.index("text_idf_rel")
         top = max(idf_rows) or 1.0
         rows[:, col] = np.asarray(idf_rows, dtype=np.float32) / top
     return candidates, rows
+
+
+def unit_text_row(rt: ReportText, u: UnitRef, idf: float, low: str | None) -> list[float]:
+    """TEXT_FEATURES of one unit, but for the two that compare it with its file's other units
+    (within_file): its report words' idf per line, its name's words' idf, whether the report
+    names its class, and how many of the report's runs of three words its text holds."""
+    parts = {w.lower() for w in split_identifier(u.name)} or {u.name.lower()}
+    qual = (u.qualname or u.name).replace("::", ".").split(".")
+    owner = float(len(qual) > 1 and qual[-2] in rt.names)
+    name_idf = sum(rt.terms.get(p, 0.0) for p in parts)
+    if low is None:
+        return [0.0, 0.0, 0.0, name_idf, owner, 0.0]
+    lines = max(u.end_line - u.start_line + 1, 1)
+    seq = _WORDS.findall(low)
+    shared = len(rt.trigrams.intersection(zip(seq, seq[1:], seq[2:]))) if rt.trigrams else 0
+    return [idf / math.log2(2 + lines), 0.0, 0.0, name_idf, owner, float(shared)]
+
+
+def within_file(candidates: Sequence[UnitRef], rows: np.ndarray, text_of: Mapping[str, object]) -> None:
+    """Fill file_share (the unit's part of the report words' idf summed over its file's candidate
+    units) and rank_in_file (log2(1 + its place among them by that idf); 0 without text)."""
+    idf = rows[:, UNIT_FEATURES.index("text_idf")]
+    share = UNIT_FEATURES.index("file_share")
+    rank = UNIT_FEATURES.index("rank_in_file")
+    by_file: dict[str, list[int]] = {}
+    for i, u in enumerate(candidates):
+        if u.path in text_of and u.kind != "file":
+            by_file.setdefault(u.path, []).append(i)
+    for members in by_file.values():
+        total = float(sum(idf[i] for i in members)) or 1.0
+        for place, i in enumerate(sorted(members, key=lambda j: -idf[j]), 1):
+            rows[i, share] = idf[i] / total
+            rows[i, rank] = math.log2(1 + place)
