@@ -170,6 +170,13 @@ def check_discount(order, discount):
 def check_customer(customer):
     return customer is not None
 ''',
+    "shop/order.py": '''class Order:
+    def __init__(self, total):
+        self.total = total
+
+    def __repr__(self):
+        return f"Order({self.total})"
+''',
     **REPO,  # other files, so that the report's words are rarer than the index's
 }
 CHECKS_REPORT = '''Saving an order with a discount fails for a customer in another currency
@@ -180,7 +187,8 @@ the order fails with
 ValueError: discount exceeds the order limit
 ```
 
-although the amount after the discount is below the limit in the customer's currency.
+although the amount after the discount is below the limit in the customer's currency. The
+representation of the order shows the total before the discount.
 '''
 
 
@@ -203,6 +211,9 @@ def test_a_units_text_is_compared_with_the_report_and_its_files_other_units(
     assert shares == pytest.approx(1.0, abs=1e-5)
     assert row["check_discount"][col("name_idf")] > 0  # "discount" is a word of the report
     assert row["check_discount"][col("idf_density")] > 0
+    # a special method whose topic the report speaks of, in a class whose name's words it uses
+    assert row["__repr__"][col("dunder_topic")] == 1.0 and row["__init__"][col("dunder_topic")] == 0.0
+    assert row["__repr__"][col("owner_words")] == 1.0 and row["check_discount"][col("owner_words")] == 0.0
     trigrams = col("trigrams")
     model = write_model(tmp_path / "model.json", trees_json(rank_features.FILE_FEATURES, [_leaf(0.0)]),
                         trees_json(names, [_split(trigrams, 2.5, _leaf(0.0), _leaf(5.0))]))

@@ -28,7 +28,32 @@ from coderag_tui.store.backend import StoreBackend
 
 # how a unit's own text meets the report beside its file's other units (what orders the units of
 # a file the file ranking already found)
-TEXT_FEATURES = ("idf_density", "file_share", "rank_in_file", "name_idf", "owner_mentioned", "trigrams")
+TEXT_FEATURES = ("idf_density", "file_share", "rank_in_file", "name_idf", "owner_mentioned", "trigrams",
+                 "owner_words", "dunder_topic")
+# what a report says when the bug is in a special method (`__repr__`: "the representation")
+_DUNDER_TOPICS: dict[str, frozenset[str]] = {
+    name: frozenset(words.split()) for names, words in (
+        ("__repr__ __str__ __format__ _repr_html_ _repr_latex_",
+         "repr representation display displayed displays print printed printing str string"),
+        ("__init__ __new__ __post_init__ __init_subclass__",
+         "init initialize initialise initialization constructor construct instantiate instantiating"),
+        ("__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __cmp__",
+         "equal equality compare compared comparing comparison sort sorting sorted ordering"),
+        ("__hash__", "hash hashable unhashable hashing"),
+        ("__len__ __length_hint__", "len length"),
+        ("__getitem__ __setitem__ __delitem__ __class_getitem__", "indexing subscript subscripting slice slicing"),
+        ("__iter__ __next__ __aiter__ __anext__ __reversed__", "iterate iterating iteration iterator iterable"),
+        ("__call__", "call callable calling"),
+        ("__contains__", "contains membership"),
+        ("__bool__ __nonzero__", "bool truth truthiness truthy falsy"),
+        ("__copy__ __deepcopy__", "copy deepcopy copying copied"),
+        ("__reduce__ __reduce_ex__ __getstate__ __setstate__ __getnewargs__", "pickle pickling unpickle unpickling pickled"),
+        ("__enter__ __exit__ __aenter__ __aexit__", "context manager"),
+        ("__getattr__ __getattribute__ __setattr__ __delattr__ __dir__", "attribute attributes getattr setattr"),
+        ("__add__ __radd__ __iadd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __and__ __rand__ "
+         "__or__ __ror__ __xor__ __matmul__ __neg__ __pow__ __mod__", "operator operators operand arithmetic"),
+    ) for name in names.split()
+}
 UNIT_LISTS = ("bm25", "symbol", "fuzzy", "name", "trace", "summary", "vector", "filed")
 UNIT_FEATURES = (
     *QUERY_FEATURES,
@@ -40,7 +65,7 @@ UNIT_FEATURES = (
     "g1", "g2", "has_text",
     *TEXT_FEATURES,
 )
-TOP_FILES = 3  # every function and method of the best files joins the candidates
+TOP_FILES = 5  # every function and method of the best files joins the candidates
 MAX_FUSED = 60
 _QUOTED = re.compile(r"""(?<![\w'"])(['"])([^'"\n]{6,120})\1""")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -154,13 +179,13 @@ def unit_candidates(
             present = sorted(words.intersection(rt.terms), key=term_at.__getitem__)  # in the report's order
             idf = sum(rt.terms[t] for t in present)
             idf_rows.append(idf)
-            extra[i] = unit_text_row(rt, u, idf, low)
+            extra[i] = unit_text_row(rt, u, idf, low, facts.words)
             row += [float(len(present)), idf, 0.0, float(len(title & words)),
                     float(len(rt.code_names & raw)), float(sum(1 for q in quoted if q in low)),
                     float(len(rt.errors & raw))]
         else:
             idf_rows.append(0.0)
-            extra[i] = unit_text_row(rt, u, 0.0, None)
+            extra[i] = unit_text_row(rt, u, 0.0, None, facts.words)
             row += [0.0] * 7
         row += [hop1.get(u.id, 0.0), hop2.get(u.id, 0.0), float(lines is not None and kind != "file")]
         rows[i] = [*row, *extra[i]]
@@ -172,20 +197,25 @@ def unit_candidates(
     return candidates, rows
 
 
-def unit_text_row(rt: ReportText, u: UnitRef, idf: float, low: str | None) -> list[float]:
+def unit_text_row(rt: ReportText, u: UnitRef, idf: float, low: str | None, words: frozenset[str]) -> list[float]:
     """TEXT_FEATURES of one unit, but for the two that compare it with its file's other units
     (within_file): its report words' idf per line, its name's words' idf, whether the report
-    names its class, and how many of the report's runs of three words its text holds."""
+    names its class, how many of the report's runs of three words its text holds, the share of
+    its class's name's words the report uses, and whether it is a special method whose topic the
+    report speaks of."""
     parts = {w.lower() for w in split_identifier(u.name)} or {u.name.lower()}
     qual = (u.qualname or u.name).replace("::", ".").split(".")
     owner = float(len(qual) > 1 and qual[-2] in rt.names)
+    owner_parts = {w.lower() for w in split_identifier(qual[-2])} - lexical.STOP_WORDS if len(qual) > 1 else set()
+    owner_words = len(owner_parts & words) / len(owner_parts) if owner_parts else 0.0
+    topic = float(bool(_DUNDER_TOPICS.get(u.name, frozenset()) & words))
     name_idf = sum(rt.terms.get(p, 0.0) for p in parts)
     if low is None:
-        return [0.0, 0.0, 0.0, name_idf, owner, 0.0]
+        return [0.0, 0.0, 0.0, name_idf, owner, 0.0, owner_words, topic]
     lines = max(u.end_line - u.start_line + 1, 1)
     seq = _WORDS.findall(low)
     shared = len(rt.trigrams.intersection(zip(seq, seq[1:], seq[2:]))) if rt.trigrams else 0
-    return [idf / math.log2(2 + lines), 0.0, 0.0, name_idf, owner, float(shared)]
+    return [idf / math.log2(2 + lines), 0.0, 0.0, name_idf, owner, float(shared), owner_words, topic]
 
 
 def within_file(candidates: Sequence[UnitRef], rows: np.ndarray, text_of: Mapping[str, object]) -> None:
