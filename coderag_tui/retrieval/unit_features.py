@@ -104,7 +104,7 @@ def report_text(db: StoreBackend, query: str, sig: report.ReportSignals) -> Repo
 def word_trigrams(low: str) -> frozenset[tuple[str, str, str]]:
     """Runs of three words (quoted code, an error message's text, a docstring's phrase)."""
     seq = _WORDS.findall(low)
-    return frozenset(zip(seq, seq[1:], seq[2:]))
+    return frozenset(zip(seq, seq[1:], seq[2:], strict=False))
 
 
 def _lines_of(chunks: Sequence[tuple[object, ...]]) -> dict[str, dict[int, str]]:
@@ -214,7 +214,7 @@ def unit_text_row(rt: ReportText, u: UnitRef, idf: float, low: str | None, words
         return [0.0, 0.0, 0.0, name_idf, owner, 0.0, owner_words, topic]
     lines = max(u.end_line - u.start_line + 1, 1)
     seq = _WORDS.findall(low)
-    shared = len(rt.trigrams.intersection(zip(seq, seq[1:], seq[2:]))) if rt.trigrams else 0
+    shared = len(rt.trigrams.intersection(zip(seq, seq[1:], seq[2:], strict=False))) if rt.trigrams else 0
     return [idf / math.log2(2 + lines), 0.0, 0.0, name_idf, owner, float(shared), owner_words, topic]
 
 
