@@ -65,7 +65,7 @@ UNIT_FEATURES = (
     "g1", "g2", "has_text",
     *TEXT_FEATURES,
 )
-TOP_FILES = 5  # every function and method of the best files joins the candidates
+TOP_FILES = 3  # every function and method of the best files joins the candidates
 MAX_FUSED = 60
 _QUOTED = re.compile(r"""(?<![\w'"])(['"])([^'"\n]{6,120})\1""")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -147,7 +147,7 @@ def unit_candidates(
     hop1, hop2 = graph
     rows = np.zeros((len(candidates), len(UNIT_FEATURES)), dtype=np.float32)
     idf_rows: list[float] = []
-    extra = np.zeros((len(candidates), len(TEXT_FEATURES)), dtype=np.float32)
+    owners: dict[str, float] = {}
     title = facts.title_words
     quoted = rt.quoted
     term_at = {t: i for i, t in enumerate(rt.terms)}
@@ -173,22 +173,24 @@ def unit_candidates(
         if lines is not None and kind != "file":
             text = "\n".join(lines.get(n, "") for n in range(u.start_line, u.end_line + 1))
             low = text.lower()
-            raw = set(_WORDS.findall(text))
-            words = {w.lower() for w in raw}
+            found = _WORDS.findall(text)
+            raw = set(found)
+            seq = " ".join(found).lower().split()  # the words in order, lower case (for the runs of three)
+            words = set(seq)
             words |= {p for w in words if "_" in w for p in w.split("_") if p}  # ASCII: lower already
             present = sorted(words.intersection(rt.terms), key=term_at.__getitem__)  # in the report's order
             idf = sum(rt.terms[t] for t in present)
             idf_rows.append(idf)
-            extra[i] = unit_text_row(rt, u, idf, low, facts.words)
+            extra = unit_text_row(rt, u, parts, idf, seq, facts.words, owners)
             row += [float(len(present)), idf, 0.0, float(len(title & words)),
                     float(len(rt.code_names & raw)), float(sum(1 for q in quoted if q in low)),
                     float(len(rt.errors & raw))]
         else:
             idf_rows.append(0.0)
-            extra[i] = unit_text_row(rt, u, 0.0, None, facts.words)
+            extra = unit_text_row(rt, u, parts, 0.0, None, facts.words, owners)
             row += [0.0] * 7
         row += [hop1.get(u.id, 0.0), hop2.get(u.id, 0.0), float(lines is not None and kind != "file")]
-        rows[i] = [*row, *extra[i]]
+        rows[i] = row + extra
     if len(candidates):
         within_file(candidates, rows, text_of)
         col = UNIT_FEATURES.index("text_idf_rel")
@@ -197,23 +199,26 @@ def unit_candidates(
     return candidates, rows
 
 
-def unit_text_row(rt: ReportText, u: UnitRef, idf: float, low: str | None, words: frozenset[str]) -> list[float]:
+def unit_text_row(rt: ReportText, u: UnitRef, parts: set[str], idf: float, seq: Sequence[str] | None,
+                  words: frozenset[str], owners: dict[str, float]) -> list[float]:
     """TEXT_FEATURES of one unit, but for the two that compare it with its file's other units
     (within_file): its report words' idf per line, its name's words' idf, whether the report
     names its class, how many of the report's runs of three words its text holds, the share of
     its class's name's words the report uses, and whether it is a special method whose topic the
     report speaks of."""
-    parts = {w.lower() for w in split_identifier(u.name)} or {u.name.lower()}
     qual = (u.qualname or u.name).replace("::", ".").split(".")
     owner = float(len(qual) > 1 and qual[-2] in rt.names)
-    owner_parts = {w.lower() for w in split_identifier(qual[-2])} - lexical.STOP_WORDS if len(qual) > 1 else set()
-    owner_words = len(owner_parts & words) / len(owner_parts) if owner_parts else 0.0
+    owner_words = 0.0
+    if len(qual) > 1:
+        owner_words = owners.get(qual[-2], -1.0)
+        if owner_words < 0:  # once per class and report
+            owner_parts = {w.lower() for w in split_identifier(qual[-2])} - lexical.STOP_WORDS
+            owner_words = owners[qual[-2]] = len(owner_parts & words) / len(owner_parts) if owner_parts else 0.0
     topic = float(bool(_DUNDER_TOPICS.get(u.name, frozenset()) & words))
     name_idf = sum(rt.terms.get(p, 0.0) for p in parts)
-    if low is None:
+    if seq is None:
         return [0.0, 0.0, 0.0, name_idf, owner, 0.0, owner_words, topic]
     lines = max(u.end_line - u.start_line + 1, 1)
-    seq = _WORDS.findall(low)
     shared = len(rt.trigrams.intersection(zip(seq, seq[1:], seq[2:], strict=False))) if rt.trigrams else 0
     return [idf / math.log2(2 + lines), 0.0, 0.0, name_idf, owner, float(shared), owner_words, topic]
 
