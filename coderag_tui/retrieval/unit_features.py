@@ -65,7 +65,7 @@ UNIT_FEATURES = (
     "g1", "g2", "has_text",
     *TEXT_FEATURES,
 )
-TOP_FILES = 3  # every function and method of the best files joins the candidates
+TOP_FILES = 5  # every function and method of the best files joins the candidates
 MAX_FUSED = 60
 _QUOTED = re.compile(r"""(?<![\w'"])(['"])([^'"\n]{6,120})\1""")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
