@@ -20,6 +20,11 @@ fixes changed, and report it beside the hand-tuned fusion on every set.
     PYTHONPATH=TRAINLIBS .venv/bin/python -m bench.train_ranker train --features UNITS-FIT.pkl \
         --features UNITS-DEV.pkl --fit train,dev2 --model coderag_tui/data/ranker/model.json --loro-dir WORK/loro
 
+When the unit features change, the models of step 3 must be file models alone (a copy without
+the "units" key): a model whose unit trees were trained on other features does not load.
+`train --drop A,B` fits with those features set to 0 (no tree splits on them): the same
+extraction with and without them.
+
 A set is NAME=JSONL[:CHECKOUTS]: cases whose id is in the CHECKOUTS map (a release sdist standing
 in for `base_commit`, as in bench/eval_retrieval.py) are searched on that checkout's index
 (WORK/<checkout>.db), the others on WORK/<instance_id>.db. Labels: a candidate file is relevant
