@@ -265,6 +265,7 @@ MIGRATIONS: list[str] = [
     CREATE TABLE IF NOT EXISTS file_inbound(
         file_id INTEGER PRIMARY KEY, refs INTEGER NOT NULL, tests INTEGER NOT NULL
     );
+    DELETE FROM file_inbound;
     INSERT INTO file_inbound(file_id, refs, tests)
         SELECT * FROM (
             SELECT u.file_id AS file_id,

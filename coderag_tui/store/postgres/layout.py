@@ -241,8 +241,9 @@ REPO_MIGRATIONS: list[str] = [
     # each file's distinct word runs (written with its chunks; the files indexed before get theirs
     # on the next index run: `file_runs` pending) and its inbound reference counts (counted here)
     """
-    CREATE TABLE file_runs(file_id bigint PRIMARY KEY, runs bytea NOT NULL);
-    CREATE TABLE file_inbound(file_id bigint PRIMARY KEY, refs integer NOT NULL, tests integer NOT NULL);
+    CREATE TABLE IF NOT EXISTS file_runs(file_id bigint PRIMARY KEY, runs bytea NOT NULL);
+    CREATE TABLE IF NOT EXISTS file_inbound(file_id bigint PRIMARY KEY, refs integer NOT NULL, tests integer NOT NULL);
+    DELETE FROM file_inbound;
     INSERT INTO file_inbound(file_id, refs, tests)
         SELECT * FROM (
             SELECT u.file_id AS file_id,
