@@ -91,11 +91,19 @@ def backfill_runs(db: StoreBackend, batch: int = 200) -> int:
     return len(ids)
 
 
-# distinct other files whose edges reach the file's units: calls, imports and bases; tests
-INBOUND_COUNTS = (
-    "SELECT u.file_id, count(DISTINCT CASE WHEN e.kind IN ('CALLS', 'IMPORTS', 'INHERITS') THEN e.src_file END), "
-    "count(DISTINCT CASE WHEN e.kind = 'TESTS' THEN e.src_file END) "
-    "FROM units u JOIN edges e ON e.dst = u.id WHERE e.src_file <> u.file_id")
+def inbound_counts(schema: str = "") -> str:
+    """(file id, refs, tests) of files: the distinct other files whose edges reach the file's
+    units (calls, imports and bases; tests), of the tables in `schema` (`name.`; default: those
+    the connection reads). Conditions and the grouping follow."""
+    return (f"SELECT u.file_id AS file_id, count(DISTINCT CASE WHEN e.kind IN ('CALLS', 'IMPORTS', 'INHERITS') "
+            f"THEN e.src_file END) AS refs, count(DISTINCT CASE WHEN e.kind = 'TESTS' THEN e.src_file END) AS tests "
+            f"FROM {schema}units u JOIN {schema}edges e ON e.dst = u.id WHERE e.src_file <> u.file_id "
+            f"AND e.dst IS NOT NULL")
+
+
+def all_inbound_counts(schema: str = "") -> str:
+    """Every file's nonzero counts (`inbound_counts`), as rows to insert into file_inbound."""
+    return f"SELECT * FROM ({inbound_counts(schema)} GROUP BY u.file_id) c WHERE refs > 0 OR tests > 0"
 
 
 def refresh_inbound(db: StoreBackend, file_ids: Collection[int] | None) -> None:
@@ -103,15 +111,15 @@ def refresh_inbound(db: StoreBackend, file_ids: Collection[int] | None) -> None:
     resolved graph (call inside the graph's transaction)."""
     if file_ids is None:
         db.execute("DELETE FROM file_inbound")
-        rows = db.rows(INBOUND_COUNTS + " AND e.dst IS NOT NULL GROUP BY u.file_id")
-    else:
-        ids = sorted(file_ids)
-        if not ids:
-            return
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            db.execute(f"DELETE FROM file_inbound WHERE file_id IN ({','.join('?' * len(part))})", part)
-        rows = db.rows_in(INBOUND_COUNTS + " AND u.file_id IN ({marks}) GROUP BY u.file_id", ids)
+        db.execute("INSERT INTO file_inbound(file_id, refs, tests) " + all_inbound_counts())
+        return
+    ids = sorted(file_ids)
+    if not ids:
+        return
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        db.execute(f"DELETE FROM file_inbound WHERE file_id IN ({','.join('?' * len(part))})", part)
+    rows = db.rows_in(inbound_counts() + " AND u.file_id IN ({marks}) GROUP BY u.file_id", ids)
     db.insert_rows("file_inbound", ("file_id", "refs", "tests"),
                    [(int(f), int(r), int(t)) for f, r, t in rows if r or t])
 
