@@ -33,20 +33,17 @@ def runs_blob(texts: Iterable[str]) -> bytes:
     return zlib.compress(b" ".join(sorted(word_runs("\n".join(texts).lower()))), 1)
 
 
-def _as_stored(db: StoreBackend, texts: Sequence[str]) -> list[str]:
-    # PostgreSQL's text holds no NUL: its writer stores U+FFFD instead (postgres/store.py), and
-    # the runs must be those of the text a reader gets back
-    if db.backend == "postgresql":
-        return [t.replace("\x00", "\ufffd") for t in texts]
-    return list(texts)
-
-
-def write_runs(db: StoreBackend, file_id: int, texts: Sequence[str]) -> None:
-    """Store a file's runs from its chunk texts (a file without chunks gets no row). Their
-    order does not matter: the texts are joined by newlines, which end every run and every
-    context lower() looks at."""
-    if texts:
-        db.insert_rows("file_runs", ("file_id", "runs"), [(file_id, runs_blob(_as_stored(db, texts)))])
+def write_runs(db: StoreBackend, file_id: int, texts: Sequence[str], blob: bytes = b"") -> None:
+    """Store a file's runs (`blob`, made from `texts` by the parse worker; else made here) from
+    its chunk texts (a file without chunks gets no row). Their order does not matter: the texts
+    are joined by newlines, which end every run and every context lower() looks at."""
+    if not texts:
+        return
+    if db.backend == "postgresql" and any("\x00" in t for t in texts):
+        # PostgreSQL's text holds no NUL: its writer stores U+FFFD instead (postgres/store.py),
+        # and the runs must be those of the text a reader gets back
+        blob = runs_blob(t.replace("\x00", "\ufffd") for t in texts)
+    db.insert_rows("file_runs", ("file_id", "runs"), [(file_id, blob or runs_blob(texts))])
 
 
 def delete_file_values(db: StoreBackend, file_id: int) -> None:
