@@ -193,7 +193,7 @@ def coverage(db: StoreBackend, facts: QueryFacts, paths: Sequence[str]) -> dict[
     title = [w for w in facts.title_words if w in idf]
     out: dict[str, tuple[float, float]] = {}
     test = WordTest(idf)
-    if test.other:  # a word runs cannot test: the files' whole text
+    if test.other:  # words the runs cannot test: the files' whole text
         texts: dict[str, list[str]] = {}
         for path, _start, _end, text in rank_reads.chunks_of_files(db, paths):
             texts.setdefault(str(path), []).append(str(text))
