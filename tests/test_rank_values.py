@@ -17,8 +17,7 @@ from coderag_tui.indexing.indexer import Indexer
 from coderag_tui.retrieval import rank_features, report
 from coderag_tui.store import rank_reads, rank_values
 from coderag_tui.store.backend import StoreBackend, open_store
-from tests.helpers.ranker_repo import REPO, REPORT
-from tests.test_ranker_cost import count_calls
+from tests.helpers.ranker_repo import REPO, REPORT, count_calls
 
 SETTINGS = Settings(embed=EmbedSettings(enabled=False))
 TESTED = {
