@@ -26,6 +26,7 @@ from coderag_tui.service import CodeRag
 from coderag_tui.store.retrieval_reads import context_reads
 
 DEEP = 200
+_WORD = re.compile(r"\w+")
 
 
 def _text(c: Candidate) -> str:
@@ -38,26 +39,26 @@ class Why:
     def __init__(self, service: CodeRag) -> None:
         self.service = service
         self.paths = [str(r[0]) for r in service.db.rows("SELECT path FROM files")]
-        self._corpus: str | None = None
+        self._words: set[str] | None = None
         self.causes: Counter[str] = Counter()
 
-    def corpus(self) -> str:
-        if self._corpus is None:
-            parts = []
+    def words(self) -> set[str]:
+        """Every word of the indexed files (read once)."""
+        if self._words is None:
+            self._words = set()
             for p in self.paths:
                 try:
-                    parts.append((Path(self.service.root) / p).read_text("utf-8", "replace"))
+                    self._words.update(_WORD.findall((Path(self.service.root) / p).read_text("utf-8", "replace")))
                 except OSError:
                     continue
-            self._corpus = "\n".join(parts)
-        return self._corpus
+        return self._words
 
     def in_repo(self, item: str) -> bool:
         if "/" in item or re.search(r"\.(py|md|rst|txt|cfg|toml|ini)$", item):
             return found(item, "", self.paths)
         parts = [p for p in item.replace("::", ".").split(".") if p]
-        text = self.corpus()
-        return all(re.search(r"\b" + re.escape(p) + r"\b", text) for p in parts)
+        words = self.words()
+        return all(set(_WORD.findall(p)) <= words for p in parts)
 
     def explain(self, question: str, missed: list[str]) -> list[str]:
         if not missed:
@@ -92,11 +93,15 @@ class Why:
                         u = h.unit
                         lines = reader.lines(u.path, u.start_line, u.end_line)
                         unit_texts.append((u.path, "\n".join(t for _, t in lines)))
-                joined, paths = "", []
+                # the rank by which the hits so far hold it (`A.b`: each part in some hit)
+                parts = {p for p in item.replace("::", ".").split(".") if p}
                 for rank, (path, text) in enumerate(unit_texts, 1):
-                    joined += "\n" + text
-                    paths.append(path)
-                    if found(item, joined, paths):
+                    if "/" in item or re.search(r"\.(py|md|rst|txt|cfg|toml|ini)$", item):
+                        hit = found(item, "", [path])
+                    else:
+                        parts = {p for p in parts if not re.search(r"\b" + re.escape(p) + r"\b", text)}
+                        hit = not parts
+                    if hit:
                         cause = f"ranked:{rank}"
                         break
             if not cause:
