@@ -36,6 +36,7 @@ from bench.harness.chunks_bm25 import ChunkBM25
 from bench.harness.evidence import CITE, found, recall
 from bench.harness.sweqa_why import Why, summary
 from bench.harness.variants import VARIANTS, checkpoint, make_variant, settings_for
+from bench.harness.wholefile_bm25 import WholeFileBM25
 from coderag_tui.config import EmbedSettings, Settings
 from coderag_tui.service import CodeRag
 
@@ -71,6 +72,8 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
     recalls: list[float] = []
     base: list[float] = []  # BM25 over the same chunks, packed into the same budget
     baseline = ChunkBM25(service)
+    whole: list[float] = []  # whole files by BM25, from their first line, in the same budget
+    files_baseline = WholeFileBM25(service)
     code_recalls: list[float] = []  # the same without the summaries' own lines
     file_hits: list[float] = []  # per question with evidence files: the share of them in the top 5 files
     indexed = {str(r[0]) for r in service.db.rows("SELECT path FROM files")}
@@ -90,6 +93,7 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
         text = ctx.render()
         recalls.append(recall(evidence, text))
         base.append(0.0 if quick else recall(evidence, baseline.context(case["question"], max_tokens)))
+        whole.append(0.0 if quick else recall(evidence, files_baseline.context(case["question"], max_tokens)))
         code_recalls.append(recall(evidence, _SUMMARY_LINE.sub("", text)))
         if verbose or causes is not None:
             cited = CITE.findall(text)
@@ -98,19 +102,21 @@ def run_set(name: str, repo: Path, eval_dir: Path, work: Path, max_tokens: int, 
                 missed = [f"{e} ({c})" for e, c in zip(missed, causes.explain(case["question"], missed), strict=True)]
             print(f"  {recalls[-1]:.2f} {case['question'][:90]!r} missed {missed}")
     baseline.close()
+    files_baseline.close()
     service.close()
     if causes is not None:
         print(f"{name}: misses by cause: {summary(causes.causes)}")
         WHY.update(causes.causes)
     mean = sum(recalls) / max(len(recalls), 1)
     base_mean = sum(base) / max(len(base), 1)
+    whole_mean = sum(whole) / max(len(whole), 1)
     files = sum(file_hits) / max(len(file_hits), 1)
     code_mean = sum(code_recalls) / max(len(code_recalls), 1)
     label = f"{name}[{variant}]" if variant else name
     print(f"{label:12s} n={len(recalls):3d} evidence recall {mean:.3f} (without summary lines {code_mean:.3f})  "
-          f"BM25 over chunks {base_mean:.3f}  evidence files in top-5 files {files:.3f} (n={len(file_hits)})  "
+          f"BM25 over chunks {base_mean:.3f}  whole-file BM25 {whole_mean:.3f}  evidence files in top-5 files {files:.3f} (n={len(file_hits)})  "
           f"({time.perf_counter() - t0:.1f} s)", flush=True)
-    return mean, base_mean, len(recalls)
+    return mean, base_mean, whole_mean, len(recalls)
 
 
 def main() -> None:
@@ -139,16 +145,17 @@ def main() -> None:
         args.embed = True
     variants = [v for v in args.variants.split(",") if v] or [""]
     for variant in variants:
-        total, total_base, n = 0.0, 0.0, 0
+        total, total_base, total_whole, n = 0.0, 0.0, 0.0, 0
         for spec in args.set:
             name, _, path = spec.partition("=")
-            mean, base, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed,
+            mean, base, whole, count = run_set(name, Path(path), args.eval_dir, args.work, args.max_tokens, args.embed,
                                         args.limit, args.verbose, variant, settings, args.why, args.quick)
             total += mean * count
             total_base += base * count
+            total_whole += whole * count
             n += count
         print(f"{'overall':12s} n={n:3d} evidence recall {total / max(n, 1):.3f}  "
-              f"BM25 over chunks {total_base / max(n, 1):.3f}" + (f" [{variant}]" if variant else ""))
+              f"BM25 over chunks {total_base / max(n, 1):.3f}  whole-file BM25 {total_whole / max(n, 1):.3f}" + (f" [{variant}]" if variant else ""))
     if args.why:
         print(f"misses by cause: {summary(WHY)}")
 
