@@ -97,9 +97,9 @@ class SearchSettings:
 @dataclass(frozen=True)
 class ContextSettings:
     max_tokens: int = 6000
-    share_primary: float = 0.7
-    share_neighbours: float = 0.15  # callers, callees
-    share_extended: float = 0.1  # parent outline, tests, similar code
+    share_primary: float = 0.6
+    share_neighbours: float = 0.2  # callers, callees
+    share_extended: float = 0.15  # parent outline, tests, similar code
     share_metadata: float = 0.05
     primary_results: int = 20
     repo_map_tokens: int = 1024

@@ -325,7 +325,8 @@ def test_the_tiny_model_reads_a_short_prompt_without_the_repository_map(make_rep
     assert "Repository map:" in prompts[False] and "Repository map:" not in prompts[True]
     code = [line for line in prompts[True].splitlines() if line.startswith("### ")]
     assert code and len(prompts[True]) < len(prompts[False])
-    assert sum(len(p) for p in prompts[True].split("### ")[1:]) / 4 <= 120 * 1.2
+    pieces = prompts[True].split("\nSources you may cite")[0]  # the context's pieces, not the prompt's tail
+    assert sum(len(p) for p in pieces.split("### ")[1:]) / 4 <= 120 * 1.2
 
 
 # --------------------------------------------------------------------------- REAL: the bundled model

@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,19 +18,7 @@ from coderag_tui.retrieval.search import Searcher
 from coderag_tui.service import CodeRag
 from coderag_tui.store import rank_reads
 from coderag_tui.store.backend import open_store
-from tests.helpers.ranker_repo import REPO, REPORT
-
-
-def count_calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
-    calls: list[int] = []
-    real = getattr(module, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, counted)
-    return calls
+from tests.helpers.ranker_repo import REPO, REPORT, count_calls
 
 
 def test_search_reuses_the_file_order_search_files_computed_for_the_same_report(

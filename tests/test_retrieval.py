@@ -448,7 +448,7 @@ def test_packing_prefers_primary_and_shrinks_keeping_the_signature() -> None:
     assert len(pieces) == 1
     text = pieces[0].text
     assert text.startswith("def big(a, b):")
-    assert "step_300()" in text and "⋯ (lines" in text
+    assert "step_300()" in text and "\n⋯ " in text
     assert pieces[0].citation == "m.py:10-409"
     assert pieces[0].tokens <= 300
 

@@ -501,6 +501,9 @@ def test_migration_6_moves_the_shared_tables_into_each_repositorys_schema(
     lib = open_store(url, repo="lib")  # migrates: each repository into its schema
     try:
         assert lib.rows("SELECT id, qualname FROM units ORDER BY id") == old_units  # ids kept
+        # the learned ranker's inbound counts, from the moved edges (cart_total calls parse_amount)
+        assert lib.rows("SELECT f.path, i.refs, i.tests FROM file_inbound i JOIN files f ON f.id = i.file_id") == [
+            ("lib/money.py", 1, 0)]
         assert sorted(tracked.file_states(lib)) == ["lib/cart.py", "lib/money.py"]
         assert tracked.skips(lib) == {"logo.png": ("binary", -1, -1)}
         assert lib.get_meta("resolve_pending") == "1" and float(lib.get_meta("last_update")) == 1002.0

@@ -21,7 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import ROOT, Unreachable, data_cache, unambiguous
+from bench.harness import ROOT, Unreachable, data_cache, unambiguous, wholefile_bm25
 from coderag_tui.config import Settings
 from coderag_tui.retrieval.evaluate import KS, Case, Hunk, accuracy, evaluate_case, table
 from coderag_tui.retrieval.search import MODES
@@ -242,8 +242,10 @@ def run_eval(corpus: Corpus, tmp: Path, settings: Settings | None = None, modes:
         cases = cases_for(service, triples, limit)
         searcher = service.searcher()
         results = [evaluate_case(searcher, c, modes) for c in cases]
+        baseline = wholefile_bm25.scores(service, cases)
     finally:
         service.close()
     scores = {mode: {f"{level}@{k}": round(accuracy(results, level, mode, k), 1)
                      for level in ("file", "func") for k in KS} for mode in modes}
-    return scores, table(results, modes), len(cases)
+    scores[wholefile_bm25.MODE] = baseline
+    return scores, table(results, modes) + "\n" + wholefile_bm25.line(baseline), len(cases)

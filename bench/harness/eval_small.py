@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from bench.harness import ROOT, Unreachable, sdist, unambiguous
+from bench.harness import ROOT, Unreachable, sdist, unambiguous, wholefile_bm25
 from coderag_tui.config import Settings
 from coderag_tui.retrieval.evaluate import KS, Case, Hunk, accuracy, evaluate_case, table
 from coderag_tui.retrieval.search import MODES
@@ -105,8 +105,10 @@ def run_eval(tmp: Path, settings: Settings | None = None, modes: tuple[str, ...]
             cases = [cases[int(i * len(cases) / limit)] for i in range(limit)]
         searcher = service.searcher()
         results = [evaluate_case(searcher, c, modes) for c in cases]
+        baseline = wholefile_bm25.scores(service, cases)
     finally:
         service.close()
     scores = {mode: {f"{level}@{k}": round(accuracy(results, level, mode, k), 1)
                      for level in ("file", "func") for k in KS} for mode in modes}
-    return scores, table(results, modes), len(cases)
+    scores[wholefile_bm25.MODE] = baseline
+    return scores, table(results, modes) + "\n" + wholefile_bm25.line(baseline), len(cases)

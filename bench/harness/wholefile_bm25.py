@@ -9,9 +9,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from coderag_tui.retrieval.evaluate import KS, Case
 from coderag_tui.retrieval.lexical import query_terms
 from coderag_tui.service import CodeRag
 from coderag_tui.store.sqlite_backend import fts_expression
+from coderag_tui.tokens import estimate_tokens
 
 MODE = "wholefile"
 
@@ -36,6 +38,32 @@ class WholeFileBM25:
         return [r[0] for r in self.conn.execute(
             "SELECT path FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?", (fts_expression(terms), k))]
 
+    def context(self, question: str, max_tokens: int) -> str:
+        """The best files for the question, best first, each from its first line, as much as fits
+        in max_tokens (the last one cut at a line), with the `### path:a-b` header the context
+        eval reads citations from."""
+        out: list[str] = []
+        used = 0
+        for path in self.rank(question, 20):
+            (body,) = self.conn.execute("SELECT body FROM docs WHERE path = ?", (path,)).fetchone()
+            lines = body.split("\n")
+            room = max_tokens - used - estimate_tokens(f"### {path}:1-{len(lines)}\n```\n\n```\n\n")
+            if room <= 0:
+                break
+            kept: list[str] = []
+            for text in lines:
+                cost = estimate_tokens(text + "\n")
+                if cost > room:
+                    break
+                kept.append(text)
+                room -= cost
+            if not kept:
+                break
+            piece = f"### {path}:1-{len(kept)}\n```\n" + "\n".join(kept) + "\n```"
+            out.append(piece)
+            used += estimate_tokens(piece + "\n\n")
+        return "\n\n".join(out)
+
     def close(self) -> None:
         self.conn.close()
 
@@ -44,3 +72,18 @@ def file_rank(paths: Sequence[str], gold: Sequence[str]) -> int:
     """The rank of the last gold file (0: one is missing), as evaluate.file_rank."""
     ranks = [paths.index(g) + 1 if g in paths else 0 for g in gold]
     return 0 if not ranks or 0 in ranks else max(ranks)
+
+
+def scores(service: CodeRag, cases: Sequence[Case], ks: Sequence[int] = KS) -> dict[str, float]:
+    """File Acc@k of whole-file BM25 over the same index's files for the same cases."""
+    baseline = WholeFileBM25(service)
+    try:
+        ranks = [file_rank(baseline.rank(c.query, max(ks)), c.gold_files) for c in cases]
+    finally:
+        baseline.close()
+    return {f"file@{k}": round(100.0 * sum(1 for r in ranks if 0 < r <= k) / max(len(ranks), 1), 1) for k in ks}
+
+
+def line(found: dict[str, float]) -> str:
+    """The baseline's row under an eval's table (file level only: it ranks no units)."""
+    return f"{'whole-file BM25':<15}" + "".join(f"  {v:7.1f}" for v in found.values())

@@ -100,7 +100,10 @@ def _contains(piece: ContextPiece, path: str, start: int, end: int) -> bool:
     return piece.path == path and piece.start_line <= start and end <= piece.end_line
 
 
-_GAP = re.compile(r"^\s*\u22ef \((?:lines (?P<a>\d+)-(?P<b>\d+)|line (?P<one>\d+)) (?:shown above|left out)\)$")
+# a packed piece's gap marker: `⋯ a-b`, `⋯ a`, `⋯ a-b above` (and the longer form older
+# contexts used, `⋯ (lines a-b left out)`)
+_GAP = re.compile(r"^\s*\u22ef (?:\((?:lines (?P<a>\d+)-(?P<b>\d+)|line (?P<one>\d+)) (?:shown above|left out)\)"
+                  r"|(?P<a2>\d+)-(?P<b2>\d+)(?: above)?|(?P<one2>\d+)(?: above)?)$")
 _OUTLINE_LINE = re.compile(r"#\s*line (\d+)\s*$")
 
 
@@ -116,7 +119,7 @@ def given_lines(piece: ContextPiece) -> set[int]:
     for text in piece.text.splitlines():
         gap = _GAP.match(text)
         if gap:
-            n = int(gap.group("b") or gap.group("one")) + 1
+            n = int(gap.group("b") or gap.group("one") or gap.group("b2") or gap.group("one2")) + 1
             continue
         shown.add(n)
         n += 1

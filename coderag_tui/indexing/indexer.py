@@ -29,7 +29,7 @@ from coderag_tui.indexing.workers import (
 from coderag_tui.models import IndexSummary, Progress
 from coderag_tui.sources.discovery import stat_paths, walk
 from coderag_tui.sources.names import fs_path
-from coderag_tui.store import read, tracked
+from coderag_tui.store import rank_values, read, tracked
 from coderag_tui.store.backend import StoreBackend
 from coderag_tui.store.descriptions import neighbour_files
 from coderag_tui.store.graph_edges import StoreGraph
@@ -262,6 +262,11 @@ class Indexer:
                     mark_own_orphans(db, file_id, prior)
                 # profiles list importers and callers: a deleted file's are found only by a full pass
                 describe_changes(db, None if full or plan is not None or removed_any[0] else changed_ids, also)
+                # a file's inbound counts move with other files' edges: those of the changed files,
+                # their neighbours before (in `also`) and after, and what a re-resolved edge touched
+                # (in `also`); file-level TESTS edges are all derived again when files come or go
+                rank_values.refresh_inbound(db, None if full or plan is not None or removed_any[0] or file_set_changed
+                                            else changed_ids | also | neighbour_files(db, sorted(changed_ids)))
                 db.set_meta("resolve_pending", "0")
                 db.set_meta("last_update", str(time.time()))
                 db.set_meta("repo_root", str(self.root))
@@ -275,6 +280,7 @@ class Indexer:
             with db.transaction():
                 restore_indexes(db)
         apply_summary_search(db, self.settings.summaries.search)
+        rank_values.backfill_runs(db)
         edges = tracked.edge_count(db) if only_set is None else None
         if only_set is None:  # a partial run did not look at the excluded folders
             save_excluded(db, walked.excluded)

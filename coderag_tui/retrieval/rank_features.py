@@ -26,7 +26,7 @@ from coderag_tui.parsing.identifiers import split_identifier
 from coderag_tui.retrieval import filerank, lexical, prose, report
 from coderag_tui.retrieval.common import ChunkMatch
 from coderag_tui.retrieval.fusion import Fused
-from coderag_tui.store import rank_reads
+from coderag_tui.store import rank_reads, rank_values
 from coderag_tui.store.backend import StoreBackend
 
 # the retrievers' lists, as search_files fuses them, plus the title's own BM25 list
@@ -189,22 +189,23 @@ def coverage(db: StoreBackend, facts: QueryFacts, paths: Sequence[str]) -> dict[
     idf = {w: math.log((1 + total) / (1 + n)) for w, n in df.items()}
     if not idf:
         return {}
-    texts: dict[str, list[str]] = {}
-    for path, _start, _end, text in rank_reads.chunks_of_files(db, paths):
-        texts.setdefault(str(path), []).append(str(text))
     whole = sum(idf.values())
     title = [w for w in facts.title_words if w in idf]
     out: dict[str, tuple[float, float]] = {}
     test = WordTest(idf)
-    for path, parts in texts.items():
-        held = test.held("\n".join(parts).lower())  # substrings: sub-words of names count
-        out[path] = (sum(idf[w] for w in held) / whole,
-                     sum(1 for w in title if w in held) / len(title) if title else 0.0)
+    if test.other:  # words the runs cannot test: the files' whole text
+        texts: dict[str, list[str]] = {}
+        for path, _start, _end, text in rank_reads.chunks_of_files(db, paths):
+            texts.setdefault(str(path), []).append(str(text))
+        found = {p: test.held("\n".join(parts).lower()) for p, parts in texts.items()}
+    else:  # each file's distinct runs, stored at index time
+        found = {p: test.held_in_runs(joined) for p, joined in rank_values.runs_of_files(db, paths).items()}
+    for path in paths:  # substrings: sub-words of names count
+        held = found.get(path)
+        if held is not None:
+            out[path] = (sum(idf[w] for w in held) / whole,
+                         sum(1 for w in title if w in held) / len(title) if title else 0.0)
     return out
-
-
-# ASCII letters and digits, and every byte of a non-ASCII character, stay; the rest is a space
-_RUN_BYTES = bytes(b if chr(b).isalnum() or b >= 0x80 else 0x20 for b in range(256))
 
 
 class WordTest:
@@ -229,10 +230,13 @@ class WordTest:
     def held(self, text: str) -> set[str]:
         found = {w for w in self.other if w in text}
         if self.plain:
-            runs = set(text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES).split())
-            joined = b" ".join(runs)
-            found.update(w for w, b in self.plain if b in runs or b in joined)
+            found |= self.held_in_runs(b" ".join(rank_values.word_runs(text)))
         return found
+
+    def held_in_runs(self, joined: bytes) -> set[str]:
+        """The plain words held by a text whose distinct runs, joined by spaces, are `joined`
+        (a plain word holds no space: it is in the text exactly when it is in one run)."""
+        return {w for w, b in self.plain if b in joined}
 
 
 def file_candidates(
@@ -283,7 +287,7 @@ def file_candidates(
     sizes = rank_reads.file_sizes(db, candidates)
     lead = [sizes[p][2] for p in candidates[:30] if p in sizes]
     cover = coverage(db, facts, candidates[:COVER])
-    inbound = rank_reads.inbound_files(db, candidates)
+    inbound = rank_values.inbound_files(db, candidates)
     rows = np.zeros((len(candidates), len(FILE_FEATURES)), dtype=np.float32)
     qvals = facts.values
     for i, path in enumerate(candidates):

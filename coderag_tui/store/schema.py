@@ -257,6 +257,25 @@ MIGRATIONS: list[str] = [
     DROP INDEX IF EXISTS edges_dst;
     CREATE INDEX edges_dst ON edges(dst, kind, src_file) WHERE dst IS NOT NULL;
     """,
+    # 16: what the learned ranker read per candidate file at query time, stored (rank_values.py):
+    # each file's distinct word runs (written with its chunks; the files indexed before get theirs
+    # on the next index run: `file_runs` pending) and its inbound reference counts (counted here)
+    """
+    CREATE TABLE IF NOT EXISTS file_runs(file_id INTEGER PRIMARY KEY, runs BLOB NOT NULL);
+    CREATE TABLE IF NOT EXISTS file_inbound(
+        file_id INTEGER PRIMARY KEY, refs INTEGER NOT NULL, tests INTEGER NOT NULL
+    );
+    DELETE FROM file_inbound;
+    INSERT INTO file_inbound(file_id, refs, tests)
+        SELECT * FROM (
+            SELECT u.file_id AS file_id,
+                count(DISTINCT CASE WHEN e.kind IN ('CALLS', 'IMPORTS', 'INHERITS') THEN e.src_file END) AS refs,
+                count(DISTINCT CASE WHEN e.kind = 'TESTS' THEN e.src_file END) AS tests
+            FROM units u JOIN edges e ON e.dst = u.id
+            WHERE e.src_file <> u.file_id AND e.dst IS NOT NULL GROUP BY u.file_id)
+        WHERE refs > 0 OR tests > 0;
+    INSERT OR REPLACE INTO meta(key, value) VALUES('file_runs', 'pending');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,7 +9,7 @@ from coderag_tui.store.backend import StoreBackend
 
 _FILE_STATE = "SELECT id, path, hash, size, mtime_ns FROM files"
 # every table a rebuild empties (the keyword table is emptied by its own statement)
-_INDEX_TABLES = ("files", "units", "chunks", "imports", "edges", "skips", "summaries")
+_INDEX_TABLES = ("files", "units", "chunks", "imports", "edges", "skips", "summaries", "file_runs", "file_inbound")
 
 
 def is_empty(db: StoreBackend) -> bool:

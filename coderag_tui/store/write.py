@@ -20,6 +20,7 @@ from coderag_tui.models import Excluded
 from coderag_tui.parsing.identifiers import base_name, expand_identifiers, name_words, path_words
 from coderag_tui.parsing.languages import is_prose
 from coderag_tui.parsing.records import ParsedFile, ParsedUnit
+from coderag_tui.store import rank_values
 from coderag_tui.store.backend import StoreBackend
 
 
@@ -129,6 +130,7 @@ def remove_file_rows(db: StoreBackend, file_id: int, path: str) -> Removed:
     db.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
     db.delete_keyword_rows(file_id)
     db.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
+    rank_values.delete_file_values(db, file_id)
     db.execute("DELETE FROM imports WHERE file_id=?", (file_id,))
     db.execute("DELETE FROM summaries WHERE unit_id IN (SELECT id FROM units WHERE file_id=?)", (file_id,))
     db.execute("DELETE FROM units WHERE file_id=?", (file_id,))
@@ -177,6 +179,7 @@ class FileRows(NamedTuple):
     chunks: list[tuple[Any, ...]]
     # (names, path words, signatures, docstrings, code sub-words): each chunk's keyword row
     fts: list[tuple[str, str, str, str, str]]
+    runs: bytes = b""  # the chunks' word runs (rank_values.runs_blob), made here in the worker
 
 
 def file_rows(parsed: ParsedFile) -> FileRows:
@@ -225,7 +228,8 @@ def file_rows(parsed: ParsedFile) -> FileRows:
                 )
             )
     return FileRows(parsed.language, parsed.lines, parsed.structured, parsed.has_errors, unit_rows, edges,
-                    import_rows, chunk_rows, fts_rows)
+                    import_rows, chunk_rows, fts_rows,
+                    rank_values.runs_blob(c.text for c in parsed.chunks) if parsed.chunks else b"")
 
 
 def mark_own_orphans(db: StoreBackend, file_id: int, prior: dict[tuple[str, str], str]) -> None:
@@ -317,6 +321,7 @@ def _insert_rows(db: StoreBackend, file_id: int, rows: FileRows, file_unit_id: i
     batch.next_chunk = first_chunk + len(rows.chunks)
     db.insert_chunks(file_id, [(first_chunk + n, file_id, ids[c[0]], *c[1:]) for n, c in enumerate(rows.chunks)],
                      rows.fts)
+    rank_values.write_runs(db, file_id, [c[7] for c in rows.chunks], rows.runs)
 
 
 _FILE_COLUMNS = ("id", "path", "language", "hash", "size", "mtime_ns", "lines", "structured", "has_errors", "error",

@@ -1,6 +1,11 @@
-"""A small repository whose bug lies two calls away from the code its report names, and that report."""
+"""A small repository whose bug lies two calls away from the code its report names, that report,
+and a counter of calls to a module's function."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import pytest
 
 REPO: dict[str, str | bytes] = {
     # the report names `Plotter.draw`; the bug is in `_layout.compute_span`, which draw calls
@@ -48,3 +53,15 @@ p.draw([[1, 5], [2, 3]], legend=True)
 
 I expected the labels to follow the series, but each label is as wide as the figure.
 '''
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls

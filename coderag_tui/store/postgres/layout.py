@@ -237,6 +237,24 @@ REPO_MIGRATIONS: list[str] = [
     ALTER TABLE keyword_postings ALTER COLUMN term TYPE text COLLATE "C";
     ALTER TABLE keyword_df ALTER COLUMN word TYPE text COLLATE "C";
     """,
+    # 4: what the learned ranker read per candidate file at query time, stored (rank_values.py):
+    # each file's distinct word runs (written with its chunks; the files indexed before get theirs
+    # on the next index run: `file_runs` pending) and its inbound reference counts (counted here)
+    """
+    CREATE TABLE IF NOT EXISTS file_runs(file_id bigint PRIMARY KEY, runs bytea NOT NULL);
+    CREATE TABLE IF NOT EXISTS file_inbound(file_id bigint PRIMARY KEY, refs integer NOT NULL, tests integer NOT NULL);
+    DELETE FROM file_inbound;
+    INSERT INTO file_inbound(file_id, refs, tests)
+        SELECT * FROM (
+            SELECT u.file_id AS file_id,
+                count(DISTINCT CASE WHEN e.kind IN ('CALLS', 'IMPORTS', 'INHERITS') THEN e.src_file END) AS refs,
+                count(DISTINCT CASE WHEN e.kind = 'TESTS' THEN e.src_file END) AS tests
+            FROM units u JOIN edges e ON e.dst = u.id
+            WHERE e.src_file <> u.file_id AND e.dst IS NOT NULL GROUP BY u.file_id) c
+        WHERE refs > 0 OR tests > 0;
+    INSERT INTO meta(key, value) VALUES('file_runs', 'pending')
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+    """,
 ]
 
 REPO_SCHEMA_VERSION = len(REPO_MIGRATIONS)

@@ -10,6 +10,7 @@ import psycopg
 
 from coderag_tui.store.postgres import repos
 from coderag_tui.store.postgres.layout import schema_name
+from coderag_tui.store.rank_values import all_inbound_counts
 
 _SHARED = ("files", "units", "imports", "chunks", "edges", "skips", "vectors", "keyword_postings", "keyword_df")
 _UNIT_COLS = ("id, file_id, parent_id, kind, name, qualname, signature, params, return_type, decorators, "
@@ -50,6 +51,7 @@ def _move(conn: psycopg.Connection[Any], repo_id: int) -> None:
                  f"WHERE file_id IN {mine}", (repo_id,))
     conn.execute(f"INSERT INTO {schema}.edges({_EDGE_COLS}) SELECT {_EDGE_COLS} FROM public.edges "
                  f"WHERE src_file IN {mine}", (repo_id,))
+    conn.execute(f"INSERT INTO {schema}.file_inbound(file_id, refs, tests) {all_inbound_counts(schema + '.')}")
     conn.execute(f"INSERT INTO {schema}.skips SELECT path, reason, size, mtime_ns FROM public.skips "
                  "WHERE repo_id = %s", (repo_id,))
     conn.execute(f"INSERT INTO {schema}.keyword_postings SELECT p.term, p.impact, p.chunk_id "
