@@ -20,6 +20,11 @@ fixes changed, and report it beside the hand-tuned fusion on every set.
     PYTHONPATH=TRAINLIBS .venv/bin/python -m bench.train_ranker train --features UNITS-FIT.pkl \
         --features UNITS-DEV.pkl --fit train,dev2 --model coderag_tui/data/ranker/model.json --loro-dir WORK/loro
 
+When the unit features change, the models of step 3 must be file models alone (a copy without
+the "units" key): a model whose unit trees were trained on other features does not load.
+`train --drop A,B` fits with those features set to 0 (no tree splits on them): the same
+extraction with and without them.
+
 A set is NAME=JSONL[:CHECKOUTS]: cases whose id is in the CHECKOUTS map (a release sdist standing
 in for `base_commit`, as in bench/eval_retrieval.py) are searched on that checkout's index
 (WORK/<checkout>.db), the others on WORK/<instance_id>.db. Labels: a candidate file is relevant
@@ -279,6 +284,9 @@ def train(args: argparse.Namespace) -> int:
     features = unit_features.UNIT_FEATURES if level == "units" else rank_features.FILE_FEATURES
     if tuple(data["features"]) != features:
         raise SystemExit("the features file was extracted with other features: extract again")
+    for name in filter(None, (args.drop or "").split(",")):
+        for e in examples:  # a constant column: no tree splits on it (the ablation of a feature)
+            e.x[:, features.index(name)] = 0.0
     fit_sets = set(args.fit.split(","))
     fitted = [e for e in examples if e.set in fit_sets]
     rounds = args.rounds
@@ -351,6 +359,8 @@ def main() -> int:
     t.add_argument("--leaves", type=int)
     t.add_argument("--min-data", type=int)
     t.add_argument("--lr", type=float)
+    t.add_argument("--drop", help="features (comma-separated) set to 0 before fitting: what the model "
+                   "scores without them, on the same extraction")
     t.add_argument("--model", help="write the model fitted on --fit here")
     t.add_argument("--loro-dir", help="write each leave-one-repository-out model here as <project>.json")
     args = p.parse_args()

@@ -144,3 +144,80 @@ def test_the_shipped_model_reads_with_this_versions_features_and_orders_reports(
     service = open_service(make_repo(REPO))  # the default settings: ranker = "learned", no model path
     assert all("learned" in h.reasons for h in service.search_files(REPORT, k=5))
     assert all("learned" in h.reasons for h in service.search(REPORT, k=5))
+
+
+CHECKS = {
+    "shop/checks.py": '''"""Checks of an order before it is saved: amounts, currencies, customers and discounts."""
+
+
+def check_amount(order, amount, currency, customer, discount):
+    """Total of an order: amount less discount, converted when the currencies differ."""
+    total = amount - discount
+    if currency != customer.currency:
+        total = customer.convert(total, currency)
+    if total < 0:
+        total = 0
+    order.total = total
+    return order
+
+
+def check_discount(order, discount):
+    if discount > order.limit:
+        raise ValueError("discount exceeds the order limit")
+    return discount
+
+
+def check_customer(customer):
+    return customer is not None
+''',
+    "shop/order.py": '''class Order:
+    def __init__(self, total):
+        self.total = total
+
+    def __repr__(self):
+        return f"Order({self.total})"
+''',
+    **REPO,  # other files, so that the report's words are rarer than the index's
+}
+CHECKS_REPORT = '''Saving an order with a discount fails for a customer in another currency
+When the order amount is converted to the customer's currency and the discount is applied, saving
+the order fails with
+
+```
+ValueError: discount exceeds the order limit
+```
+
+although the amount after the discount is below the limit in the customer's currency. The
+representation of the order shows the total before the discount.
+'''
+
+
+def test_a_units_text_is_compared_with_the_report_and_its_files_other_units(
+        make_repo: Callable[..., Path], open_service: Callable[..., CodeRag], tmp_path: Path) -> None:
+    """check_discount holds the report's error message (runs of three words), check_amount many
+    of its words; within their file the units are ranked by the report words' idf and share
+    it; a model that weights the runs of words puts check_discount first."""
+    names = unit_features.UNIT_FEATURES
+    service = open_service(make_repo(CHECKS))
+    hits, x = service.searcher().unit_features(CHECKS_REPORT)
+    at = {h.unit.name: i for i, h in enumerate(hits)}
+    assert {"check_amount", "check_discount", "check_customer"} <= set(at), list(at)
+    row = {name: x[i] for name, i in at.items()}
+    col = names.index
+    assert row["check_discount"][col("trigrams")] >= 4 > row["check_amount"][col("trigrams")]
+    three = sorted(("check_amount", "check_discount", "check_customer"), key=lambda n: -row[n][col("text_idf")])
+    assert [row[n][col("rank_in_file")] for n in three] == pytest.approx([1.0, np.log2(3), 2.0])
+    shares = sum(row[n][col("file_share")] for n in three)
+    assert shares == pytest.approx(1.0, abs=1e-5)
+    assert row["check_discount"][col("name_idf")] > 0  # "discount" is a word of the report
+    assert row["check_discount"][col("idf_density")] > 0
+    # a special method whose topic the report speaks of, in a class whose name's words it uses
+    assert row["__repr__"][col("dunder_topic")] == 1.0 and row["__init__"][col("dunder_topic")] == 0.0
+    assert row["__repr__"][col("owner_words")] == 1.0 and row["check_discount"][col("owner_words")] == 0.0
+    trigrams = col("trigrams")
+    model = write_model(tmp_path / "model.json", trees_json(rank_features.FILE_FEATURES, [_leaf(0.0)]),
+                        trees_json(names, [_split(trigrams, 2.5, _leaf(0.0), _leaf(5.0))]))
+    settings = Settings()
+    settings = dataclasses.replace(settings, search=dataclasses.replace(settings.search, ranker_model=str(model)))
+    service2 = open_service(make_repo(CHECKS, name="repo2"), settings)
+    assert service2.search(CHECKS_REPORT, k=3)[0].unit.name == "check_discount"

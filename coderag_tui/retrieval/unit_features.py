@@ -26,6 +26,34 @@ from coderag_tui.retrieval.rank_features import QUERY_FEATURES, QueryFacts
 from coderag_tui.store import rank_reads
 from coderag_tui.store.backend import StoreBackend
 
+# how a unit's own text meets the report beside its file's other units (what orders the units of
+# a file the file ranking already found)
+TEXT_FEATURES = ("idf_density", "file_share", "rank_in_file", "name_idf", "owner_mentioned", "trigrams",
+                 "owner_words", "dunder_topic")
+# what a report says when the bug is in a special method (`__repr__`: "the representation")
+_DUNDER_TOPICS: dict[str, frozenset[str]] = {
+    name: frozenset(words.split()) for names, words in (
+        ("__repr__ __str__ __format__ _repr_html_ _repr_latex_",
+         "repr representation display displayed displays print printed printing str string"),
+        ("__init__ __new__ __post_init__ __init_subclass__",
+         "init initialize initialise initialization constructor construct instantiate instantiating"),
+        ("__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __cmp__",
+         "equal equality compare compared comparing comparison sort sorting sorted ordering"),
+        ("__hash__", "hash hashable unhashable hashing"),
+        ("__len__ __length_hint__", "len length"),
+        ("__getitem__ __setitem__ __delitem__ __class_getitem__", "indexing subscript subscripting slice slicing"),
+        ("__iter__ __next__ __aiter__ __anext__ __reversed__", "iterate iterating iteration iterator iterable"),
+        ("__call__", "call callable calling"),
+        ("__contains__", "contains membership"),
+        ("__bool__ __nonzero__", "bool truth truthiness truthy falsy"),
+        ("__copy__ __deepcopy__", "copy deepcopy copying copied"),
+        ("__reduce__ __reduce_ex__ __getstate__ __setstate__ __getnewargs__", "pickle pickling unpickle unpickling pickled"),
+        ("__enter__ __exit__ __aenter__ __aexit__", "context manager"),
+        ("__getattr__ __getattribute__ __setattr__ __delattr__ __dir__", "attribute attributes getattr setattr"),
+        ("__add__ __radd__ __iadd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __and__ __rand__ "
+         "__or__ __ror__ __xor__ __matmul__ __neg__ __pow__ __mod__", "operator operators operand arithmetic"),
+    ) for name in names.split()
+}
 UNIT_LISTS = ("bm25", "symbol", "fuzzy", "name", "trace", "summary", "vector", "filed")
 UNIT_FEATURES = (
     *QUERY_FEATURES,
@@ -35,8 +63,9 @@ UNIT_FEATURES = (
     "name_mentioned", "qual_mentioned", "name_words", "name_frac", "name_title", "name_frame",
     "text_terms", "text_idf", "text_idf_rel", "title_terms", "code_names", "quoted", "errors",
     "g1", "g2", "has_text",
+    *TEXT_FEATURES,
 )
-TOP_FILES = 3  # every function and method of the best files joins the candidates
+TOP_FILES = 5  # every function and method of the best files joins the candidates
 MAX_FUSED = 60
 _QUOTED = re.compile(r"""(?<![\w'"])(['"])([^'"\n]{6,120})\1""")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
@@ -55,6 +84,7 @@ class ReportText:
     quoted: tuple[str, ...]  # quoted strings (error messages, arguments), lower case
     errors: frozenset[str]  # error types it names
     terms: dict[str, float]  # search word -> idf
+    trigrams: frozenset[tuple[str, str, str]] = frozenset()  # runs of three words, lower case
 
 
 def report_text(db: StoreBackend, query: str, sig: report.ReportSignals) -> ReportText:
@@ -68,7 +98,13 @@ def report_text(db: StoreBackend, query: str, sig: report.ReportSignals) -> Repo
     df, total = lexical.doc_freqs(db, words)
     terms = {w: math.log((1 + total) / (1 + df[w])) for w in words if w in df}
     return ReportText(names, quals, frozenset(f.function for f in sig.frames if f.function), code_names,
-                      quoted, frozenset(sig.errors), terms)
+                      quoted, frozenset(sig.errors), terms, word_trigrams(sig.text.lower()))
+
+
+def word_trigrams(low: str) -> frozenset[tuple[str, str, str]]:
+    """Runs of three words (quoted code, an error message's text, a docstring's phrase)."""
+    seq = _WORDS.findall(low)
+    return frozenset(zip(seq, seq[1:], seq[2:], strict=False))
 
 
 def _lines_of(chunks: Sequence[tuple[object, ...]]) -> dict[str, dict[int, str]]:
@@ -111,6 +147,7 @@ def unit_candidates(
     hop1, hop2 = graph
     rows = np.zeros((len(candidates), len(UNIT_FEATURES)), dtype=np.float32)
     idf_rows: list[float] = []
+    owners: dict[str, float] = {}
     title = facts.title_words
     quoted = rt.quoted
     term_at = {t: i for i, t in enumerate(rt.terms)}
@@ -136,22 +173,68 @@ def unit_candidates(
         if lines is not None and kind != "file":
             text = "\n".join(lines.get(n, "") for n in range(u.start_line, u.end_line + 1))
             low = text.lower()
-            raw = set(_WORDS.findall(text))
-            words = {w.lower() for w in raw}
+            found = _WORDS.findall(text)
+            raw = set(found)
+            seq = " ".join(found).lower().split()  # the words in order, lower case (for the runs of three)
+            words = set(seq)
             words |= {p for w in words if "_" in w for p in w.split("_") if p}  # ASCII: lower already
             present = sorted(words.intersection(rt.terms), key=term_at.__getitem__)  # in the report's order
             idf = sum(rt.terms[t] for t in present)
             idf_rows.append(idf)
+            extra = unit_text_row(rt, u, parts, idf, seq, facts.words, owners)
             row += [float(len(present)), idf, 0.0, float(len(title & words)),
                     float(len(rt.code_names & raw)), float(sum(1 for q in quoted if q in low)),
                     float(len(rt.errors & raw))]
         else:
             idf_rows.append(0.0)
+            extra = unit_text_row(rt, u, parts, 0.0, None, facts.words, owners)
             row += [0.0] * 7
         row += [hop1.get(u.id, 0.0), hop2.get(u.id, 0.0), float(lines is not None and kind != "file")]
-        rows[i] = row
+        rows[i] = row + extra
     if len(candidates):
+        within_file(candidates, rows, text_of)
         col = UNIT_FEATURES.index("text_idf_rel")
         top = max(idf_rows) or 1.0
         rows[:, col] = np.asarray(idf_rows, dtype=np.float32) / top
     return candidates, rows
+
+
+def unit_text_row(rt: ReportText, u: UnitRef, parts: set[str], idf: float, seq: Sequence[str] | None,
+                  words: frozenset[str], owners: dict[str, float]) -> list[float]:
+    """TEXT_FEATURES of one unit, but for the two that compare it with its file's other units
+    (within_file): its report words' idf per line, its name's words' idf, whether the report
+    names its class, how many of the report's runs of three words its text holds, the share of
+    its class's name's words the report uses, and whether it is a special method whose topic the
+    report speaks of."""
+    qual = (u.qualname or u.name).replace("::", ".").split(".")
+    owner = float(len(qual) > 1 and qual[-2] in rt.names)
+    owner_words = 0.0
+    if len(qual) > 1:
+        owner_words = owners.get(qual[-2], -1.0)
+        if owner_words < 0:  # once per class and report
+            owner_parts = {w.lower() for w in split_identifier(qual[-2])} - lexical.STOP_WORDS
+            owner_words = owners[qual[-2]] = len(owner_parts & words) / len(owner_parts) if owner_parts else 0.0
+    topic = float(bool(_DUNDER_TOPICS.get(u.name, frozenset()) & words))
+    name_idf = sum(rt.terms.get(p, 0.0) for p in parts)
+    if seq is None:
+        return [0.0, 0.0, 0.0, name_idf, owner, 0.0, owner_words, topic]
+    lines = max(u.end_line - u.start_line + 1, 1)
+    shared = len(rt.trigrams.intersection(zip(seq, seq[1:], seq[2:], strict=False))) if rt.trigrams else 0
+    return [idf / math.log2(2 + lines), 0.0, 0.0, name_idf, owner, float(shared), owner_words, topic]
+
+
+def within_file(candidates: Sequence[UnitRef], rows: np.ndarray, text_of: Mapping[str, object]) -> None:
+    """Fill file_share (the unit's part of the report words' idf summed over its file's candidate
+    units) and rank_in_file (log2(1 + its place among them by that idf); 0 without text)."""
+    idf = rows[:, UNIT_FEATURES.index("text_idf")]
+    share = UNIT_FEATURES.index("file_share")
+    rank = UNIT_FEATURES.index("rank_in_file")
+    by_file: dict[str, list[int]] = {}
+    for i, u in enumerate(candidates):
+        if u.path in text_of and u.kind != "file":
+            by_file.setdefault(u.path, []).append(i)
+    for members in by_file.values():
+        total = float(sum(idf[i] for i in members)) or 1.0
+        for place, i in enumerate(sorted(members, key=lambda j: -idf[j]), 1):
+            rows[i, share] = idf[i] / total
+            rows[i, rank] = math.log2(1 + place)
