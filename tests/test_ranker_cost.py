@@ -179,3 +179,15 @@ def test_any_trees_score_as_walked_node_by_node(leaves: tuple[int, int]) -> None
     for x in (x64, x32):
         assert np.array_equal(trees.score(x), walk_node_by_node(trees, x), equal_nan=True)
     assert len(trees.score(x32[:0])) == 0
+
+
+def test_the_package_a_path_lies_in_is_read_from_the_querys_names_as_package_match_reads_it() -> None:
+    rng = random.Random(5)
+    parts = ["sklearn", "linear_model", "_logistic", "utils", "a", ""]
+    for _ in range(500):
+        modules = tuple(tuple(rng.choice(parts) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 3)))
+        path = "/".join(rng.choice(parts[:-1]) for _ in range(rng.randint(1, 4))) + rng.choice([".py", ""])
+        bare = rank_features._shape(path).bare_parts
+        trie = rank_features._trie(modules)
+        matched = rank_features._spelled(bare, trie) if trie else 0
+        assert (matched, matched >= len(bare) - 1 > 0) == rank_features.package_match(path, modules), (path, modules)
