@@ -178,6 +178,8 @@ def test_any_trees_score_as_walked_node_by_node(leaves: tuple[int, int]) -> None
     x32[:50] = np.nextafter(x32[:50], np.float32(np.inf))
     for x in (x64, x32):
         assert np.array_equal(trees.score(x), walk_node_by_node(trees, x), equal_nan=True)
+    many = np.tile(x32, (ranker.ROWS_AT_ONCE // len(x32) + 2, 1))  # rows scored a block at a time
+    assert np.array_equal(trees.score(many), walk_node_by_node(trees, many), equal_nan=True)
     assert len(trees.score(x32[:0])) == 0
 
 

@@ -32,6 +32,7 @@ from coderag_tui.store.backend import StoreBackend
 FORMAT = "coderag-ranker/1"
 RANKERS = ("learned", "fusion")
 TITLE_CHUNKS = 60
+ROWS_AT_ONCE = 2048  # rows whose tests are made together (the test columns: rows x tests)
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,12 @@ class Trees:
         if not len(x) or not len(self.roots):
             return np.zeros(len(x))
         masks = self._masks
-        leaf_values = masks.leaf_values(x) if masks is not None else self._walked(x)
+        if masks is None:
+            return np.ascontiguousarray(self._walked(x)).sum(axis=1)
+        # a block of rows at a time keeps every test's column small (training scores all its rows);
         # a row's sum in tree order over a C-ordered array: the same float additions as ever
-        return np.ascontiguousarray(leaf_values).sum(axis=1)
+        return np.concatenate([np.ascontiguousarray(masks.leaf_values(x[i : i + ROWS_AT_ONCE])).sum(axis=1)
+                               for i in range(0, len(x), ROWS_AT_ONCE)])
 
     def _walked(self, x: np.ndarray) -> np.ndarray:
         feature, threshold, children = self._walk
