@@ -1,6 +1,6 @@
 """What keeps the learned ranker cheap without changing what it says: a report's files ranked once
 for `search_files` and `search`, the inbound counts read from the edges' index, the words a file
-holds found over its distinct runs, and the trees walked a level at a time."""
+holds found over its distinct runs, and every test of the trees made at once."""
 
 from __future__ import annotations
 
@@ -130,3 +130,66 @@ def test_on_postgresql_a_report_is_ranked_once_too(
         assert inbound == {"pkg/_layout.py": (1, 0), "pkg/arrange.py": (1, 0)}
     finally:
         store.close()
+
+
+def random_trees(rng: np.random.Generator, n_trees: int, leaves: tuple[int, int], n_features: int) -> ranker.Trees:
+    """Trees of random shapes (a lone leaf among them), thresholds that float32 cannot hold."""
+    feature: list[int] = []
+    threshold: list[float] = []
+    left: list[int] = []
+    right: list[int] = []
+    roots: list[int] = []
+    depth = 0
+
+    def grow(n_leaves: int, level: int) -> int:
+        nonlocal depth
+        depth = max(depth, level)
+        node = len(feature)
+        feature.append(-1)
+        threshold.append(0.0)
+        left.append(-1)
+        right.append(-1)
+        if n_leaves > 1:
+            k = int(rng.integers(1, n_leaves))
+            feature[node] = int(rng.integers(n_features))
+            threshold[node] = float(rng.normal()) + 1e-12  # between two float32 values
+            left[node] = grow(k, level + 1)
+            right[node] = grow(n_leaves - k, level + 1)
+        return node
+
+    for t in range(n_trees):
+        roots.append(grow(1 if t == 0 else int(rng.integers(*leaves)), 0))
+    return ranker.Trees(tuple(f"f{i}" for i in range(n_features)), np.asarray(feature, dtype=np.int32),
+                        np.asarray(threshold), np.asarray(left, dtype=np.int32), np.asarray(right, dtype=np.int32),
+                        rng.normal(size=len(feature)), np.asarray(roots, dtype=np.int32), depth)
+
+
+@pytest.mark.parametrize("leaves", [(2, 9), (2, 17), (10, 33), (30, 65), (60, 90)])
+def test_any_trees_score_as_walked_node_by_node(leaves: tuple[int, int]) -> None:
+    rng = np.random.default_rng(leaves[1])
+    trees = random_trees(rng, 40, leaves, 6)
+    x64 = rng.normal(size=(200, 6))
+    inner = np.flatnonzero(trees.feature >= 0)
+    for i, j in enumerate(rng.choice(inner, size=100)):  # the float32 values either side of a threshold
+        x64[i, trees.feature[j]] = trees.threshold[j]
+    x64[100:120] = np.nan
+    x64[120:140, 2] = np.inf
+    x32 = x64.astype(np.float32)
+    x32[:50] = np.nextafter(x32[:50], np.float32(np.inf))
+    for x in (x64, x32):
+        assert np.array_equal(trees.score(x), walk_node_by_node(trees, x), equal_nan=True)
+    many = np.tile(x32, (ranker.ROWS_AT_ONCE // len(x32) + 2, 1))  # rows scored a block at a time
+    assert np.array_equal(trees.score(many), walk_node_by_node(trees, many), equal_nan=True)
+    assert len(trees.score(x32[:0])) == 0
+
+
+def test_the_package_a_path_lies_in_is_read_from_the_querys_names_as_package_match_reads_it() -> None:
+    rng = random.Random(5)
+    parts = ["sklearn", "linear_model", "_logistic", "utils", "a", ""]
+    for _ in range(500):
+        modules = tuple(tuple(rng.choice(parts) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 3)))
+        path = "/".join(rng.choice(parts[:-1]) for _ in range(rng.randint(1, 4))) + rng.choice([".py", ""])
+        bare = rank_features._shape(path).bare_parts
+        trie = rank_features._trie(modules)
+        matched = rank_features._spelled(bare, trie) if trie else 0
+        assert (matched, matched >= len(bare) - 1 > 0) == rank_features.package_match(path, modules), (path, modules)

@@ -249,7 +249,10 @@ def file_candidates(
     title_paths: Sequence[str],
     graph: GraphReach,
 ) -> tuple[list[str], np.ndarray]:
-    """The candidate files (the fusion's order first) and their FILE_FEATURES rows."""
+    """The candidate files (the fusion's order first) and their FILE_FEATURES rows.
+
+    The rows are built a feature at a time over all candidates (the same Python floats as ever,
+    rounded once to float32); what a path alone decides is kept per path."""
     seeds, hop1, hop2 = graph.seeds, graph.hop1, graph.hop2
     candidates = [f.key for f in fused[:MAX_CANDIDATES]]
     seen = set(candidates)
@@ -258,59 +261,122 @@ def file_candidates(
         if p not in seen:
             seen.add(p)
             candidates.append(p)
-    ranks: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
-    for name in LISTS:
-        if name == "files":
-            ranks[name] = path_ranks(filerank.aggregate([(units[m.unit_id].path, m.score) for m in chunks
-                                                         if m.unit_id in units]))
-        elif name == "title":
-            ranks[name] = path_ranks(title_paths)
-        else:
-            ranks[name] = list_ranks(lists.get(name, ()), units)
     top = max((m.score for m in chunks), default=0.0) or 1.0
     best: dict[str, float] = {}
-    decayed: dict[str, float] = {}
+    decayed: dict[str, float] = {}  # filerank.aggregate's sums, in the same order
     n_chunks: dict[str, int] = {}
     for m in chunks:
         u = units.get(m.unit_id)
         if u is None:
             continue
-        j = n_chunks.get(u.path, 0)
-        n_chunks[u.path] = j + 1
-        best[u.path] = max(best.get(u.path, 0.0), m.score)
-        decayed[u.path] = decayed.get(u.path, 0.0) + max(m.score, 0.0) * filerank.DECAY**j
+        path = u.path
+        j = n_chunks.get(path, 0)
+        n_chunks[path] = j + 1
+        if j:
+            best[path] = max(best[path], m.score)
+            decayed[path] += max(m.score, 0.0) * filerank.DECAY**j
+        else:
+            best[path] = max(0.0, m.score)
+            decayed[path] = 0.0 + max(m.score, 0.0) * filerank.DECAY**j
+    ranks: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for name in LISTS:
+        if name == "files":  # the files by their decayed sums, best first (filerank.aggregate)
+            ranks[name] = path_ranks(sorted(decayed, key=lambda p: -decayed[p]))
+        elif name == "title":
+            ranks[name] = path_ranks(title_paths)
+        else:
+            ranks[name] = list_ranks(lists.get(name, ()), units)
     top_decayed = max(decayed.values(), default=0.0) or 1.0
-    fused_at = {f.key: (i + 1, f.score) for i, f in enumerate(fused)}
-    top_fused = fused[0].score if fused and fused[0].score > 0 else 1.0
     symbol_files = {units[uid].path for uid in seeds if uid in units}
     seed_count = {p: sum(1 for uid in seeds if uid in units and units[uid].path == p) for p in symbol_files}
     sizes = rank_reads.file_sizes(db, candidates)
     lead = [sizes[p][2] for p in candidates[:30] if p in sizes]
+    lead_count = {lang: lead.count(lang) for lang in set(lead)}
     cover = coverage(db, facts, candidates[:COVER])
     inbound = rank_values.inbound_files(db, candidates)
-    rows = np.zeros((len(candidates), len(FILE_FEATURES)), dtype=np.float32)
-    qvals = facts.values
-    for i, path in enumerate(candidates):
-        at, score = fused_at.get(path, (max(len(fused), MAX_CANDIDATES) + 1, 0.0))
-        row: list[float] = [*qvals, score / top_fused, math.log2(1 + at)]
-        row += [1.0 / ranks[name][0][path] if path in ranks[name][0] else 0.0 for name in LISTS]
-        row += [math.log1p(ranks[name][1].get(path, 0)) for name in LISTS]
-        row += [best.get(path, 0.0) / top, decayed.get(path, 0.0) / top_decayed, math.log1p(n_chunks.get(path, 0))]
-        lines, n_units, language, structured = sizes.get(path, (0, 0, "text", False))
-        shape = _shape(path)
-        folders = shape.folders
-        words = shape.words
-        hits = len(words & facts.words)
-        stem = shape.stem
-        row += [float(is_test_path(path)), float(prose.is_prose_unit(path, language)),
-                float(shape.name == "__init__.py"), float(len(shape.parts) - 1), float(bool(folders & _DOC_DIRS)),
-                float(bool(folders & _EXAMPLE_DIRS)), float(hits), hits / max(len(words), 1),
-                float(stem in facts.words), float(stem in facts.title_words)]
-        matched, full = package_match(path, facts.modules)
-        row += [float(matched), float(full)]
-        row += [float(seed_count.get(path, 0)), hop1.get(path, 0.0), hop2.get(path, 0.0)]
-        row += [math.log1p(lines), math.log1p(n_units), lead.count(language) / max(len(lead), 1),
-                float(structured), *cover.get(path, (0.0, 0.0)), float(path in cover),
-                *(math.log1p(n) for n in inbound.get(path, (0, 0)))]
-        rows[i] = row
+    n = len(candidates)
+    cols: list[list[float]] = [[v] * n for v in facts.values]
+    lg = _LOG1P
+    last = max(len(fused), MAX_CANDIDATES) + 1
+    fused_at = {f.key: (i + 1, f.score) for i, f in enumerate(fused)}
+    top_fused = fused[0].score if fused and fused[0].score > 0 else 1.0
+    at_score = [fused_at.get(path, (last, 0.0)) for path in candidates]
+    cols.append([score / top_fused for _, score in at_score])
+    cols.append([math.log2(1 + at) for at, _ in at_score])
+    for name in LISTS:
+        rank = ranks[name][0]
+        cols.append([1.0 / rank[path] if path in rank else 0.0 for path in candidates])
+    for name in LISTS:
+        count = ranks[name][1]
+        cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [count.get(path, 0) for path in candidates]])
+    cols.append([best.get(path, 0.0) / top for path in candidates])
+    cols.append([decayed.get(path, 0.0) / top_decayed for path in candidates])
+    cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [n_chunks.get(path, 0) for path in candidates]])
+    size = [sizes.get(path, (0, 0, "text", False)) for path in candidates]
+    flags = [_path_flags(path) for path in candidates]
+    cols.append([f[0] for f in flags])  # test
+    cols.append([float(prose.is_prose_unit(path, s[2])) for path, s in zip(candidates, size, strict=True)])
+    cols.extend([f[k] for f in flags] for k in range(1, 5))  # init, depth, docs_dir, examples_dir
+    shapes = [_shape(path) for path in candidates]
+    hits = [len(shape.words & facts.words) for shape in shapes]
+    cols.append([float(h) for h in hits])
+    cols.append([h / max(len(shape.words), 1) for h, shape in zip(hits, shapes, strict=True)])
+    cols.append([float(shape.stem in facts.words) for shape in shapes])
+    cols.append([float(shape.stem in facts.title_words) for shape in shapes])
+    matched = [_spelled(shape.bare_parts, modules) for shape in shapes] if (modules := _trie(facts.modules)) else [0] * n
+    cols.append([float(m) for m in matched])
+    cols.append([float(m >= len(shape.bare_parts) - 1 > 0) for m, shape in zip(matched, shapes, strict=True)])
+    cols.append([float(seed_count.get(path, 0)) for path in candidates])
+    cols.append([hop1.get(path, 0.0) for path in candidates])
+    cols.append([hop2.get(path, 0.0) for path in candidates])
+    cols.append([math.log1p(s[0]) for s in size])
+    cols.append([math.log1p(s[1]) for s in size])
+    cols.append([lead_count.get(s[2], 0) / max(len(lead), 1) for s in size])
+    cols.append([float(s[3]) for s in size])
+    no_cover = (0.0, 0.0)
+    cols.append([cover.get(path, no_cover)[0] for path in candidates])
+    cols.append([cover.get(path, no_cover)[1] for path in candidates])
+    cols.append([float(path in cover) for path in candidates])
+    no_inbound = (0, 0)
+    cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [inbound.get(path, no_inbound)[0] for path in candidates]])
+    cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [inbound.get(path, no_inbound)[1] for path in candidates]])
+    # float64 holds each Python float exactly; one rounding to float32, as assigning a row did
+    rows = np.ascontiguousarray(np.array(cols, dtype=np.float64).reshape(len(FILE_FEATURES), n).T,
+                                dtype=np.float32)
     return candidates, rows
+
+
+_LOG1P = [math.log1p(i) for i in range(4096)]  # math.log1p of the small counts
+
+
+_Trie = dict[str, "_Trie"]
+
+
+def _trie(modules: Sequence[tuple[str, ...]]) -> _Trie:
+    """The dotted names a query writes, as a tree of their parts."""
+    root: _Trie = {}
+    for mod in modules:
+        node = root
+        for part in mod:
+            node = node.setdefault(part, {})
+    return root
+
+
+def _spelled(parts: tuple[str, ...], trie: _Trie) -> int:
+    """How many leading parts of a path one of the trie's names spells (package_match's count)."""
+    n = 0
+    node = trie
+    for part in parts:
+        node = node.get(part)  # type: ignore[assignment]
+        if node is None:
+            break
+        n += 1
+    return n
+
+
+@functools.lru_cache(maxsize=65536)
+def _path_flags(path: str) -> tuple[float, float, float, float, float]:
+    """test, init, depth, docs_dir, examples_dir: what a path alone says of its file."""
+    shape = _shape(path)
+    return (float(is_test_path(path)), float(shape.name == "__init__.py"), float(len(shape.parts) - 1),
+            float(bool(shape.folders & _DOC_DIRS)), float(bool(shape.folders & _EXAMPLE_DIRS)))

@@ -32,6 +32,7 @@ from coderag_tui.store.backend import StoreBackend
 FORMAT = "coderag-ranker/1"
 RANKERS = ("learned", "fusion")
 TITLE_CHUNKS = 60
+ROWS_AT_ONCE = 2048  # rows whose tests are made together (the test columns: rows x tests)
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,29 @@ class Trees:
         children = np.stack([np.where(leaf, idx, self.right), np.where(leaf, idx, self.left)], axis=1)
         return feature, threshold, children.ravel().astype(np.intp)
 
+    @functools.cached_property
+    def _masks(self) -> _Masks | None:
+        """The trees as bit masks over their leaves (None when a tree has over 64 leaves)."""
+        return _Masks.of(self)
+
     def score(self, x: np.ndarray) -> np.ndarray:
-        """One score per row of x (rows: candidates, columns: `features` in order): every tree
-        walked one level at a time for all rows together, `depth` levels."""
+        """One score per row of x (rows: candidates, columns: `features` in order).
+
+        Every test of every tree is made at once, and each tree's exit leaf is found from the
+        tests that fail (QuickScorer: a failed test, going right, rules out the leaves of its
+        left subtree; the leftmost leaf left is the one a walk reaches). Trees with over 64
+        leaves are walked one level at a time for all rows together."""
         if not len(x) or not len(self.roots):
             return np.zeros(len(x))
+        masks = self._masks
+        if masks is None:
+            return np.ascontiguousarray(self._walked(x)).sum(axis=1)
+        # a block of rows at a time keeps every test's column small (training scores all its rows);
+        # a row's sum in tree order over a C-ordered array: the same float additions as ever
+        return np.concatenate([np.ascontiguousarray(masks.leaf_values(x[i : i + ROWS_AT_ONCE])).sum(axis=1)
+                               for i in range(0, len(x), ROWS_AT_ONCE)])
+
+    def _walked(self, x: np.ndarray) -> np.ndarray:
         feature, threshold, children = self._walk
         flat = np.ascontiguousarray(x).ravel()
         row_at = (np.arange(len(x), dtype=np.intp) * x.shape[1])[:, None]
@@ -84,7 +103,89 @@ class Trees:
         for _ in range(self.depth):
             go_left = flat[row_at + feature[node]] <= threshold[node]
             node = children[2 * node + go_left]
-        return self.value[node].sum(axis=1)
+        return self.value[node]
+
+
+@dataclass(frozen=True)
+class _Masks:
+    """Trees as QuickScorer reads them. Each tree's leaves are numbered left to right (bit i:
+    leaf i); the tree's tests sit in slots, slot k of every tree in one row of `feature`,
+    `threshold` and `mask` (a tree with fewer tests fills its last slots with a test that
+    never rules anything out). A failed test ANDs the tree's mask with its `mask` (its left
+    subtree's bits cleared); the lowest bit left is the exit leaf."""
+
+    feature: np.ndarray  # (slots * trees,): the tested column
+    threshold: np.ndarray  # float64, as trained
+    threshold32: np.ndarray  # the largest float32 <= each threshold: the same test for float32 rows
+    mask: np.ndarray  # unsigned, as wide as the most leaves of a tree needs
+    slots: int
+    lowest_bit: np.ndarray  # per mask value, the index of its lowest set bit
+    values: np.ndarray  # (trees * width,): tree t's leaf i at t * width + i (0 past its leaves)
+    width: int
+
+    @classmethod
+    def of(cls, trees: Trees) -> _Masks | None:
+        per_tree: list[tuple[list[tuple[int, int]], list[int]]] = []
+        for root in trees.roots.tolist():
+            tests: list[tuple[int, int]] = []  # (node, its left subtree's leaves as bits)
+            leaves: list[int] = []
+            stack: list[tuple[int, bool]] = [(root, False)]
+            pending: dict[int, int] = {}  # node -> its first leaf's number
+            while stack:  # in order: left subtree, the node, right subtree
+                node, back = stack.pop()
+                if trees.feature[node] < 0:
+                    leaves.append(node)
+                elif back:
+                    first = pending.pop(node)
+                    tests.append((node, ((1 << (len(leaves) - first)) - 1) << first))
+                    stack.append((int(trees.right[node]), False))
+                else:
+                    pending[node] = len(leaves)
+                    stack.append((node, True))
+                    stack.append((int(trees.left[node]), False))
+            per_tree.append((tests, leaves))
+        width = max(len(leaves) for _, leaves in per_tree)
+        if width > 64:
+            return None
+        kind = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if np.iinfo(t).bits >= width)
+        full = int(np.iinfo(kind).max)
+        slots = max(1, *(len(tests) for tests, _ in per_tree))
+        n = len(per_tree)
+        feature = np.zeros((slots, n), dtype=np.intp)
+        threshold = np.full((slots, n), np.inf)
+        mask = np.full((slots, n), full, dtype=kind)
+        values = np.zeros((n, width))
+        for t, (tests, leaves) in enumerate(per_tree):
+            for k, (node, left_bits) in enumerate(tests):
+                feature[k, t] = trees.feature[node]
+                threshold[k, t] = trees.threshold[node]
+                mask[k, t] = full & ~left_bits
+            values[t, : len(leaves)] = trees.value[leaves]
+        t64 = threshold.ravel()
+        with np.errstate(over="ignore"):
+            t32 = t64.astype(np.float32)
+        t32 = np.where(t32.astype(np.float64) > t64, np.nextafter(t32, np.float32(-np.inf)), t32)
+        if width <= 16:
+            m = np.arange(1 << np.iinfo(kind).bits)
+            lowest = np.zeros(len(m), dtype=np.intp)
+            lowest[1:] = np.frexp((m[1:] & -m[1:]).astype(np.float64))[1] - 1
+        else:
+            lowest = np.zeros(0, dtype=np.intp)
+        return cls(feature.ravel(), t64, t32, mask.ravel(), slots, lowest, values.ravel(), width)
+
+    def leaf_values(self, x: np.ndarray) -> np.ndarray:
+        """(rows, trees): each row's exit leaf's value in each tree."""
+        n = len(self.mask) // self.slots
+        columns = np.ascontiguousarray(x.T)[self.feature]  # (slots * trees, rows)
+        threshold = self.threshold32 if x.dtype == np.float32 else self.threshold
+        passed = columns <= threshold[:, None]
+        masks = self.mask[:, None] | -passed.astype(self.mask.dtype)  # a passed test rules out nothing
+        alive = np.bitwise_and.reduce(masks.reshape(self.slots, n, len(x)), axis=0)  # (trees, rows)
+        if len(self.lowest_bit):
+            leaf = self.lowest_bit[alive]
+        else:
+            leaf = np.frexp((alive & (~alive + alive.dtype.type(1))).astype(np.float64))[1] - 1
+        return self.values[(np.arange(n) * self.width)[:, None] + leaf].T
 
 
 @dataclass(frozen=True)
