@@ -296,7 +296,6 @@ def file_candidates(
     inbound = rank_values.inbound_files(db, candidates)
     n = len(candidates)
     cols: list[list[float]] = [[v] * n for v in facts.values]
-    lg = _LOG1P
     last = max(len(fused), MAX_CANDIDATES) + 1
     fused_at = {f.key: (i + 1, f.score) for i, f in enumerate(fused)}
     top_fused = fused[0].score if fused and fused[0].score > 0 else 1.0
@@ -308,10 +307,10 @@ def file_candidates(
         cols.append([1.0 / rank[path] if path in rank else 0.0 for path in candidates])
     for name in LISTS:
         count = ranks[name][1]
-        cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [count.get(path, 0) for path in candidates]])
+        cols.append(_log1p_counts([count.get(path, 0) for path in candidates]))
     cols.append([best.get(path, 0.0) / top for path in candidates])
     cols.append([decayed.get(path, 0.0) / top_decayed for path in candidates])
-    cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [n_chunks.get(path, 0) for path in candidates]])
+    cols.append(_log1p_counts([n_chunks.get(path, 0) for path in candidates]))
     size = [sizes.get(path, (0, 0, "text", False)) for path in candidates]
     flags = [_path_flags(path) for path in candidates]
     cols.append([f[0] for f in flags])  # test
@@ -338,8 +337,8 @@ def file_candidates(
     cols.append([cover.get(path, no_cover)[1] for path in candidates])
     cols.append([float(path in cover) for path in candidates])
     no_inbound = (0, 0)
-    cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [inbound.get(path, no_inbound)[0] for path in candidates]])
-    cols.append([lg[c] if 0 <= c < len(lg) else math.log1p(c) for c in [inbound.get(path, no_inbound)[1] for path in candidates]])
+    cols.append(_log1p_counts([inbound.get(path, no_inbound)[0] for path in candidates]))
+    cols.append(_log1p_counts([inbound.get(path, no_inbound)[1] for path in candidates]))
     # float64 holds each Python float exactly; one rounding to float32, as assigning a row did
     rows = np.ascontiguousarray(np.array(cols, dtype=np.float64).reshape(len(FILE_FEATURES), n).T,
                                 dtype=np.float32)
@@ -347,6 +346,11 @@ def file_candidates(
 
 
 _LOG1P = [math.log1p(i) for i in range(4096)]  # math.log1p of the small counts
+
+
+def _log1p_counts(counts: Sequence[int]) -> list[float]:
+    """math.log1p of each count, the small ones from a table."""
+    return [_LOG1P[c] if 0 <= c < len(_LOG1P) else math.log1p(c) for c in counts]
 
 
 _Trie = dict[str, "_Trie"]
